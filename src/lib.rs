@@ -1,1 +1,7 @@
+//! sbx: one declarative sandbox policy, compiled for every OS.
+//!
+//! Data flows one way: `policy` (TOML, schema, layers) → `lower` → [`ir`] →
+//! `back` (SBPL, Landlock, Windows) → `runtime` (apply and exec).
 
+pub mod back;
+pub mod ir;

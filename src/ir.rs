@@ -1,0 +1,452 @@
+//! The lowered policy: absolute, normalised grants that every back end reads.
+//!
+//! Everything here is plain data, sorted, with no hash maps, so that the
+//! JSON form (`--target ir`) and every artifact derived from it are
+//! byte-identical for the same inputs.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the IR and artifact format (`"sbx": 1` in every JSON artifact).
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ir {
+    pub sbx: u32,
+    pub policy_hash: String,
+    pub enforcement: Enforcement,
+    /// `resolved` (host paths, symlinks resolved) or `portable` (placeholders).
+    pub mode: PathMode,
+    /// The OS family the paths and presets were lowered for.
+    pub os: Os,
+    pub roots: Roots,
+    /// Filesystem grants, sorted by path; matching is most-specific-wins.
+    pub fs: Vec<Grant>,
+    pub net: Net,
+    pub env: Env,
+    /// `None`: any program may be executed.
+    pub commands: Option<Vec<Command>>,
+    pub limits: Limits,
+    pub sensitive_paths: Vec<String>,
+    pub macos: MacosExtras,
+    pub linux: LinuxExtras,
+    pub windows: WindowsExtras,
+    /// Notes made while lowering (dropped rules, missing paths...).
+    pub precision: Vec<Precision>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    #[default]
+    BestEffort,
+    Required,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathMode {
+    Resolved,
+    Portable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Os {
+    Macos,
+    Linux,
+    Windows,
+}
+
+impl Os {
+    pub fn host() -> Os {
+        if cfg!(target_os = "macos") {
+            Os::Macos
+        } else if cfg!(windows) {
+            Os::Windows
+        } else {
+            Os::Linux
+        }
+    }
+}
+
+/// Placeholders used in portable mode; the loaders expand them at run time.
+pub const WORKSPACE_PARAM: &str = "WORKSPACE";
+pub const HOME_PARAM: &str = "HOME";
+pub const TEMP_PARAM: &str = "TMPDIR";
+
+/// In portable mode each root is `${NAME}`; in resolved mode an absolute path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Roots {
+    pub workspace: String,
+    pub home: String,
+    pub temp: String,
+}
+
+/// The five rights of RFD 076, refined per target by the back ends.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+pub struct Access {
+    pub read: bool,
+    pub create: bool,
+    pub update: bool,
+    pub delete: bool,
+    pub execute: bool,
+}
+
+impl Access {
+    pub const NONE: Access = Access {
+        read: false,
+        create: false,
+        update: false,
+        delete: false,
+        execute: false,
+    };
+    pub const READ: Access = Access {
+        read: true,
+        ..Access::NONE
+    };
+    pub const READ_EXEC: Access = Access {
+        read: true,
+        execute: true,
+        ..Access::NONE
+    };
+    pub const READ_WRITE: Access = Access {
+        read: true,
+        create: true,
+        update: true,
+        delete: true,
+        execute: false,
+    };
+
+    pub fn is_empty(&self) -> bool {
+        *self == Access::NONE
+    }
+    pub fn writes(&self) -> bool {
+        self.create || self.update || self.delete
+    }
+    pub fn union(self, o: Access) -> Access {
+        Access {
+            read: self.read || o.read,
+            create: self.create || o.create,
+            update: self.update || o.update,
+            delete: self.delete || o.delete,
+            execute: self.execute || o.execute,
+        }
+    }
+    /// Rights in `self` that `o` lacks.
+    pub fn minus(self, o: Access) -> Access {
+        Access {
+            read: self.read && !o.read,
+            create: self.create && !o.create,
+            update: self.update && !o.update,
+            delete: self.delete && !o.delete,
+            execute: self.execute && !o.execute,
+        }
+    }
+    pub fn contains(self, o: Access) -> bool {
+        o.minus(self).is_empty()
+    }
+    /// Names of the rights that are set, in a fixed order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (on, n) in [
+            (self.read, "read"),
+            (self.create, "create"),
+            (self.update, "update"),
+            (self.delete, "delete"),
+            (self.execute, "execute"),
+        ] {
+            if on {
+                v.push(n);
+            }
+        }
+        v
+    }
+}
+
+/// What the path was when it was lowered (resolved mode stats it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    Dir,
+    File,
+    /// Does not exist at compile time.
+    Missing,
+    /// Not looked at (portable mode).
+    Unknown,
+}
+
+/// Where a grant came from, for diagnostics, `explain` and precision reports.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// A rule in a policy file (`fs[index]` of the merged policy).
+    Rule {
+        index: usize,
+        file: String,
+        line: usize,
+        column: usize,
+    },
+    /// The default policy (no `fs` key at all).
+    Default,
+    /// A `[process]` preset, by name.
+    Preset { name: String },
+    /// `[process] read_roots` / `write_roots`.
+    ProcessRoot,
+    /// An executable resolved from `[commands]`.
+    Command { name: String },
+}
+
+impl Source {
+    /// A short, stable label: `fs[2] (policy.toml:7:1)`, `preset system_runtime`.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Rule {
+                index,
+                file,
+                line,
+                column,
+            } => format!("fs[{index}] ({file}:{line}:{column})"),
+            Source::Default => "default policy".into(),
+            Source::Preset { name } => format!("preset {name}"),
+            Source::ProcessRoot => "process roots".into(),
+            Source::Command { name } => format!("commands.{name}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Absolute, normalised; in portable mode may start with `${WORKSPACE}` etc.
+    pub path: String,
+    pub access: Access,
+    pub kind: PathKind,
+    pub source: Source,
+    /// Other spellings of the same place the OS may see (macOS `/tmp` vs
+    /// `/private/tmp`, or the path before symlinks were resolved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// RFD D43: set when the rule reaches outside the workspace through an
+    /// approved symlink; `path` is then the approved canonical target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<External>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct External {
+    /// The rule's path as written, relative to the workspace.
+    pub rule_path: String,
+    pub canonical_target: String,
+}
+
+/// A port set for one direction of TCP traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "ports")]
+pub enum Ports {
+    None,
+    Some(Vec<u16>),
+    All,
+}
+
+impl Ports {
+    pub fn allows(&self, port: u16) -> bool {
+        match self {
+            Ports::None => false,
+            Ports::All => true,
+            Ports::Some(p) => p.binary_search(&port).is_ok(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Net {
+    /// What the kernel can enforce: outbound TCP by port.
+    pub connect: Ports,
+    /// Listening sockets by port.
+    pub bind: Ports,
+    /// Non-TCP IP traffic (UDP, raw): allowed only with unrestricted network.
+    pub other_protocols: bool,
+    /// The rules as lowered, for cooperative checks and reports.
+    pub rules: Vec<NetRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRule {
+    pub index: usize,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    /// Explicit port, or the scheme's; `None` = any port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    pub bind: bool,
+    pub allow: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Env {
+    /// Always forwarded when set in the parent: exact names and `LC_*`.
+    pub minimal: Vec<String>,
+    /// Names or globs from `[[env]]` with `read = true`.
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    pub name: String,
+    /// The absolute executable `name` resolved to through PATH, if found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Allowed argument prefixes (cooperative); `None` = any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<Vec<String>>>,
+    pub envs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_processes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_mib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_time_s: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacosExtras {
+    pub mach_lookup: Vec<String>,
+    pub allow_pty: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinuxExtras {
+    /// `None`: the default (both scopes on ABI >= 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_abi: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowsExtras {
+    pub token: String,
+    pub appcontainer: bool,
+    pub ui_restrictions: Vec<String>,
+    pub kill_on_close: bool,
+}
+
+impl Default for WindowsExtras {
+    fn default() -> Self {
+        WindowsExtras {
+            token: "restricted".into(),
+            appcontainer: false,
+            ui_restrictions: Vec::new(),
+            kill_on_close: true,
+        }
+    }
+}
+
+/// One line of a precision report.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Precision {
+    /// The rule's label (see [`Source::label`]) or a feature name (`net`, `limits.max_processes`).
+    pub rule: String,
+    /// `ir` for notes made while lowering, else the back end's target name.
+    pub target: String,
+    pub status: Status,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Exact,
+    /// The OS grants more than the policy.
+    Wider,
+    /// The OS grants less than the policy.
+    Narrower,
+    Unsupported,
+    /// The rule was dropped (missing path, unapproved external...).
+    Dropped,
+}
+
+impl Status {
+    /// Whether `enforcement = "required"` must refuse this.
+    pub fn is_inexact(self) -> bool {
+        !matches!(self, Status::Exact)
+    }
+}
+
+impl Ir {
+    /// Most-specific-wins: the grant whose path is the longest
+    /// component-wise prefix of `path` decides. `path` must be absolute and
+    /// normalised the same way the grants are.
+    pub fn decide(&self, path: &str) -> Option<&Grant> {
+        self.fs
+            .iter()
+            .filter(|g| {
+                std::iter::once(g.path.as_str())
+                    .chain(g.aliases.iter().map(String::as_str))
+                    .any(|p| path_within(path, p))
+            })
+            .max_by_key(|g| {
+                std::iter::once(g.path.as_str())
+                    .chain(g.aliases.iter().map(String::as_str))
+                    .filter(|p| path_within(path, p))
+                    .map(str::len)
+                    .max()
+                    .unwrap_or(0)
+            })
+    }
+
+    /// The rights the policy gives `path` (empty when no grant covers it).
+    pub fn access_at(&self, path: &str) -> Access {
+        self.decide(path).map(|g| g.access).unwrap_or_default()
+    }
+}
+
+/// `path` equals `root` or lies below it, on component boundaries.
+pub fn path_within(path: &str, root: &str) -> bool {
+    if root == "/" {
+        return path.starts_with('/');
+    }
+    match path.strip_prefix(root) {
+        Some("") => true,
+        Some(rest) => rest.starts_with('/') || root.ends_with('/'),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_respects_component_boundaries() {
+        assert!(path_within("/a/b", "/a/b"));
+        assert!(path_within("/a/b/c", "/a/b"));
+        assert!(!path_within("/a/bc", "/a/b"));
+        assert!(path_within("/x", "/"));
+        assert!(!path_within("/a", "/a/b"));
+    }
+
+    #[test]
+    fn access_set_algebra() {
+        assert!(Access::READ_WRITE.contains(Access::READ));
+        assert!(!Access::READ.contains(Access::READ_WRITE));
+        assert_eq!(
+            Access::READ_WRITE.minus(Access::READ).names(),
+            ["create", "update", "delete"]
+        );
+        assert!(Access::READ.union(Access::NONE) == Access::READ);
+    }
+}
