@@ -5,3 +5,4 @@
 
 pub mod back;
 pub mod ir;
+pub mod runtime;
