@@ -4,5 +4,7 @@
 //! `back` (SBPL, Landlock, Windows) → `runtime` (apply and exec).
 
 pub mod back;
+pub mod diag;
 pub mod ir;
+pub mod policy;
 pub mod runtime;
