@@ -56,6 +56,8 @@ codes! {
         "A policy file (or another input) could not be read.";
     BAD_PATH = "SBX018", Error, "unusable path",
         "The path is empty, or is a Windows-style path on another OS, or cannot be anchored.";
+    SYMLINK_OUT = "SBX019", Warning, "rule leaves the workspace through a symlink",
+        "A workspace-relative rule resolves outside the workspace through a symlink. It is dropped: mark it `external = true` and approve it (sbx approve) if that is intended.";
     SENSITIVE = "SBX020", Warning, "grant reaches a sensitive path",
         "A rule grants access to a built-in or configured sensitive path (keys, credentials), directly or through a parent directory.";
 }

@@ -218,10 +218,15 @@ fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
                 None => return node,
             }
         } else if let Some(branches) = node.get("anyOf").and_then(Value::as_array) {
-            match branches
+            let pick = branches
                 .iter()
                 .find(|b| b.get("type") == Some(&Value::from("array")))
-            {
+                .or_else(|| {
+                    branches
+                        .iter()
+                        .find(|b| b.get("type") != Some(&Value::from("null")))
+                });
+            match pick {
                 Some(b) => node = b,
                 None => return node,
             }
@@ -230,4 +235,14 @@ fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
         }
     }
     node
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn allowed_keys_follow_refs() {
+        let k = super::allowed_keys("/fs/0");
+        assert!(k.contains("path") && k.contains("external"), "{k}");
+        assert!(super::allowed_keys("").contains("enforcement"));
+    }
 }
