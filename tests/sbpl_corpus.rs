@@ -102,3 +102,29 @@ fn every_plain_corpus_file_parses() {
         "only {parsed} plain files, expected at least {ISSUE_TARGET}"
     );
 }
+
+#[test]
+fn corpus_has_no_validation_errors() {
+    let Some(dir) = corpus_dir() else { return };
+    let (plain, _) = corpus_files(&dir);
+    let mut errors = Vec::new();
+    let mut warnings = std::collections::BTreeMap::<String, usize>::new();
+    for file in &plain {
+        let path = camino::Utf8PathBuf::from_path_buf(dir.join(file)).expect("UTF-8 path");
+        for f in sbpl::check_file(&path) {
+            match f.severity {
+                sbpl::Severity::Error => errors.push(f.render(file)),
+                sbpl::Severity::Warning => {
+                    let kind = f.message.split('\'').next().unwrap_or("").to_string();
+                    *warnings.entry(kind).or_default() += 1;
+                }
+            }
+        }
+    }
+    println!("warnings by kind over {} files: {warnings:#?}", plain.len());
+    assert!(
+        errors.is_empty(),
+        "validation errors:\n{}",
+        errors.join("\n")
+    );
+}
