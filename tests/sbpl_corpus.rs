@@ -6,7 +6,9 @@
 //! Templates whose placeholders are still valid s-expressions are read like any
 //! other profile.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sbx::sbpl;
 
@@ -69,34 +71,79 @@ fn corpus_files(dir: &Path) -> (Vec<String>, Vec<String>) {
     (plain, skipped)
 }
 
+/// One plain corpus file, read and parsed.
+struct Entry {
+    file: String,
+    parsed: Result<Vec<sbpl::Datum>, sbpl::SyntaxError>,
+}
+
+struct Corpus {
+    entries: Vec<Entry>,
+    skipped: usize,
+}
+
+/// The plain files, parsed once for all tests; `None` when the corpus is absent.
+fn corpus() -> Option<&'static Corpus> {
+    static CORPUS: OnceLock<Option<Corpus>> = OnceLock::new();
+    CORPUS
+        .get_or_init(|| {
+            let dir = corpus_dir()?;
+            let (plain, skipped) = corpus_files(&dir);
+            let entries = plain
+                .into_iter()
+                .map(|file| {
+                    let src = std::fs::read_to_string(dir.join(&file))
+                        .unwrap_or_else(|e| panic!("{file}: {e}"));
+                    let parsed = sbpl::parse(&src);
+                    Entry { file, parsed }
+                })
+                .collect();
+            Some(Corpus {
+                entries,
+                skipped: skipped.len(),
+            })
+        })
+        .as_ref()
+}
+
+/// Parsed entries; panics if any failed (reported by the parse test).
+fn parsed(corpus: &Corpus) -> impl Iterator<Item = (&str, &[sbpl::Datum])> {
+    corpus.entries.iter().map(|e| match &e.parsed {
+        Ok(data) => (e.file.as_str(), data.as_slice()),
+        Err(err) => panic!("{}:{err}", e.file),
+    })
+}
+
 #[test]
 fn every_plain_corpus_file_parses() {
-    let Some(dir) = corpus_dir() else { return };
-    let (plain, skipped) = corpus_files(&dir);
-    let mut failures = Vec::new();
-    let mut parsed = 0;
-    let mut forms = 0;
-    for file in &plain {
-        let src = std::fs::read_to_string(dir.join(file)).expect("read corpus file");
-        match sbpl::parse(&src) {
-            Ok(data) => {
-                parsed += 1;
-                forms += data.len();
-            }
-            Err(e) => failures.push(format!("{file}:{e}")),
-        }
-    }
+    let Some(corpus) = corpus() else { return };
+    let failures: Vec<String> = corpus
+        .entries
+        .iter()
+        .filter_map(|e| {
+            e.parsed
+                .as_ref()
+                .err()
+                .map(|err| format!("{}:{err}", e.file))
+        })
+        .collect();
+    let parsed = corpus.entries.len() - failures.len();
+    let forms: usize = corpus
+        .entries
+        .iter()
+        .filter_map(|e| e.parsed.as_ref().ok())
+        .map(Vec::len)
+        .sum();
     println!(
         "parsed {parsed} of {} plain SBPL files ({forms} top-level forms); {} skipped as preprocessor/wrapper input",
-        plain.len(),
-        skipped.len()
+        corpus.entries.len(),
+        corpus.skipped
     );
     assert!(
         failures.is_empty(),
         "unreadable files:\n{}",
         failures.join("\n")
     );
-    assert_eq!(parsed, plain.len());
     assert!(
         parsed >= ISSUE_TARGET,
         "only {parsed} plain files, expected at least {ISSUE_TARGET}"
@@ -105,26 +152,69 @@ fn every_plain_corpus_file_parses() {
 
 #[test]
 fn corpus_has_no_validation_errors() {
-    let Some(dir) = corpus_dir() else { return };
-    let (plain, _) = corpus_files(&dir);
+    let Some(corpus) = corpus() else { return };
     let mut errors = Vec::new();
-    let mut warnings = std::collections::BTreeMap::<String, usize>::new();
-    for file in &plain {
-        let path = camino::Utf8PathBuf::from_path_buf(dir.join(file)).expect("UTF-8 path");
-        for f in sbpl::check_file(&path) {
+    let mut warnings = 0;
+    for (file, data) in parsed(corpus) {
+        for f in sbpl::check(data) {
             match f.severity {
                 sbpl::Severity::Error => errors.push(f.render(file)),
-                sbpl::Severity::Warning => {
-                    let kind = f.message.split('\'').next().unwrap_or("").to_string();
-                    *warnings.entry(kind).or_default() += 1;
-                }
+                sbpl::Severity::Warning => warnings += 1,
             }
         }
     }
-    println!("warnings by kind over {} files: {warnings:#?}", plain.len());
+    println!("{warnings} warnings over {} files", corpus.entries.len());
     assert!(
         errors.is_empty(),
         "validation errors:\n{}",
         errors.join("\n")
     );
+}
+
+/// The evaluator is for emitted profiles, but flat corpus profiles (only
+/// version/allow/deny forms, parameters filled with a dummy value) must build
+/// and answer without panicking.
+#[test]
+fn flat_corpus_profiles_evaluate() {
+    let Some(corpus) = corpus() else { return };
+    let paths = [
+        "/",
+        "/etc/passwd",
+        "/private/tmp/x",
+        "/Users/u/.ssh/id_rsa",
+        "/usr/bin/true",
+    ];
+    let (mut built, mut rejected) = (0, 0);
+    for (_, data) in parsed(corpus) {
+        let mut params = BTreeMap::new();
+        collect_params(data, &mut params);
+        let Ok(profile) = sbpl::Profile::from_datums(data, &params) else {
+            rejected += 1;
+            continue;
+        };
+        built += 1;
+        for op in sbpl::FileOp::ALL {
+            for path in paths {
+                let _ = profile.decide(op, path);
+            }
+        }
+    }
+    println!(
+        "evaluator built {built} corpus profiles, rejected {rejected} (Scheme code, imports, ...)"
+    );
+    assert!(built > 100, "only {built} flat profiles evaluated");
+}
+
+/// Give every `(param "NAME")` in the tree the value `/param/NAME`.
+fn collect_params(data: &[sbpl::Datum], out: &mut BTreeMap<String, String>) {
+    for d in data {
+        if let Some(items) = d.as_list() {
+            if d.head() == Some("param") {
+                if let Some(name) = items.get(1).and_then(|n| n.as_string()) {
+                    out.insert(name.to_string(), format!("/param/{name}"));
+                }
+            }
+            collect_params(items, out);
+        }
+    }
 }

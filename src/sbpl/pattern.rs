@@ -38,6 +38,11 @@ fn is_bound(s: &str) -> bool {
         && hi.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// Escape `s` so a regex matches it literally, as SBPL's `regex-quote` does.
+pub fn quote(s: &str) -> String {
+    regex::escape(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +73,13 @@ mod tests {
         assert!(matches("^/x{1,}$", "/xxx"));
         assert!(!matches("^/x{2,3}$", "/x"));
         assert!(compile("^(?/private)").is_err());
+    }
+
+    #[test]
+    fn quote_matches_literally() {
+        let text = "/a.b(c)[d]*+?$^|{e}";
+        let re = compile(&format!("^{}$", quote(text))).unwrap();
+        assert!(re.is_match(text));
+        assert!(!re.is_match("/aXb(c)[d]*+?$^|{e}"));
     }
 }
