@@ -376,6 +376,8 @@ fn int_value(text: &str) -> Option<i64> {
     i64::from_str_radix(digits, radix).ok()
 }
 
+/// The error productions make the grammar accept every input, so pest should
+/// never fail; if a grammar change breaks that, this still gives a position.
 fn from_pest(e: &pest::error::Error<Rule>, index: &LineIndex) -> SyntaxError {
     let offset = match e.location {
         pest::error::InputLocation::Pos(p) => p,
@@ -474,24 +476,57 @@ fn check_nesting(src: &str, index: &LineIndex) -> Result<(), SyntaxError> {
     Ok(())
 }
 
-/// Byte offset to 1-based line and character column.
+/// Byte offset to 1-based line and character column, in O(1)-ish time even on
+/// one huge line: character counts are kept at every [`BLOCK`] bytes.
 pub(crate) struct LineIndex<'a> {
-    src: &'a str,
+    src: &'a [u8],
     starts: Vec<usize>,
+    /// `chars_at[k]` = characters that start before byte `k * BLOCK`.
+    chars_at: Vec<usize>,
+}
+
+const BLOCK: usize = 64;
+
+/// UTF-8 continuation bytes do not start a character.
+fn starts_char(b: &u8) -> bool {
+    b & 0xC0 != 0x80
 }
 
 impl<'a> LineIndex<'a> {
     pub(crate) fn new(src: &'a str) -> Self {
         let mut starts = vec![0];
         starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
-        Self { src, starts }
+        let src = src.as_bytes();
+        let mut chars_at = vec![0];
+        for chunk in src.chunks(BLOCK) {
+            let before = chars_at.last().copied().unwrap_or(0);
+            chars_at.push(before + chunk.iter().filter(|b| starts_char(b)).count());
+        }
+        Self {
+            src,
+            starts,
+            chars_at,
+        }
+    }
+
+    fn chars_before(&self, offset: usize) -> usize {
+        let block = offset / BLOCK;
+        let from = block * BLOCK;
+        self.chars_at[block]
+            + self.src[from..offset]
+                .iter()
+                .filter(|b| starts_char(b))
+                .count()
     }
 
     pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.src.len());
         let line = self.starts.partition_point(|&s| s <= offset);
         let start = self.starts[line - 1];
-        let column = self.src[start..offset.min(self.src.len())].chars().count() + 1;
-        (line, column)
+        (
+            line,
+            self.chars_before(offset) - self.chars_before(start) + 1,
+        )
     }
 }
 
@@ -605,10 +640,16 @@ mod tests {
 
     #[test]
     fn skips_comments_and_odd_whitespace() {
-        let src = ";;;;;; header\r\n(allow ; trailing\r\n\tfile-read*) #| block #| nested |# |#\n(deny default)";
+        let src =
+            ";;;;;; header\r\n(allow ; trailing\r\n\tfile-read*) #| block\n ( |#\n(deny default)";
         let data = parse(src).unwrap();
         assert_eq!(data.len(), 2);
-        assert_eq!((data[1].line, data[1].column), (4, 1));
+        assert_eq!((data[1].line, data[1].column), (5, 1));
+        // Block comments do not nest: the first "|#" ends them.
+        assert_eq!(
+            err("#| a #| b |# |#"),
+            (1, 14, "unexpected character \"|\"".into())
+        );
         assert!(parse("; only a comment").unwrap().is_empty());
         assert!(parse("").unwrap().is_empty());
     }
@@ -746,8 +787,61 @@ mod tests {
     }
 
     #[test]
+    fn huge_inputs_stay_linear() {
+        // One 600 KB line with 400k data, and 100k unclosed block comments.
+        let line = "(a é)".repeat(100_000);
+        let data = parse(&line).unwrap();
+        assert_eq!((data[99_999].line, data[99_999].column), (1, 499_996));
+        assert!(parse(&"#|".repeat(100_000)).is_err());
+        // Quote levels count toward the nesting bound too.
+        let quoted = format!("{}x{}", "'(".repeat(65), ")".repeat(65));
+        assert!(err(&quoted).2.starts_with("nesting deeper than"));
+        let fine = format!("{}x{}", "'(".repeat(60), ")".repeat(60));
+        assert!(parse(&fine).is_ok());
+    }
+
+    #[test]
+    fn line_index_counts_characters() {
+        let src = "ab\nçé\n\n😀x";
+        let index = LineIndex::new(src);
+        assert_eq!(index.line_col(0), (1, 1));
+        assert_eq!(index.line_col(3), (2, 1));
+        assert_eq!(index.line_col(5), (2, 2));
+        assert_eq!(index.line_col(8), (3, 1));
+        assert_eq!(index.line_col(9), (4, 1));
+        assert_eq!(index.line_col(13), (4, 2));
+        assert_eq!(index.line_col(14), (4, 3));
+        let long = format!("{}\n{}z", "é".repeat(100), "ü".repeat(70));
+        let index = LineIndex::new(&long);
+        assert_eq!(index.line_col(long.len() - 1), (2, 71));
+    }
+
+    #[test]
     fn symbol_kinds() {
         assert_eq!(one("file-read*").kind, sym("file-read*"));
         assert_eq!(one("...").kind, sym("..."));
+    }
+
+    /// Input made of the characters the reader cares about.
+    fn sbpl_noise() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let c = prop::sample::select(vec![
+            '(', ')', '"', '#', '\\', ';', '|', '\'', '`', ',', '@', '.', ' ', '\n', 'a', '1', 'x',
+            't', '[', 'é',
+        ]);
+        prop::collection::vec(c, 0..80).prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest::proptest! {
+        /// Every input either reads or gets an error production's message at a
+        /// position inside the input; pest's own failure path is never taken.
+        #[test]
+        fn any_input_reads_or_names_a_position(src in sbpl_noise()) {
+            if let Err(e) = parse(&src) {
+                proptest::prop_assert!(e.offset <= src.len());
+                proptest::prop_assert!(e.line >= 1 && e.line <= src.lines().count().max(1) + 1);
+                proptest::prop_assert!(!e.message.starts_with("cannot read SBPL here"), "{}", e.message);
+            }
+        }
     }
 }
