@@ -249,6 +249,7 @@ const DELETE_PRIVILEGES: &[&str] = &[
     "SeAssignPrimaryTokenPrivilege",
     "SeBackupPrivilege",
     "SeCreateGlobalPrivilege",
+    "SeCreatePagefilePrivilege",
     "SeCreatePermanentPrivilege",
     "SeCreateSymbolicLinkPrivilege",
     "SeCreateTokenPrivilege",
