@@ -99,6 +99,7 @@ fn ir() -> Ir {
             connect: Ports::None,
             bind: Ports::None,
             other_protocols: false,
+            dns: false,
             rules: vec![],
         },
         env: Env {

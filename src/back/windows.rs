@@ -331,13 +331,17 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 struct Notes(Vec<Precision>);
 
 impl Notes {
+    /// Presets give several grants one label: report each line once.
     fn add(&mut self, rule: impl Into<String>, status: Status, reason: impl Into<String>) {
-        self.0.push(Precision {
+        let p = Precision {
             rule: rule.into(),
             target: TARGET.into(),
             status,
             reason: reason.into(),
-        });
+        };
+        if !self.0.contains(&p) {
+            self.0.push(p);
+        }
     }
 }
 
@@ -550,6 +554,7 @@ fn appcontainer(ir: &Ir, req: Requirement) -> AppContainer {
     let grants = ir
         .fs
         .iter()
+        .filter(|g| placement(ir, g) == Placement::Acl)
         .map(|g| {
             let parent = enclosing(ir, &g.path).unwrap_or_default();
             AclGrant {
@@ -575,6 +580,40 @@ fn appcontainer(ir: &Ir, req: Requirement) -> AppContainer {
     }
 }
 
+/// Directories every AppContainer may already read and execute from.
+const READABLE_BY_ALL_PACKAGES: &[&str] =
+    &["C:/Windows", "C:/Program Files", "C:/Program Files (x86)"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// Under the workspace, home or temp: sbx adds ACEs for the container.
+    Acl,
+    /// Read-only grant on a system directory ALL APPLICATION PACKAGES can
+    /// already read: nothing to change.
+    ReadableByAll,
+    /// Elsewhere: sbx does not rewrite ACLs of system or shared locations.
+    Outside,
+}
+
+fn placement(ir: &Ir, g: &ir::Grant) -> Placement {
+    let r = &ir.roots;
+    if [&r.workspace, &r.home, &r.temp]
+        .iter()
+        .any(|root| ir::path_within(&g.path, root))
+    {
+        return Placement::Acl;
+    }
+    let lower = g.path.to_ascii_lowercase();
+    let system = READABLE_BY_ALL_PACKAGES
+        .iter()
+        .any(|d| ir::path_within(&lower, &d.to_ascii_lowercase()));
+    if system && Access::READ_EXEC.contains(g.access) {
+        Placement::ReadableByAll
+    } else {
+        Placement::Outside
+    }
+}
+
 /// The rights a path would inherit from the closest grant strictly above it.
 fn enclosing(ir: &Ir, path: &str) -> Option<Access> {
     ir.fs
@@ -594,6 +633,27 @@ fn fs_notes(ir: &Ir, token: Option<&Token>, ac: Option<&AppContainer>, notes: &m
         );
         for g in &ir.fs {
             let a = g.access;
+            match placement(ir, g) {
+                Placement::Acl => {}
+                Placement::ReadableByAll => {
+                    notes.add(
+                        g.source.label(),
+                        Status::Exact,
+                        "readable by ALL APPLICATION PACKAGES already; no ACL change",
+                    );
+                    continue;
+                }
+                Placement::Outside => {
+                    notes.add(
+                        g.source.label(),
+                        Status::Narrower,
+                        "sbx changes ACLs only under the workspace, home and temp \
+                         directories; elsewhere the container has only what the existing \
+                         ACL gives AppContainers",
+                    );
+                    continue;
+                }
+            }
             if a.create != a.update {
                 notes.add(
                     g.source.label(),
@@ -723,6 +783,7 @@ mod tests {
                 connect: Ports::None,
                 bind: Ports::None,
                 other_protocols: false,
+                dns: false,
                 rules: vec![],
             },
             env: Env {
