@@ -290,6 +290,12 @@ fn exit_codes_propagate() {
     let r = run(e, d.path(), &s, &["=sbx-no-such-program"], &[]);
     assert_eq!(r.code, 127, "{}", r.stderr);
     assert!(r.stderr.contains("command not found"));
+    // A required artifact with inexact lines is refused before the start.
+    let mut i = ir();
+    i.enforcement = Enforcement::Required;
+    let r = run(e, d.path(), &spec(&i), &["exit", "0"], &[]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot be enforced exactly on Windows"));
 }
 
 #[test]

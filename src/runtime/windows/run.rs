@@ -56,7 +56,9 @@ impl<'a> Loader<'a> {
             let inexact: Vec<_> = spec
                 .precision
                 .iter()
-                .filter(|p| p.status.is_inexact())
+                // The lines `compile` refuses under `required`; lowering
+                // notes (target "ir") are judged there, not here.
+                .filter(|p| p.target == crate::back::windows::TARGET && p.status.is_inexact())
                 .map(|p| format!("  {}: {:?}: {}", p.rule, p.status, p.reason))
                 .collect();
             if !inexact.is_empty() {
