@@ -83,15 +83,41 @@ pub struct Roots {
 }
 
 /// The five rights of RFD 076, refined per target by the back ends.
+/// Serialised as the list of rights that are set: `["read", "update"]`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
 )]
+#[serde(into = "Vec<String>", try_from = "Vec<String>")]
 pub struct Access {
     pub read: bool,
     pub create: bool,
     pub update: bool,
     pub delete: bool,
     pub execute: bool,
+}
+
+impl From<Access> for Vec<String> {
+    fn from(a: Access) -> Vec<String> {
+        a.names().into_iter().map(String::from).collect()
+    }
+}
+
+impl TryFrom<Vec<String>> for Access {
+    type Error = String;
+    fn try_from(v: Vec<String>) -> Result<Access, String> {
+        let mut a = Access::NONE;
+        for n in v {
+            match n.as_str() {
+                "read" => a.read = true,
+                "create" => a.create = true,
+                "update" => a.update = true,
+                "delete" => a.delete = true,
+                "execute" => a.execute = true,
+                other => return Err(format!("unknown right {other:?}")),
+            }
+        }
+        Ok(a)
+    }
 }
 
 impl Access {
@@ -267,6 +293,9 @@ pub struct Net {
     pub bind: Ports,
     /// Non-TCP IP traffic (UDP, raw): allowed only with unrestricted network.
     pub other_protocols: bool,
+    /// Name resolution is needed (an allow rule names a host): DNS over
+    /// UDP must work even though other UDP is denied.
+    pub dns: bool,
     /// The rules as lowered, for cooperative checks and reports.
     pub rules: Vec<NetRule>,
 }

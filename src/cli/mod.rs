@@ -1,0 +1,290 @@
+//! Argument parsing and the per-command drivers.
+
+mod sbpl;
+
+use camino::Utf8PathBuf;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sbx::compile::{self, Failure, Inputs, Options, Target};
+use sbx::diag::{self, Diagnostic, Files};
+use std::io::IsTerminal;
+
+#[derive(Parser)]
+#[command(
+    name = "sbx",
+    version,
+    about = "Compile one declarative sandbox policy for macOS, Linux and Windows",
+    after_help = "Example:\n  sbx compile policy.toml --target macos -o profile.sb\n  sbx run policy.toml -- cargo test"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compile policy files (merged left to right) into an artifact.
+    #[command(
+        after_help = "Example:\n  sbx compile base.toml local.toml --target linux -o linux.json\n  sbx compile policy.toml --target all --portable -o out/"
+    )]
+    Compile(CompileArgs),
+    /// Validate, lower, lint and compile for every target without writing.
+    #[command(after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings")]
+    Check(CheckArgs),
+    /// Print the JSON Schema of the policy format.
+    #[command(after_help = "Example:\n  sbx schema -o sbx.schema.json")]
+    Schema {
+        /// Write to FILE instead of stdout.
+        #[arg(short, long)]
+        output: Option<Utf8PathBuf>,
+    },
+    /// Work with SBPL (macOS sandbox profile) files.
+    #[command(subcommand)]
+    Sbpl(SbplCmd),
+}
+
+#[derive(Subcommand)]
+enum SbplCmd {
+    /// Parse SBPL files and report syntax errors and suspicious rules.
+    #[command(after_help = "Example:\n  sbx sbpl check profile.sb")]
+    Check {
+        #[arg(required = true)]
+        files: Vec<Utf8PathBuf>,
+    },
+}
+
+#[derive(Args, Clone)]
+struct PolicyArgs {
+    /// Workspace directory (default: the current directory).
+    #[arg(long)]
+    workspace: Option<Utf8PathBuf>,
+    /// Home directory (default: $HOME).
+    #[arg(long)]
+    home: Option<Utf8PathBuf>,
+    /// Use `conversation.tools.NAME.access` of a larger config file.
+    #[arg(long)]
+    tool: Option<String>,
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    /// Policy files; later layers override earlier ones.
+    #[arg(required = true)]
+    policy: Vec<Utf8PathBuf>,
+    /// Target (default: this OS).
+    #[arg(long, value_enum)]
+    target: Option<TargetArg>,
+    /// Output file (a directory for --target all).
+    #[arg(short, long)]
+    output: Option<Utf8PathBuf>,
+    #[command(flatten)]
+    common: PolicyArgs,
+    /// Placeholders for workspace, home and temp, filled at run time.
+    #[arg(long)]
+    portable: bool,
+    /// Approvals store for external paths (RFD D43).
+    #[arg(long)]
+    approvals: Option<Utf8PathBuf>,
+    /// Diagnostics format.
+    #[arg(long, value_enum, default_value = "human")]
+    message_format: MessageFormat,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    #[arg(required = true)]
+    policy: Vec<Utf8PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    format: CheckFormat,
+    /// Treat warnings as errors (exit 1).
+    #[arg(long)]
+    deny_warnings: bool,
+    #[command(flatten)]
+    common: PolicyArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TargetArg {
+    Macos,
+    Linux,
+    Landlockconfig,
+    Windows,
+    Ir,
+    All,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum MessageFormat {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum CheckFormat {
+    Human,
+    Json,
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match cli.cmd {
+        Cmd::Compile(a) => run_compile(a),
+        Cmd::Check(a) => run_check(a),
+        Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Schema { output } => {
+            let text = sbx::policy::schema::schema_text();
+            write_out(output.as_ref(), &text)
+        }
+    }
+}
+
+fn options(common: &PolicyArgs, portable: bool) -> Options {
+    Options {
+        workspace: common.workspace.clone(),
+        home: common.home.clone(),
+        tool: common.tool.clone(),
+        portable,
+        approvals: Vec::new(),
+    }
+}
+
+fn report(diags: &[Diagnostic], files: &Files, json: bool) {
+    if diags.is_empty() && !json {
+        return;
+    }
+    let text = if json {
+        diag::render_json(diags)
+    } else {
+        diag::render_human(diags, files, std::io::stderr().is_terminal())
+    };
+    eprint!("{text}");
+}
+
+fn fail(f: Failure, files: &Files, json: bool) -> i32 {
+    report(&f.diagnostics, files, json);
+    f.exit_code
+}
+
+fn run_compile(a: CompileArgs) -> i32 {
+    let json = a.message_format == MessageFormat::Json;
+    let inputs = match Inputs::read(&a.policy) {
+        Ok(i) => i,
+        Err(f) => return fail(f, &Files::default(), json),
+    };
+    let files = inputs.files();
+    let targets: Vec<Target> = match a.target {
+        None => vec![Target::host()],
+        Some(TargetArg::All) => Target::ALL.to_vec(),
+        Some(t) => vec![match t {
+            TargetArg::Macos => Target::Macos,
+            TargetArg::Linux => Target::Linux,
+            TargetArg::Landlockconfig => Target::Landlockconfig,
+            TargetArg::Windows => Target::Windows,
+            TargetArg::Ir => Target::Ir,
+            TargetArg::All => unreachable!("handled above"),
+        }],
+    };
+    let all = matches!(a.target, Some(TargetArg::All));
+    if all && a.output.is_none() {
+        eprintln!("error: --target all writes several files: give a directory with -o DIR");
+        return 2;
+    }
+    let mut opts = options(&a.common, a.portable);
+    match load_approvals(a.approvals.as_ref()) {
+        Ok(list) => opts.approvals = list,
+        Err(code) => return code,
+    }
+    let out = match compile::compile(&inputs, &targets, &opts) {
+        Ok(o) => o,
+        Err(f) => return fail(f, &files, json),
+    };
+    report(&out.diagnostics, &files, json);
+    if all {
+        let dir = a.output.expect("checked above");
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("error: cannot create {dir}: {e}");
+            return 2;
+        }
+        for art in &out.artifacts {
+            let p = dir.join(art.target.file_name());
+            if let Err(e) = compile::write_atomic(&p, &art.text) {
+                eprintln!("error: cannot write {p}: {e}");
+                return 2;
+            }
+        }
+        0
+    } else {
+        write_out(a.output.as_ref(), &out.artifacts[0].text)
+    }
+}
+
+/// The approvals store: `--approvals FILE`, else the user-local default.
+fn load_approvals(path: Option<&Utf8PathBuf>) -> Result<Vec<sbx::lower::Approval>, i32> {
+    let Some(path) = path.cloned().or_else(sbx::approvals::default_path) else {
+        return Ok(Vec::new());
+    };
+    match sbx::approvals::read(&path) {
+        Ok((store, warning)) => {
+            if let Some(w) = warning {
+                eprintln!("warning: {w}");
+            }
+            Ok(store.approvals())
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(2)
+        }
+    }
+}
+
+fn write_out(output: Option<&Utf8PathBuf>, text: &str) -> i32 {
+    match output {
+        Some(p) => match compile::write_atomic(p, text) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: cannot write {p}: {e}");
+                2
+            }
+        },
+        None => {
+            use std::io::Write;
+            let mut so = std::io::stdout().lock();
+            match so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
+                Ok(()) => 0,
+                // A closed pipe (`sbx compile … | head`) is not our failure.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                Err(e) => {
+                    eprintln!("error: cannot write to stdout: {e}");
+                    2
+                }
+            }
+        }
+    }
+}
+
+fn run_check(a: CheckArgs) -> i32 {
+    let json = a.format == CheckFormat::Json;
+    let inputs = match Inputs::read(&a.policy) {
+        Ok(i) => i,
+        Err(f) => return fail(f, &Files::default(), json),
+    };
+    let files = inputs.files();
+    let opts = options(&a.common, false);
+    let diags = match compile::compile(&inputs, &Target::ALL, &opts) {
+        Ok(o) => o.diagnostics,
+        Err(f) => f.diagnostics,
+    };
+    report(&diags, &files, json);
+    let errors = diag::count(&diags, diag::Severity::Error);
+    let warnings = diag::count(&diags, diag::Severity::Warning);
+    if errors > 0 || (a.deny_warnings && warnings > 0) {
+        1
+    } else {
+        0
+    }
+}

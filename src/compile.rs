@@ -1,0 +1,363 @@
+//! The library API: files in, artifacts out. `build.rs` scripts and the CLI
+//! both go through here.
+
+use crate::back::{self, Emitted};
+use crate::diag::{codes, Diagnostic, Files, Severity};
+use crate::ir::{Ir, Os, Precision};
+use crate::lower::{self, Approval};
+use crate::policy::{self, source::SourceFile};
+use camino::{Utf8Path, Utf8PathBuf};
+
+/// What to emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// SBPL text for `sandbox-exec`.
+    Macos,
+    /// JSON: Landlock + seccomp + env descriptor.
+    Linux,
+    /// The Landlock part alone, in landlockconfig's format.
+    Landlockconfig,
+    /// JSON job-object / token spec.
+    Windows,
+    /// The lowered policy as JSON.
+    Ir,
+}
+
+impl Target {
+    pub const ALL: [Target; 5] = [
+        Target::Macos,
+        Target::Linux,
+        Target::Landlockconfig,
+        Target::Windows,
+        Target::Ir,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Macos => "macos",
+            Target::Linux => "linux",
+            Target::Landlockconfig => "landlockconfig",
+            Target::Windows => "windows",
+            Target::Ir => "ir",
+        }
+    }
+
+    /// File name used by `--target all -o DIR`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Target::Macos => "profile.sb",
+            Target::Linux => "linux.json",
+            Target::Landlockconfig => "landlockconfig.json",
+            Target::Windows => "windows.json",
+            Target::Ir => "ir.json",
+        }
+    }
+
+    /// The OS whose paths and presets this target is lowered for.
+    pub fn os(self) -> Os {
+        match self {
+            Target::Macos => Os::Macos,
+            Target::Linux | Target::Landlockconfig => Os::Linux,
+            Target::Windows => Os::Windows,
+            Target::Ir => Os::host(),
+        }
+    }
+
+    /// The artifact for the host OS.
+    pub fn host() -> Target {
+        match Os::host() {
+            Os::Macos => Target::Macos,
+            Os::Linux => Target::Linux,
+            Os::Windows => Target::Windows,
+        }
+    }
+}
+
+/// Inputs besides the policy files. Empty fields take the host's values.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub workspace: Option<Utf8PathBuf>,
+    pub home: Option<Utf8PathBuf>,
+    /// `--tool NAME`: the policy is `conversation.tools.NAME.access`.
+    pub tool: Option<String>,
+    pub portable: bool,
+    /// Approved external mounts (RFD D43).
+    pub approvals: Vec<Approval>,
+}
+
+/// A failed compile: every diagnostic, and the exit code CLI.md gives it.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub diagnostics: Vec<Diagnostic>,
+    /// 1: the policy is invalid or cannot be compiled as required;
+    /// 2: an input could not be read.
+    pub exit_code: i32,
+}
+
+/// Policy files read from disk (or given as text), with their sources kept
+/// for rendering diagnostics.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub sources: Vec<SourceFile>,
+}
+
+impl Inputs {
+    pub fn read(paths: &[Utf8PathBuf]) -> Result<Inputs, Failure> {
+        let mut sources = Vec::new();
+        let mut diags = Vec::new();
+        for p in paths {
+            match policy::read_file(p) {
+                Ok(s) => sources.push(s),
+                Err(d) => diags.push(d),
+            }
+        }
+        if diags.is_empty() {
+            Ok(Inputs { sources })
+        } else {
+            Err(Failure {
+                diagnostics: diags,
+                exit_code: 2,
+            })
+        }
+    }
+
+    pub fn from_text(name: &str, text: &str) -> Inputs {
+        Inputs {
+            sources: vec![SourceFile {
+                name: name.into(),
+                text: text.into(),
+            }],
+        }
+    }
+
+    pub fn files(&self) -> Files {
+        let mut f = Files::default();
+        for s in &self.sources {
+            f.add(&s.name, &s.text);
+        }
+        f
+    }
+}
+
+/// Load, validate and merge every layer; all files are checked even when an
+/// early one fails, so one run reports every error.
+pub fn load(inputs: &Inputs, opts: &Options) -> Result<(policy::Policy, Vec<Diagnostic>), Failure> {
+    let mut layers = Vec::new();
+    let mut diags = Vec::new();
+    let mut failed = false;
+    for s in &inputs.sources {
+        match policy::load_layer(s.clone(), opts.tool.as_deref()) {
+            Ok(l) => layers.push(l),
+            Err(d) => {
+                failed = true;
+                diags.extend(d);
+            }
+        }
+    }
+    if failed {
+        return Err(Failure {
+            diagnostics: diags,
+            exit_code: 1,
+        });
+    }
+    Ok((policy::merge::merge(&layers), diags))
+}
+
+/// Host values for lowering, for a given OS.
+pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> {
+    let io = |m: String| Failure {
+        diagnostics: vec![Diagnostic::new(codes::BAD_PATH, m)],
+        exit_code: 2,
+    };
+    let cwd = || {
+        std::env::current_dir()
+            .ok()
+            .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+    };
+    let workspace = match &opts.workspace {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => cwd()
+            .ok_or_else(|| io("cannot read the current directory".into()))?
+            .join(w),
+        None => cwd().ok_or_else(|| io("cannot read the current directory".into()))?,
+    };
+    let home = match &opts.home {
+        Some(h) => h.to_string(),
+        None => {
+            let var = if os == Os::Windows && Os::host() == Os::Windows {
+                "USERPROFILE"
+            } else {
+                "HOME"
+            };
+            std::env::var(var).map_err(|_| io(format!("${var} is not set; pass --home DIR")))?
+        }
+    };
+    let temp = if os == Os::host() {
+        std::env::temp_dir().to_string_lossy().into_owned()
+    } else {
+        match os {
+            Os::Macos => "/private/tmp".into(),
+            Os::Linux => "/tmp".into(),
+            Os::Windows => format!("{home}/AppData/Local/Temp"),
+        }
+    };
+    Ok(lower::Options {
+        workspace: workspace.to_string(),
+        home,
+        temp,
+        os,
+        portable: opts.portable,
+        path_var: std::env::var("PATH").ok(),
+        approvals: opts.approvals.clone(),
+    })
+}
+
+/// The IR for one OS, plus warnings.
+pub fn lower_for(
+    policy: &policy::Policy,
+    opts: &Options,
+    os: Os,
+) -> Result<lower::Lowered, Failure> {
+    let lo = lower_options(opts, os)?;
+    lower::lower(policy, &lo).map_err(|d| Failure {
+        diagnostics: d,
+        exit_code: 1,
+    })
+}
+
+/// Run one back end on an IR.
+pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
+    let out = match target {
+        Target::Ir => Ok(back::ir_json::emit(ir)),
+        Target::Macos | Target::Linux | Target::Landlockconfig | Target::Windows => {
+            return Err(Diagnostic::new(
+                codes::NOT_EXACT,
+                format!("the {} back end is not built into this sbx", target.name()),
+            ))
+        }
+    };
+    out.map_err(|e: back::EmitError| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
+}
+
+/// A compiled artifact.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub target: Target,
+    pub text: String,
+    pub precision: Vec<Precision>,
+}
+
+/// The result of [`compile`]: artifacts (in the order asked) and warnings.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub artifacts: Vec<Artifact>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Validate, lower and emit `targets`. Under `enforcement = "required"` an
+/// artifact whose precision report is not all exact is refused (SBX013).
+pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Output, Failure> {
+    let (policy, mut diags) = load(inputs, opts)?;
+    let mut artifacts = Vec::new();
+    let mut lowered: Vec<(Os, lower::Lowered)> = Vec::new();
+    let mut errors = Vec::new();
+    for &t in targets {
+        let os = t.os();
+        if !lowered.iter().any(|(o, _)| *o == os) {
+            let l = lower_for(&policy, opts, os).map_err(|mut f| {
+                let mut all = diags.clone();
+                all.append(&mut f.diagnostics);
+                Failure {
+                    diagnostics: all,
+                    exit_code: f.exit_code,
+                }
+            })?;
+            for d in &l.diagnostics {
+                if !diags.contains(d) {
+                    diags.push(d.clone());
+                }
+            }
+            lowered.push((os, l));
+        }
+        let ir = &lowered
+            .iter()
+            .find(|(o, _)| *o == os)
+            .expect("lowered")
+            .1
+            .ir;
+        match emit(ir, t) {
+            Ok(e) => {
+                if ir.enforcement == crate::ir::Enforcement::Required {
+                    errors.extend(inexact(&e.precision, t));
+                }
+                artifacts.push(Artifact {
+                    target: t,
+                    text: e.text,
+                    precision: e.precision,
+                });
+            }
+            Err(d) => errors.push(d),
+        }
+    }
+    if !errors.is_empty() {
+        diags.extend(errors);
+        return Err(Failure {
+            diagnostics: diags,
+            exit_code: 1,
+        });
+    }
+    Ok(Output {
+        artifacts,
+        diagnostics: diags,
+    })
+}
+
+/// One SBX013 error per inexact precision line.
+pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
+    precision
+        .iter()
+        .filter(|p| p.status.is_inexact())
+        .map(|p| {
+            Diagnostic::new(
+                codes::NOT_EXACT,
+                format!(
+                    "{} cannot be enforced exactly for {} ({:?}): {}",
+                    p.rule,
+                    t.name(),
+                    p.status,
+                    p.reason
+                ),
+            )
+            .help(
+                "change the rule, or set enforcement = \"best_effort\" to accept the approximation",
+            )
+        })
+        .collect()
+}
+
+/// Write `text` to `path` atomically: a temp file in the same directory,
+/// fsync, rename. A failed compile never leaves a half-written `-o`.
+pub fn write_atomic(path: &Utf8Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_str().is_empty() => d.to_path_buf(),
+        _ => Utf8PathBuf::from("."),
+    };
+    let name = path.file_name().unwrap_or("out");
+    let tmp = dir.join(format!(".{name}.sbx-{}.tmp", std::process::id()));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Counts for exit-code decisions.
+pub fn has_errors(d: &[Diagnostic]) -> bool {
+    d.iter().any(|d| d.severity == Severity::Error)
+}

@@ -1,0 +1,237 @@
+//! Diagnostics: located, coded messages rendered for people (source line
+//! with a caret) or machines (JSON, SARIF, GitHub annotations).
+
+pub mod codes;
+
+use serde::Serialize;
+use std::ops::Range;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// Where in which file: 1-based line and column plus the byte span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub span: Range<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub location: Option<Location>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        let severity = codes::lookup(code)
+            .map(|c| c.severity)
+            .unwrap_or(Severity::Error);
+        Diagnostic {
+            severity,
+            code,
+            message: message.into(),
+            location: None,
+            help: None,
+        }
+    }
+    pub fn at(mut self, loc: Option<Location>) -> Diagnostic {
+        self.location = loc;
+        self
+    }
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+    pub fn severity(mut self, s: Severity) -> Diagnostic {
+        self.severity = s;
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Byte offset → 1-based line and column (columns count characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Input files by name, so renderers can show the source line.
+#[derive(Debug, Default, Clone)]
+pub struct Files {
+    files: Vec<(String, String)>,
+}
+
+impl Files {
+    pub fn add(&mut self, name: &str, text: &str) {
+        if self.get(name).is_none() {
+            self.files.push((name.to_string(), text.to_string()));
+        }
+    }
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+/// rustc/cargo-deny style: `error[SBX004]: …` with the source line and a caret.
+pub fn render_human(diags: &[Diagnostic], files: &Files, color: bool) -> String {
+    use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+    let renderer = if color {
+        Renderer::styled()
+    } else {
+        Renderer::plain()
+    };
+    let mut out = String::new();
+    for d in diags {
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+            Severity::Note => Level::NOTE,
+        };
+        let title = level.primary_title(d.message.as_str()).id(d.code);
+        let mut group = Group::with_title(title);
+        if let Some(loc) = &d.location {
+            match files.get(&loc.file) {
+                Some(text) => {
+                    let span = clamp_span(text, &loc.span);
+                    group = group.element(
+                        Snippet::source(text)
+                            .path(loc.file.as_str())
+                            .annotation(AnnotationKind::Primary.span(span)),
+                    );
+                }
+                None => {
+                    group = group.element(
+                        Level::NOTE.message(format!("{}:{}:{}", loc.file, loc.line, loc.column)),
+                    );
+                }
+            }
+        }
+        if let Some(h) = &d.help {
+            group = group.element(Level::HELP.message(h.as_str()));
+        }
+        out.push_str(&renderer.render(&[group]));
+        out.push('\n');
+    }
+    out
+}
+
+fn clamp_span(text: &str, span: &Range<usize>) -> Range<usize> {
+    let start = floor_char_boundary(text, span.start.min(text.len()));
+    let mut end = span.end.clamp(start, text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    // Point at the first line only: long multi-line tables drown the caret.
+    let end = text[start..end]
+        .find('\n')
+        .map(|i| start + i)
+        .unwrap_or(end);
+    start..end.max(start)
+}
+
+/// The JSON form of CLI.md.
+pub fn render_json(diags: &[Diagnostic]) -> String {
+    #[derive(Serialize)]
+    struct Item<'a> {
+        severity: Severity,
+        code: &'a str,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        help: Option<&'a str>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        diagnostics: Vec<Item<'a>>,
+        errors: usize,
+        warnings: usize,
+    }
+    let doc = Doc {
+        diagnostics: diags
+            .iter()
+            .map(|d| Item {
+                severity: d.severity,
+                code: d.code,
+                message: &d.message,
+                file: d.location.as_ref().map(|l| l.file.as_str()),
+                line: d.location.as_ref().map(|l| l.line),
+                column: d.location.as_ref().map(|l| l.column),
+                help: d.help.as_deref(),
+            })
+            .collect(),
+        errors: count(diags, Severity::Error),
+        warnings: count(diags, Severity::Warning),
+    };
+    let mut s = serde_json::to_string_pretty(&doc).expect("diagnostics serialise");
+    s.push('\n');
+    s
+}
+
+pub fn count(diags: &[Diagnostic], sev: Severity) -> usize {
+    diags.iter().filter(|d| d.severity == sev).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters() {
+        let t = "ab\ncé\nx";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 3), (2, 1));
+        assert_eq!(line_col(t, 6), (2, 3));
+        assert_eq!(line_col(t, 7), (3, 1));
+        assert_eq!(line_col(t, 99), (3, 2));
+    }
+
+    #[test]
+    fn human_output_has_caret_and_code() {
+        let mut files = Files::default();
+        files.add("p.toml", "version = 2\n");
+        let d = Diagnostic::new(codes::VERSION, "unsupported version 2")
+            .at(Some(Location {
+                file: "p.toml".into(),
+                line: 1,
+                column: 11,
+                span: 10..11,
+            }))
+            .help("use version = 1");
+        let s = render_human(&[d], &files, false);
+        assert!(s.contains("error[SBX003]: unsupported version 2"), "{s}");
+        assert!(s.contains("p.toml:1:11"), "{s}");
+        assert!(s.contains('^'), "{s}");
+        assert!(s.contains("help: use version = 1"), "{s}");
+    }
+}

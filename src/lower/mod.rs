@@ -1,0 +1,751 @@
+//! Lowering: the merged policy, in the user's terms, becomes the IR:
+//! absolute normalised grants, port sets, env patterns, resolved commands.
+
+pub mod paths;
+pub mod presets;
+
+use crate::diag::{codes, Diagnostic, Location};
+use crate::ir::{
+    self, Access, Grant, Ir, Os, PathKind, PathMode, Ports, Precision, Source, Status,
+};
+use crate::policy::model::{Enforcement, Preset};
+use crate::policy::{Located, Policy};
+use paths::{anchor, canonicalise, join, macos_alias, normalise, Anchor};
+use sha2::{Digest, Sha256};
+
+/// RFD 075's built-in sensitive paths; user entries are appended.
+pub const SENSITIVE_PATHS: &[&str] = &[
+    "~/.ssh/",
+    "~/.gnupg/",
+    "~/.gpg/",
+    "~/.aws/credentials",
+    "~/.config/gcloud/",
+    "~/.kube/config",
+    "~/.docker/config.json",
+    "**/.env",
+    "**/.env.*",
+];
+
+/// One approved external mount (RFD D43), as read from the approvals store.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Approval {
+    pub workspace: String,
+    pub rule_path: String,
+    pub canonical_target: String,
+}
+
+/// Everything lowering needs to know about the host.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Absolute workspace directory.
+    pub workspace: String,
+    pub home: String,
+    pub temp: String,
+    pub os: Os,
+    /// Portable: placeholders instead of host paths, nothing resolved.
+    pub portable: bool,
+    /// `PATH` used to resolve `[commands]`.
+    pub path_var: Option<String>,
+    pub approvals: Vec<Approval>,
+}
+
+/// The IR plus the warnings lowering produced.
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    pub ir: Ir,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+struct Ctx<'a> {
+    opts: &'a Options,
+    /// Resolve on this host: not portable, and lowering for the host OS.
+    resolve: bool,
+    roots: ir::Roots,
+    diags: Vec<Diagnostic>,
+    notes: Vec<Precision>,
+}
+
+pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
+    let resolve = !opts.portable && opts.os == Os::host();
+    let roots = if opts.portable {
+        ir::Roots {
+            workspace: format!("${{{}}}", ir::WORKSPACE_PARAM),
+            home: format!("${{{}}}", ir::HOME_PARAM),
+            temp: format!("${{{}}}", ir::TEMP_PARAM),
+        }
+    } else {
+        let fix = |p: &str| {
+            let p = if opts.os == Os::Windows {
+                p.replace('\\', "/")
+            } else {
+                p.to_string()
+            };
+            if resolve {
+                canonicalise(&p).0
+            } else {
+                normalise(&p)
+            }
+        };
+        ir::Roots {
+            workspace: fix(&opts.workspace),
+            home: fix(&opts.home),
+            temp: fix(&opts.temp),
+        }
+    };
+    let mut cx = Ctx {
+        opts,
+        resolve,
+        roots,
+        diags: Vec::new(),
+        notes: Vec::new(),
+    };
+    if resolve && !std::path::Path::new(&cx.roots.workspace).is_dir() {
+        return Err(vec![Diagnostic::new(
+            codes::BAD_PATH,
+            format!("workspace {} is not a directory", opts.workspace),
+        )
+        .help("pass --workspace DIR, or run sbx from the workspace")]);
+    }
+
+    let mut grants = Vec::new();
+    let presets = policy
+        .process
+        .presets
+        .clone()
+        .unwrap_or_else(|| Preset::DEFAULT.to_vec());
+    for p in presets {
+        for root in presets::roots(p, opts.os) {
+            let path = match root.base {
+                presets::Base::Absolute => root.path.to_string(),
+                presets::Base::Home => join(&cx.roots.home, root.path),
+                presets::Base::Temp => join(&cx.roots.temp, root.path),
+            };
+            let source = Source::Preset {
+                name: p.as_str().into(),
+            };
+            // Preset roots that do not exist here are simply not granted.
+            if let Some(g) = cx.grant_abs(&path, root.access, source, false) {
+                grants.push(g);
+            }
+        }
+    }
+    for (list, access) in [
+        (&policy.process.read_roots, Access::READ),
+        (&policy.process.write_roots, Access::READ_WRITE),
+    ] {
+        for r in list.iter().flatten() {
+            if let Some(g) = cx.rule_grant(r, access, Source::ProcessRoot, None, false) {
+                grants.push(g);
+            }
+        }
+    }
+    match &policy.fs {
+        None => {
+            let all = Access {
+                execute: true,
+                ..Access::READ_WRITE
+            };
+            if let Some(g) = cx.rule_grant(".", all, Source::Default, None, false) {
+                grants.push(g);
+            }
+        }
+        Some(rules) => {
+            for (index, r) in rules.iter().enumerate() {
+                if let Some(g) = cx.fs_rule(index, r)? {
+                    grants.push(g);
+                }
+            }
+        }
+    }
+    let commands = lower_commands(&mut cx, policy, &mut grants);
+    let fs = finish_grants(grants);
+
+    let net = lower_net(&mut cx, policy);
+    let env = lower_env(policy, opts.os);
+    let mut sensitive: Vec<String> = SENSITIVE_PATHS.iter().map(|s| s.to_string()).collect();
+    for s in &policy.sensitive_paths {
+        if !sensitive.contains(&s.value) {
+            sensitive.push(s.value.clone());
+        }
+    }
+    let mut ir = Ir {
+        sbx: ir::FORMAT_VERSION,
+        policy_hash: String::new(),
+        enforcement: match policy.enforcement {
+            Some(Enforcement::Required) => ir::Enforcement::Required,
+            _ => ir::Enforcement::BestEffort,
+        },
+        mode: if opts.portable {
+            PathMode::Portable
+        } else {
+            PathMode::Resolved
+        },
+        os: opts.os,
+        roots: cx.roots.clone(),
+        fs,
+        net,
+        env,
+        commands,
+        limits: ir::Limits {
+            max_processes: policy.limits.max_processes,
+            max_memory_mib: policy.limits.max_memory_mib,
+            cpu_time_s: policy.limits.cpu_time_s,
+            wall_time_s: policy.limits.wall_time_s,
+        },
+        sensitive_paths: sensitive,
+        macos: ir::MacosExtras {
+            mach_lookup: policy.macos.mach_lookup.clone().unwrap_or_default(),
+            allow_pty: policy.macos.allow_pty.unwrap_or(false),
+        },
+        linux: ir::LinuxExtras {
+            scopes: policy.linux.scopes.as_ref().map(|s| {
+                s.iter()
+                    .map(|x| {
+                        match x {
+                            crate::policy::model::Scope::AbstractUnixSocket => {
+                                "abstract_unix_socket"
+                            }
+                            crate::policy::model::Scope::Signal => "signal",
+                        }
+                        .to_string()
+                    })
+                    .collect()
+            }),
+            min_abi: policy.linux.min_abi,
+        },
+        windows: ir::WindowsExtras {
+            token: policy
+                .windows
+                .token
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_else(|| "restricted".into()),
+            appcontainer: policy.windows.appcontainer.unwrap_or(false),
+            ui_restrictions: policy
+                .windows
+                .ui_restrictions
+                .iter()
+                .flatten()
+                .map(|u| u.as_str().to_string())
+                .collect(),
+            kill_on_close: policy.windows.kill_on_close.unwrap_or(true),
+        },
+        precision: Vec::new(),
+    };
+    cx.notes.sort();
+    cx.notes.dedup();
+    ir.precision = cx.notes;
+    ir.policy_hash = hash(&ir);
+    Ok(Lowered {
+        ir,
+        diagnostics: cx.diags,
+    })
+}
+
+/// sha256 of the IR's JSON with an empty hash field: same inputs, same hash.
+fn hash(ir: &Ir) -> String {
+    let json = serde_json::to_vec(ir).expect("IR serialises");
+    let digest = Sha256::digest(&json);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn rule_source(index: usize, loc: &Option<Location>) -> Source {
+    match loc {
+        Some(l) => Source::Rule {
+            index,
+            file: l.file.clone(),
+            line: l.line,
+            column: l.column,
+        },
+        None => Source::Rule {
+            index,
+            file: String::new(),
+            line: 0,
+            column: 0,
+        },
+    }
+}
+
+impl Ctx<'_> {
+    fn windows(&self) -> bool {
+        self.opts.os == Os::Windows
+    }
+
+    fn fs_rule(
+        &mut self,
+        index: usize,
+        r: &Located<crate::policy::model::FsRule>,
+    ) -> Result<Option<Grant>, Vec<Diagnostic>> {
+        let v = &r.value;
+        let t = |b: Option<bool>| b == Some(true);
+        let w = t(v.write);
+        let access = Access {
+            read: t(v.read),
+            create: w || t(v.create),
+            update: w || t(v.update),
+            delete: w || t(v.delete),
+            execute: t(v.execute),
+        };
+        let source = rule_source(index, &r.loc);
+        if t(v.external) {
+            return self.external(index, r, access, source);
+        }
+        Ok(self.rule_grant(&v.path, access, source, r.loc.clone(), true))
+    }
+
+    /// A grant for a policy path (`.`, `~/x`, `/abs`).
+    fn rule_grant(
+        &mut self,
+        path: &str,
+        access: Access,
+        source: Source,
+        loc: Option<Location>,
+        check_symlink_escape: bool,
+    ) -> Option<Grant> {
+        let (a, rel) = anchor(path, self.windows());
+        let abs = match a {
+            Anchor::Workspace => join(&self.roots.workspace, &rel),
+            Anchor::Home => join(&self.roots.home, &rel),
+            Anchor::Absolute => normalise(&rel),
+        };
+        if check_symlink_escape && a == Anchor::Workspace && self.resolve {
+            let (canon, _) = canonicalise(&abs);
+            if !ir::path_within(&canon, &self.roots.workspace) {
+                self.diags.push(
+                    Diagnostic::new(
+                        codes::SYMLINK_OUT,
+                        format!("{path:?} resolves to {canon}, outside the workspace; the rule is dropped"),
+                    )
+                    .at(loc)
+                    .help("mark the rule `external = true` and approve it with `sbx approve`"),
+                );
+                self.notes.push(Precision {
+                    rule: source.label(),
+                    target: "ir".into(),
+                    status: Status::Dropped,
+                    reason: format!("resolves outside the workspace through a symlink ({canon})"),
+                });
+                return None;
+            }
+        }
+        self.grant_abs(&abs, access, source, true)
+    }
+
+    /// A grant for an absolute (or placeholder-rooted) path. `keep_missing`:
+    /// policy rules are kept when missing (SBPL matches by name); preset
+    /// roots that do not exist on this host are left out.
+    fn grant_abs(
+        &mut self,
+        abs: &str,
+        access: Access,
+        source: Source,
+        keep_missing: bool,
+    ) -> Option<Grant> {
+        let mut aliases = Vec::new();
+        let (path, kind) = if self.resolve {
+            let (canon, exists) = canonicalise(abs);
+            if canon != abs {
+                aliases.push(abs.to_string());
+            }
+            let kind = if !exists {
+                PathKind::Missing
+            } else if std::path::Path::new(&canon).is_dir() {
+                PathKind::Dir
+            } else {
+                PathKind::File
+            };
+            (canon, kind)
+        } else {
+            (abs.to_string(), PathKind::Unknown)
+        };
+        if kind == PathKind::Missing && !keep_missing {
+            return None;
+        }
+        if self.opts.os == Os::Macos {
+            for p in [path.clone()].iter().chain(aliases.clone().iter()) {
+                if let Some(a) = macos_alias(p) {
+                    if a != path && !aliases.contains(&a) {
+                        aliases.push(a);
+                    }
+                }
+            }
+        }
+        aliases.sort();
+        Some(Grant {
+            path,
+            access,
+            kind,
+            source,
+            aliases,
+            external: None,
+        })
+    }
+
+    /// RFD D43: an `external = true` rule is granted only through an
+    /// approved (rule path, canonical target) pair.
+    fn external(
+        &mut self,
+        index: usize,
+        r: &Located<crate::policy::model::FsRule>,
+        access: Access,
+        source: Source,
+    ) -> Result<Option<Grant>, Vec<Diagnostic>> {
+        let path = &r.value.path;
+        let (a, rel) = anchor(path, self.windows());
+        if a != Anchor::Workspace {
+            return Err(vec![Diagnostic::new(
+                codes::EXTERNAL_INSIDE,
+                format!("external rule {path:?} must be a workspace-relative symlink"),
+            )
+            .at(r.loc.clone())
+            .help(
+                "external paths are reached through a symlink inside the workspace (sbx mount)",
+            )]);
+        }
+        let rule_path = normalise(&rel);
+        let drop = |cx: &mut Ctx, why: String| {
+            cx.diags.push(
+                Diagnostic::new(
+                    codes::EXTERNAL_DROPPED,
+                    format!("external rule {path:?} dropped: {why}"),
+                )
+                .at(r.loc.clone())
+                .help("review the target and run `sbx approve POLICY`"),
+            );
+            cx.notes.push(Precision {
+                rule: source.label(),
+                target: "ir".into(),
+                status: Status::Dropped,
+                reason: format!("external rule not granted: {why}"),
+            });
+        };
+        if !self.resolve {
+            drop(
+                self,
+                "external rules need the host's symlinks and approvals (not portable)".into(),
+            );
+            return Ok(None);
+        }
+        let lexical = join(&self.roots.workspace, &rule_path);
+        let (target, exists) = canonicalise(&lexical);
+        if !exists {
+            drop(
+                self,
+                format!("{lexical} does not resolve (broken symlink?)"),
+            );
+            return Ok(None);
+        }
+        if ir::path_within(&target, &self.roots.workspace) {
+            return Err(vec![Diagnostic::new(
+                codes::EXTERNAL_INSIDE,
+                format!("external rule {path:?} resolves inside the workspace ({target})"),
+            )
+            .at(r.loc.clone())
+            .help("drop `external = true`: this path is in the workspace")]);
+        }
+        let ws = &self.roots.workspace;
+        let approved = self
+            .opts
+            .approvals
+            .iter()
+            .filter(|ap| &ap.workspace == ws && ap.rule_path == rule_path)
+            .collect::<Vec<_>>();
+        if !approved.iter().any(|ap| ap.canonical_target == target) {
+            let why = match approved.first() {
+                Some(old) => format!(
+                    "retargeted: approved {} but now points to {target}",
+                    old.canonical_target
+                ),
+                None => format!("not approved (target {target})"),
+            };
+            drop(self, why);
+            return Ok(None);
+        }
+        let _ = index;
+        let mut g = match self.grant_abs(&target, access, source, true) {
+            Some(g) => g,
+            None => return Ok(None),
+        };
+        g.aliases.clear();
+        g.external = Some(ir::External {
+            rule_path,
+            canonical_target: target,
+        });
+        Ok(Some(g))
+    }
+}
+
+/// Resolve `[commands]` through PATH and grant read + execute on each
+/// executable. With an allow-list, implicit execute rights (presets, the
+/// default policy, process roots) are withdrawn: only the listed programs
+/// (plus the sandboxed program, added by the loader) may run.
+fn lower_commands(
+    cx: &mut Ctx,
+    policy: &Policy,
+    grants: &mut Vec<Grant>,
+) -> Option<Vec<ir::Command>> {
+    let cmds = policy.commands.as_ref()?;
+    for g in grants.iter_mut() {
+        if !matches!(g.source, Source::Rule { .. }) {
+            g.access.execute = false;
+        }
+    }
+    let mut out = Vec::new();
+    for (name, rule) in cmds {
+        let path = if cx.resolve {
+            let found = resolve_command(name, cx.opts.path_var.as_deref(), &cx.roots.workspace);
+            if found.is_none() {
+                cx.diags.push(
+                    Diagnostic::new(
+                        codes::COMMAND_NOT_FOUND,
+                        format!("command `{name}` not found on PATH; it cannot be executed"),
+                    )
+                    .at(rule.loc.clone())
+                    .help("install it, fix PATH, or give an absolute path as the command name"),
+                );
+                cx.notes.push(Precision {
+                    rule: format!("commands.{name}"),
+                    target: "ir".into(),
+                    status: Status::Dropped,
+                    reason: "not found on PATH at compile time".into(),
+                });
+            }
+            found
+        } else {
+            None
+        };
+        if let Some(p) = &path {
+            // Keep the spelling PATH gave (often a symlink) for name-based targets.
+            if let Some(g) = cx.grant_abs(
+                p,
+                Access::READ_EXEC,
+                Source::Command { name: name.clone() },
+                false,
+            ) {
+                grants.push(g);
+            }
+        }
+        out.push(ir::Command {
+            name: name.clone(),
+            path,
+            args: rule.value.args.clone(),
+            envs: rule.value.envs.clone().unwrap_or_default(),
+        });
+    }
+    Some(out)
+}
+
+/// The first executable regular file named `name` on PATH (not
+/// canonicalised: the grant keeps both spellings).
+pub fn resolve_command(name: &str, path_var: Option<&str>, workspace: &str) -> Option<String> {
+    let is_exec = |p: &std::path::Path| -> bool {
+        let Ok(m) = std::fs::metadata(p) else {
+            return false;
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        }
+        #[cfg(not(unix))]
+        {
+            m.is_file()
+        }
+    };
+    let canon = |p: &std::path::Path| Some(normalise(p.to_str()?));
+    if name.contains('/') {
+        let p = if name.starts_with('/') {
+            name.to_string()
+        } else {
+            join(workspace, name)
+        };
+        let p = std::path::Path::new(&p);
+        return if is_exec(p) { canon(p) } else { None };
+    }
+    let var = path_var?;
+    for dir in std::env::split_paths(var) {
+        if !dir.is_absolute() {
+            continue; // a relative PATH entry would depend on the cwd
+        }
+        let cand = dir.join(name);
+        if is_exec(&cand) {
+            return canon(&cand);
+        }
+        if cfg!(windows) {
+            let exe = dir.join(format!("{name}.exe"));
+            if is_exec(&exe) {
+                return canon(&exe);
+            }
+        }
+    }
+    None
+}
+
+/// Sort grants by path. Where several name the same path: a policy rule
+/// replaces a preset's grant, a later rule replaces an earlier one (that is
+/// what layering means), and implicit grants (presets, roots, commands)
+/// add up.
+fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
+    let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
+    for g in grants {
+        let explicit = |s: &Source| matches!(s, Source::Rule { .. } | Source::Default);
+        match out.iter_mut().find(|o| o.path == g.path) {
+            Some(o) if explicit(&g.source) => *o = g,
+            Some(o) => {
+                o.access = o.access.union(g.access);
+                for a in g.aliases {
+                    if !o.aliases.contains(&a) {
+                        o.aliases.push(a);
+                    }
+                }
+                o.aliases.sort();
+            }
+            None => out.push(g),
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
+    let mut rules = Vec::new();
+    let mut connect: Option<Vec<u16>> = Some(Vec::new()); // None = all ports
+    let mut bind: Vec<u16> = Vec::new();
+    let mut other = false;
+    let mut dns = false;
+    for (index, r) in policy.net.iter().enumerate() {
+        let v = &r.value;
+        let host = v.host.clone().unwrap_or_else(|| "*".into());
+        let port = v.port.or(v.scheme.and_then(|s| s.default_port()));
+        let (file, line, column) = match &r.loc {
+            Some(l) => (l.file.clone(), l.line, l.column),
+            None => (String::new(), 0, 0),
+        };
+        let rule = ir::NetRule {
+            index,
+            file,
+            line,
+            column,
+            host: host.clone(),
+            scheme: v.scheme.map(|s| s.as_str().to_string()),
+            port,
+            path_prefix: v.path_prefix.clone(),
+            bind: v.bind == Some(true),
+            allow: v.allow != Some(false),
+        };
+        rules.push(rule);
+    }
+    // Allow rules first, then deny rules take ports away.
+    for r in rules.iter().filter(|r| r.allow) {
+        if r.bind {
+            if let Some(p) = r.port {
+                bind.push(p);
+            }
+            continue;
+        }
+        match (r.host.as_str(), r.port) {
+            ("*", None) => {
+                connect = None;
+                other = true;
+            }
+            (_, None) => connect = None,
+            (_, Some(p)) => {
+                if let Some(c) = connect.as_mut() {
+                    c.push(p);
+                }
+            }
+        }
+        let is_name =
+            r.host != "*" && r.host != "localhost" && r.host.parse::<std::net::IpAddr>().is_err();
+        dns |= is_name;
+        let label = format!("net[{}]", r.index);
+        if r.host != "*" {
+            cx.notes.push(Precision {
+                rule: label.clone(),
+                target: "ir".into(),
+                status: Status::Wider,
+                reason: format!(
+                    "host {:?} is cooperative only: the kernel filters by TCP port, not by host",
+                    r.host
+                ),
+            });
+        }
+        if r.path_prefix.is_some() {
+            cx.notes.push(Precision {
+                rule: label,
+                target: "ir".into(),
+                status: Status::Wider,
+                reason: "path_prefix is cooperative only".into(),
+            });
+        }
+    }
+    for r in rules.iter().filter(|r| !r.allow) {
+        let label = format!("net[{}]", r.index);
+        match (r.host.as_str(), r.port) {
+            ("*", Some(p)) => {
+                let list = if r.bind {
+                    Some(&mut bind)
+                } else {
+                    connect.as_mut()
+                };
+                match list {
+                    Some(l) => l.retain(|x| *x != p),
+                    None => cx.notes.push(Precision {
+                        rule: label,
+                        target: "ir".into(),
+                        status: Status::Wider,
+                        reason: format!("deny of port {p} under unrestricted network cannot be enforced by port allow-lists"),
+                    }),
+                }
+            }
+            _ => cx.notes.push(Precision {
+                rule: label,
+                target: "ir".into(),
+                status: Status::Wider,
+                reason: "deny rules with a host are cooperative only".into(),
+            }),
+        }
+    }
+    let ports = |mut v: Vec<u16>| {
+        v.sort_unstable();
+        v.dedup();
+        if v.is_empty() {
+            Ports::None
+        } else {
+            Ports::Some(v)
+        }
+    };
+    ir::Net {
+        connect: match connect {
+            None => Ports::All,
+            Some(v) => ports(v),
+        },
+        bind: ports(bind),
+        other_protocols: other,
+        dns: dns && !other,
+        rules,
+    }
+}
+
+fn lower_env(policy: &Policy, os: Os) -> ir::Env {
+    let mut minimal: Vec<String> = crate::runtime::env::MINIMAL
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if os == Os::Windows {
+        minimal.extend(
+            crate::runtime::env::MINIMAL_WINDOWS
+                .iter()
+                .map(|s| s.to_string()),
+        );
+    }
+    let mut allow: Vec<String> = policy
+        .env
+        .iter()
+        .filter(|r| r.value.read != Some(false))
+        .map(|r| r.value.name.clone())
+        .collect();
+    allow.sort();
+    allow.dedup();
+    ir::Env { minimal, allow }
+}

@@ -1,0 +1,167 @@
+//! Anchoring, lexical normalisation and canonicalisation of rule paths.
+
+use std::path::Path;
+
+/// What a rule path is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    Workspace,
+    Home,
+    Absolute,
+}
+
+/// Split a policy path into its anchor and the part below it.
+/// `.`/`x` → workspace, `~`/`~/x` → home, `/x` (or `C:/x` on Windows) → absolute.
+pub fn anchor(path: &str, windows: bool) -> (Anchor, String) {
+    let p = if windows {
+        path.replace('\\', "/")
+    } else {
+        path.to_string()
+    };
+    if p == "~" {
+        (Anchor::Home, String::new())
+    } else if let Some(rest) = p.strip_prefix("~/") {
+        (Anchor::Home, rest.to_string())
+    } else if p.starts_with('/') || (windows && is_drive_path(&p)) {
+        (Anchor::Absolute, p)
+    } else {
+        (Anchor::Workspace, p)
+    }
+}
+
+fn is_drive_path(p: &str) -> bool {
+    let b = p.as_bytes();
+    b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':'
+}
+
+/// `a/./b` → `a/b`, `a/x/..` → `a`, `//` → `/`; `..` at the root stays at
+/// the root. Keeps a leading `/`, drive prefix or `${PARAM}` as is.
+pub fn normalise(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                // Never pop a root marker such as `${WORKSPACE}` or `C:`.
+                if parts.last().is_some_and(|l| !is_root_marker(l)) {
+                    parts.pop();
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    let body = parts.join("/");
+    match (absolute, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+fn is_root_marker(s: &str) -> bool {
+    (s.starts_with("${") && s.ends_with('}')) || is_drive_path(s) && s.len() == 2
+}
+
+/// Join a root and a relative part, then normalise.
+pub fn join(root: &str, rel: &str) -> String {
+    if rel.is_empty() || rel == "." {
+        return normalise(root);
+    }
+    normalise(&format!("{root}/{rel}"))
+}
+
+/// Resolve symlinks in the longest existing prefix of `path` and append the
+/// rest: a missing leaf still gets a canonical parent. Returns the
+/// canonical path and whether the full path exists.
+pub fn canonicalise(path: &str) -> (String, bool) {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        if let Some(s) = c.to_str() {
+            return (s.to_string(), true);
+        }
+    }
+    let p = Path::new(path);
+    let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut cur = p;
+    while let Some(parent) = cur.parent() {
+        if let Some(name) = cur.file_name() {
+            missing.push(name);
+        }
+        if let Ok(c) = std::fs::canonicalize(parent) {
+            let mut out = c;
+            for m in missing.iter().rev() {
+                out.push(m);
+            }
+            if let Some(s) = out.to_str() {
+                return (normalise(s), false);
+            }
+            break;
+        }
+        cur = parent;
+    }
+    (normalise(path), false)
+}
+
+/// macOS spells a few top-level directories both ways (`/tmp` is a symlink
+/// to `/private/tmp`): return the other spelling, if any.
+pub fn macos_alias(path: &str) -> Option<String> {
+    for d in ["tmp", "var", "etc"] {
+        let short = format!("/{d}");
+        let long = format!("/private/{d}");
+        for (from, to) in [(&short, &long), (&long, &short)] {
+            if let Some(rest) = path.strip_prefix(from.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    return Some(format!("{to}{rest}"));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalising() {
+        assert_eq!(normalise("a/./b"), "a/b");
+        assert_eq!(normalise("a/x/.."), "a");
+        assert_eq!(normalise("/a//b/"), "/a/b");
+        assert_eq!(normalise("/.."), "/");
+        assert_eq!(normalise("."), ".");
+        assert_eq!(normalise("${WORKSPACE}/a/../.."), "${WORKSPACE}");
+        assert_eq!(join("/w", "."), "/w");
+        assert_eq!(join("/w", "a/../b"), "/w/b");
+    }
+
+    #[test]
+    fn anchoring() {
+        assert_eq!(anchor(".", false), (Anchor::Workspace, ".".into()));
+        assert_eq!(anchor("~", false), (Anchor::Home, "".into()));
+        assert_eq!(anchor("~/.ssh", false), (Anchor::Home, ".ssh".into()));
+        assert_eq!(anchor("/etc", false), (Anchor::Absolute, "/etc".into()));
+        assert_eq!(anchor("~user", false), (Anchor::Workspace, "~user".into()));
+        assert_eq!(
+            anchor("C:\\Tools", true),
+            (Anchor::Absolute, "C:/Tools".into())
+        );
+    }
+
+    #[test]
+    fn aliases() {
+        assert_eq!(macos_alias("/tmp/x").as_deref(), Some("/private/tmp/x"));
+        assert_eq!(macos_alias("/private/etc").as_deref(), Some("/etc"));
+        assert_eq!(macos_alias("/tmpx"), None);
+        assert_eq!(macos_alias("/usr"), None);
+    }
+
+    #[test]
+    fn canonical_parent_of_missing_leaf() {
+        let d = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(d.path()).unwrap();
+        let (c, exists) = canonicalise(&format!("{}/nope/deeper", d.path().display()));
+        assert!(!exists);
+        assert_eq!(c, format!("{}/nope/deeper", real.display()));
+    }
+}

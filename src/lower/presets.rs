@@ -1,0 +1,176 @@
+//! `[process] presets`: the per-OS roots that let ordinary programs start.
+//! This table is the documentation's source of truth (docs/presets.md is
+//! checked against it by a test).
+
+use crate::ir::{Access, Os};
+use crate::policy::model::Preset;
+
+/// Where a preset root is anchored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    Absolute,
+    Home,
+    Temp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Root {
+    pub base: Base,
+    /// Absolute path, or the part below home/temp (`""` = the root itself).
+    pub path: &'static str,
+    pub access: Access,
+}
+
+const R: Access = Access::READ;
+const RX: Access = Access::READ_EXEC;
+/// Devices such as /dev/null: read and write existing files only.
+const DEV: Access = Access {
+    read: true,
+    update: true,
+    ..Access::NONE
+};
+const RW: Access = Access::READ_WRITE;
+
+const fn abs(path: &'static str, access: Access) -> Root {
+    Root {
+        base: Base::Absolute,
+        path,
+        access,
+    }
+}
+const fn home(path: &'static str, access: Access) -> Root {
+    Root {
+        base: Base::Home,
+        path,
+        access,
+    }
+}
+
+const LINUX_SYSTEM: &[Root] = &[
+    abs("/bin", RX),
+    abs("/sbin", RX),
+    abs("/usr", RX),
+    abs("/lib", RX),
+    abs("/lib32", RX),
+    abs("/lib64", RX),
+    abs("/libx32", RX),
+    abs("/etc", R),
+    // Landlock's ptrace rules still keep /proc/<other>/environ and mem out.
+    abs("/proc", R),
+    abs("/sys/devices/system/cpu", R),
+    abs("/dev/null", DEV),
+    abs("/dev/zero", DEV),
+    abs("/dev/full", DEV),
+    abs("/dev/random", R),
+    abs("/dev/urandom", R),
+    abs("/dev/tty", DEV),
+    // No /dev/stdin, /dev/fd...: they are per-process links, and
+    // resolving them at compile time would grant whatever sbx's own
+    // stdio happened to be.
+];
+
+const MACOS_SYSTEM: &[Root] = &[
+    abs("/bin", RX),
+    abs("/sbin", RX),
+    abs("/usr", RX),
+    abs("/System", RX),
+    abs("/Library/Apple", R),
+    abs("/Library/Preferences", R),
+    abs("/private/etc", R),
+    abs("/private/var/db/timezone", R),
+    abs("/dev/null", DEV),
+    abs("/dev/zero", DEV),
+    abs("/dev/random", R),
+    abs("/dev/urandom", R),
+    abs("/dev/tty", DEV),
+    abs("/dev/dtracehelper", DEV),
+];
+
+const WINDOWS_SYSTEM: &[Root] = &[
+    abs("C:/Windows", RX),
+    abs("C:/Program Files", RX),
+    abs("C:/Program Files (x86)", RX),
+    abs("C:/ProgramData", R),
+];
+
+const UNIX_TOOLCHAINS_HOME: &[Root] = &[
+    home(".cargo", RX),
+    home(".rustup", RX),
+    home(".local/bin", RX),
+    home(".local/lib", RX),
+    home(".pyenv", RX),
+    home(".nvm", RX),
+    home("go", RX),
+];
+
+const LINUX_TOOLCHAINS: &[Root] = &[abs("/opt", RX), abs("/nix", RX), abs("/snap", RX)];
+
+const MACOS_TOOLCHAINS: &[Root] = &[
+    abs("/Applications/Xcode.app", RX),
+    abs("/Library/Developer", RX),
+    abs("/opt/homebrew", RX),
+    abs("/usr/local", RX),
+    abs("/nix", RX),
+];
+
+const WINDOWS_TOOLCHAINS: &[Root] = &[
+    home(".cargo", RX),
+    home(".rustup", RX),
+    home("AppData/Local/Programs", RX),
+];
+
+const UNIX_TEMP: &[Root] = &[
+    Root {
+        base: Base::Temp,
+        path: "",
+        access: RW,
+    },
+    abs("/tmp", RW),
+    abs("/var/tmp", RW),
+];
+
+const MACOS_TEMP: &[Root] = &[
+    Root {
+        base: Base::Temp,
+        path: "",
+        access: RW,
+    },
+    abs("/private/tmp", RW),
+    abs("/private/var/tmp", RW),
+];
+
+const WINDOWS_TEMP: &[Root] = &[Root {
+    base: Base::Temp,
+    path: "",
+    access: RW,
+}];
+
+/// Read-only, opt-in: these files can hold registry tokens.
+const PM_CONFIG: &[Root] = &[
+    home(".npmrc", R),
+    home(".yarnrc", R),
+    home(".gitconfig", R),
+    home(".config/git", R),
+    home(".cargo/config.toml", R),
+    home(".cargo/config", R),
+    home(".config/pip", R),
+    home(".pypirc", R),
+    home(".m2/settings.xml", R),
+];
+
+/// The roots of one preset on one OS, in a fixed order.
+pub fn roots(preset: Preset, os: Os) -> Vec<Root> {
+    let parts: &[&[Root]] = match (preset, os) {
+        (Preset::SystemRuntime, Os::Linux) => &[LINUX_SYSTEM],
+        (Preset::SystemRuntime, Os::Macos) => &[MACOS_SYSTEM],
+        (Preset::SystemRuntime, Os::Windows) => &[WINDOWS_SYSTEM],
+        (Preset::DeveloperToolchains, Os::Linux) => &[LINUX_TOOLCHAINS, UNIX_TOOLCHAINS_HOME],
+        (Preset::DeveloperToolchains, Os::Macos) => &[MACOS_TOOLCHAINS, UNIX_TOOLCHAINS_HOME],
+        (Preset::DeveloperToolchains, Os::Windows) => &[WINDOWS_TOOLCHAINS],
+        (Preset::UserTemp, Os::Linux) => &[UNIX_TEMP],
+        (Preset::UserTemp, Os::Macos) => &[MACOS_TEMP],
+        (Preset::UserTemp, Os::Windows) => &[WINDOWS_TEMP],
+        (Preset::PackageManagerConfig, _) => &[PM_CONFIG],
+    };
+    parts.iter().flat_map(|p| p.iter().copied()).collect()
+}

@@ -1,0 +1,333 @@
+//! The policy format (POLICY.md) as serde + schemars types. One `Layer` is
+//! one file; layers merge into a [`super::Policy`].
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One policy file (a layer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "sbx policy",
+    description = "An sbx sandbox policy, format version 1."
+)]
+pub struct Layer {
+    /// Format version; only 1 exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    /// `required`: fail if any rule cannot be enforced exactly by a target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Enforcement>,
+    /// Filesystem grants; absent means the workspace, read + write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<Mergeable<FsRule>>,
+    /// Network grants; absent means no network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<Mergeable<NetRule>>,
+    /// Environment variables forwarded beyond the minimal set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Mergeable<EnvRule>>,
+    /// Subprocess allow-list; absent means any program may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<BTreeMap<String, CommandRule>>,
+    /// Globs added to the built-in sensitive-path list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive_paths: Option<Mergeable<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<Process>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub macos: Option<Macos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linux: Option<Linux>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Windows>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    BestEffort,
+    Required,
+}
+
+/// A list, or a merge table saying how it combines with earlier layers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Mergeable<T> {
+    List(Vec<T>),
+    Merge(MergeTable<T>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeTable<T> {
+    #[serde(default)]
+    pub strategy: Strategy,
+    pub value: Vec<T>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    #[default]
+    Append,
+    Prepend,
+    Replace,
+    Dedup,
+}
+
+/// `[[fs]]`: a filesystem grant. Most specific path wins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FsRule {
+    /// `.`-relative (workspace), `~`-relative (home) or absolute.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<bool>,
+    /// Alias for create + update + delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execute: Option<bool>,
+    /// RFD D43: reaches outside the workspace through an approved symlink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<bool>,
+}
+
+/// `[[net]]`: a network grant (kernel-enforced by TCP port only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetRule {
+    /// Hostname, `*.domain`, IP, `localhost` or `*` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<Scheme>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<u16>,
+    /// URL path prefix; cooperative only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    /// Listen on the port instead of connecting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<bool>,
+    /// `false` makes a deny rule; deny rules are checked first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheme {
+    Http,
+    Https,
+    Ws,
+    Wss,
+    Ssh,
+    Tcp,
+}
+
+impl Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+            Scheme::Ws => "ws",
+            Scheme::Wss => "wss",
+            Scheme::Ssh => "ssh",
+            Scheme::Tcp => "tcp",
+        }
+    }
+    /// The port a scheme implies when `port` is absent.
+    pub fn default_port(self) -> Option<u16> {
+        match self {
+            Scheme::Http | Scheme::Ws => Some(80),
+            Scheme::Https | Scheme::Wss => Some(443),
+            Scheme::Ssh => Some(22),
+            Scheme::Tcp => None,
+        }
+    }
+}
+
+/// `[[env]]`: forward a variable (exact name or glob) to the child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRule {
+    #[schemars(length(min = 1))]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<bool>,
+}
+
+/// `[commands.NAME]`: a program the sandbox may execute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRule {
+    /// Allowed argument prefixes; `**` last allows any rest. Cooperative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<Vec<String>>>,
+    /// Which of the policy's allowed env vars this command receives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envs: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    /// Named per-OS root sets; `[]` disables all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presets: Option<Vec<Preset>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_roots: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_roots: Option<Vec<String>>,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    SystemRuntime,
+    DeveloperToolchains,
+    UserTemp,
+    PackageManagerConfig,
+}
+
+impl Preset {
+    pub const DEFAULT: [Preset; 3] = [
+        Preset::SystemRuntime,
+        Preset::DeveloperToolchains,
+        Preset::UserTemp,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Preset::SystemRuntime => "system_runtime",
+            Preset::DeveloperToolchains => "developer_toolchains",
+            Preset::UserTemp => "user_temp",
+            Preset::PackageManagerConfig => "package_manager_config",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_processes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_memory_mib: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub cpu_time_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub wall_time_s: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Macos {
+    /// Extra global Mach service names the profile may look up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mach_lookup: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_pty: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Linux {
+    /// Landlock scopes (ABI >= 6); default both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<Scope>>,
+    /// Refuse to run on a kernel whose Landlock ABI is lower.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 7))]
+    pub min_abi: Option<u32>,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    AbstractUnixSocket,
+    Signal,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Windows {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Token>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appcontainer: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui_restrictions: Option<Vec<UiRestriction>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_on_close: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Token {
+    Restricted,
+    LowIntegrity,
+    None,
+}
+
+impl Token {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Token::Restricted => "restricted",
+            Token::LowIntegrity => "low_integrity",
+            Token::None => "none",
+        }
+    }
+}
+
+/// Job-object UI restrictions (JOB_OBJECT_UILIMIT_*).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum UiRestriction {
+    Desktop,
+    DisplaySettings,
+    ExitWindows,
+    GlobalAtoms,
+    Handles,
+    ReadClipboard,
+    SystemParameters,
+    WriteClipboard,
+}
+
+impl UiRestriction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UiRestriction::Desktop => "desktop",
+            UiRestriction::DisplaySettings => "display_settings",
+            UiRestriction::ExitWindows => "exit_windows",
+            UiRestriction::GlobalAtoms => "global_atoms",
+            UiRestriction::Handles => "handles",
+            UiRestriction::ReadClipboard => "read_clipboard",
+            UiRestriction::SystemParameters => "system_parameters",
+            UiRestriction::WriteClipboard => "write_clipboard",
+        }
+    }
+}
