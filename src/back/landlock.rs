@@ -13,8 +13,7 @@ pub use artifact::*;
 
 use crate::back::{to_json, EmitError, Emitted, Header};
 use crate::ir::{
-    self, path_within, Access, Enforcement, Ir, PathKind, PathMode, Ports, Precision, Source,
-    Status,
+    self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
 };
 use rights::{FsSet, NET, NET_ABI, SCOPES, SCOPE_ABI};
 
@@ -101,15 +100,14 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     })
 }
 
-/// `--target linux`. Under `enforcement = "required"`, any inexact line
-/// is an error (the CLI exits 1).
+/// `--target linux`. The precision lines are the lowering's notes plus
+/// this back end's; the caller refuses inexact ones under
+/// `enforcement = "required"` (see [`crate::compile::compile`]).
 pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
     let art = build(ir)?;
-    let own: Vec<Precision> = art.precision[ir.precision.len()..].to_vec();
-    refuse_if_required(ir.enforcement, &art.precision)?;
     Ok(Emitted {
         text: to_json(&art),
-        precision: own,
+        precision: art.precision.clone(),
     })
 }
 
@@ -118,37 +116,12 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 pub fn emit_landlockconfig(ir: &Ir) -> Result<Emitted, EmitError> {
     let rules = rules(ir)?;
     let doc = landlock_config(ir, &rules)?;
-    let own = linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG);
-    let mut all = ir.precision.clone();
-    all.extend(own.iter().cloned());
-    refuse_if_required(ir.enforcement, &all)?;
+    let mut precision = ir.precision.clone();
+    precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG));
     Ok(Emitted {
         text: to_json(&doc),
-        precision: own,
+        precision,
     })
-}
-
-/// The inexact lines that `enforcement = "required"` refuses.
-pub fn inexact(precision: &[Precision]) -> Vec<&Precision> {
-    precision.iter().filter(|p| p.status.is_inexact()).collect()
-}
-
-fn refuse_if_required(enf: Enforcement, precision: &[Precision]) -> Result<(), EmitError> {
-    let bad = inexact(precision);
-    match (enf, bad.first()) {
-        (Enforcement::Required, Some(first)) => Err(EmitError {
-            rule: first.rule.clone(),
-            message: format!(
-                "enforcement = \"required\" but {} rule(s) cannot be enforced exactly: {}",
-                bad.len(),
-                bad.iter()
-                    .map(|p| format!("{}: {:?}: {}", p.rule, p.status, p.reason))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        }),
-        _ => Ok(()),
-    }
 }
 
 /// One path rule as emitted, with the policy rights it stands for.
@@ -378,7 +351,11 @@ fn seccomp(ir: &Ir) -> Seccomp {
         deny_ptrace: vec!["PTRACE_ATTACH".into(), "PTRACE_SEIZE".into()],
         sockets: (!ir.net.other_protocols).then(|| SocketFilter {
             errno: "EACCES".into(),
-            allow: vec!["netlink".into(), "tcp".into(), "unix".into()],
+            allow: ["netlink", "tcp", "udp", "unix"]
+                .into_iter()
+                .filter(|k| *k != "udp" || ir.net.dns)
+                .map(String::from)
+                .collect(),
         }),
     }
 }
@@ -448,7 +425,16 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             ));
         }
     }
-    net_precision(ir, target, &mut out);
+    if ir.net.dns {
+        out.push(line(
+            "net".into(),
+            target,
+            Status::Wider,
+            "name resolution needs UDP sockets, and seccomp cannot filter UDP by destination: \
+             UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)"
+                .into(),
+        ));
+    }
     if let Some(cmds) = &ir.commands {
         out.push(line(
             "commands".into(),
@@ -500,58 +486,6 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
         ));
     }
     out
-}
-
-fn net_precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
-    for r in &ir.net.rules {
-        let label = format!("net[{}] ({}:{}:{})", r.index, r.file, r.line, r.column);
-        let ports = if r.bind {
-            &ir.net.bind
-        } else {
-            &ir.net.connect
-        };
-        let port_open = match r.port {
-            Some(p) => ports.allows(p),
-            None => matches!(ports, Ports::All),
-        };
-        let port_txt = r
-            .port
-            .map(|p| format!("TCP port {p}"))
-            .unwrap_or_else(|| "every TCP port".into());
-        let host_specific = r.host != "*";
-        if r.allow && host_specific {
-            out.push(line(
-                label.clone(),
-                target,
-                Status::Wider,
-                format!(
-                    "host filtering is cooperative only: the kernel allows {port_txt} to every \
-                     host, not just {}",
-                    r.host
-                ),
-            ));
-        }
-        if !r.allow && port_open {
-            out.push(line(
-                label.clone(),
-                target,
-                Status::Wider,
-                format!(
-                    "deny rule for {} cannot be enforced: Landlock allows {port_txt} for every \
-                     host once another rule grants it",
-                    r.host
-                ),
-            ));
-        }
-        if r.path_prefix.is_some() {
-            out.push(line(
-                label,
-                target,
-                Status::Wider,
-                "path_prefix is cooperative only: the kernel sees TCP ports, not URLs".into(),
-            ));
-        }
-    }
 }
 
 fn limits_precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {

@@ -1,5 +1,6 @@
 //! Argument parsing and the per-command drivers.
 
+mod run;
 mod sbpl;
 
 use camino::Utf8PathBuf;
@@ -30,6 +31,11 @@ enum Cmd {
     /// Validate, lower, lint and compile for every target without writing.
     #[command(after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings")]
     Check(CheckArgs),
+    /// Run a command inside the sandbox a policy (or artifact) describes.
+    #[command(
+        after_help = "Example:\n  sbx run policy.toml --report -- cargo test\n  sbx run --artifact linux.json -- ./build.sh"
+    )]
+    Run(run::RunArgs),
     /// Print the JSON Schema of the policy format.
     #[command(after_help = "Example:\n  sbx schema -o sbx.schema.json")]
     Schema {
@@ -135,6 +141,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
+        Cmd::Run(a) => run::run(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();

@@ -110,8 +110,9 @@ pub struct Seccomp {
 #[serde(deny_unknown_fields)]
 pub struct SocketFilter {
     pub errno: String,
-    /// The only sockets `socket(2)` may create: `unix`, `netlink`, and
-    /// `tcp` (AF_INET/AF_INET6, SOCK_STREAM, protocol 0 or IPPROTO_TCP).
+    /// The only sockets `socket(2)` may create: `unix`, `netlink`, `tcp`
+    /// (AF_INET/AF_INET6, SOCK_STREAM, protocol 0 or IPPROTO_TCP) and, when
+    /// names must resolve, `udp` (SOCK_DGRAM, protocol 0 or IPPROTO_UDP).
     pub allow: Vec<String>,
 }
 

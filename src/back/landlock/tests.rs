@@ -18,6 +18,7 @@ fn base(fs: Vec<Grant>) -> Ir {
             connect: Ports::None,
             bind: Ports::None,
             other_protocols: false,
+            dns: false,
             rules: vec![],
         },
         env: Env {
@@ -99,14 +100,32 @@ fn narrowing_under_a_broader_grant_is_wider() {
 }
 
 #[test]
-fn required_refuses_inexact_and_accepts_exact() {
+fn precision_carries_the_lowering_notes_too() {
     let mut ir = typical();
     ir.enforcement = Enforcement::Required;
-    let err = emit(&ir).unwrap_err();
-    assert_eq!(err.rule, "fs[1] (policy.toml:7:1)");
-    assert!(err.message.contains("required"));
-    assert!(emit_landlockconfig(&ir).is_err());
+    ir.precision.push(Precision {
+        rule: "commands.x".into(),
+        target: "ir".into(),
+        status: Status::Dropped,
+        reason: "not found on PATH at compile time".into(),
+    });
+    let e = emit(&ir).unwrap();
+    assert_eq!(
+        statuses(&e.precision),
+        [
+            ("commands.x".to_string(), Status::Dropped),
+            ("fs[1] (policy.toml:7:1)".to_string(), Status::Wider)
+        ]
+    );
+    let art: LinuxArtifact = serde_json::from_str(&e.text).unwrap();
+    assert_eq!(art.enforcement, Enforcement::Required);
+    assert_eq!(art.precision, e.precision);
+    assert_eq!(
+        emit_landlockconfig(&ir).unwrap().precision[0].rule,
+        "commands.x"
+    );
     ir.fs.pop();
+    ir.precision.clear();
     assert!(emit(&ir).unwrap().precision.is_empty());
 }
 
@@ -212,13 +231,14 @@ fn commands_move_execute_to_the_listed_files() {
 }
 
 #[test]
-fn tcp_ports_and_host_rules() {
+fn tcp_ports_and_dns() {
     let mut ir = typical();
     ir.fs.pop();
     ir.net = Net {
         connect: Ports::Some(vec![443]),
         bind: Ports::None,
         other_protocols: false,
+        dns: true,
         rules: vec![NetRule {
             index: 0,
             file: "policy.toml".into(),
@@ -245,14 +265,15 @@ fn tcp_ports_and_host_rules() {
         Some(vec!["bind_tcp".into(), "connect_tcp".into()])
     );
     assert_eq!(art.exact_abi, 6);
+    // Host and path_prefix are the lowering's notes; DNS is ours.
     assert_eq!(
         statuses(&art.precision),
-        [
-            ("net[0] (policy.toml:9:1)".to_string(), Status::Wider),
-            ("net[0] (policy.toml:9:1)".to_string(), Status::Wider)
-        ]
+        [("net".to_string(), Status::Wider)]
     );
-    assert!(art.seccomp.sockets.is_some());
+    assert_eq!(
+        art.seccomp.sockets.unwrap().allow,
+        ["netlink", "tcp", "udp", "unix"]
+    );
 }
 
 #[test]
@@ -267,29 +288,6 @@ fn unrestricted_network_handles_no_net_and_no_socket_filter() {
     assert_eq!(art.landlock.ruleset[0].scoped, None);
     assert!(art.seccomp.sockets.is_none());
     assert_eq!(art.exact_abi, 5);
-}
-
-#[test]
-fn deny_rule_for_an_open_port_is_wider() {
-    let mut ir = typical();
-    ir.fs.pop();
-    ir.net.connect = Ports::All;
-    ir.net.rules = vec![NetRule {
-        index: 1,
-        file: "p.toml".into(),
-        line: 2,
-        column: 1,
-        host: "evil.example".into(),
-        scheme: None,
-        port: None,
-        path_prefix: None,
-        bind: false,
-        allow: false,
-    }];
-    assert_eq!(
-        statuses(&build(&ir).unwrap().precision),
-        [("net[1] (p.toml:2:1)".to_string(), Status::Wider)]
-    );
 }
 
 #[test]

@@ -167,17 +167,19 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
 /// Rules matching every `socket(2)` call *not* in the allow-list.
 fn socket_rules(allow: &[String]) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let mut families: Vec<u64> = Vec::new();
-    let mut tcp = false;
+    // Allowed IP socket types, with the protocols each may use.
+    let mut ip: Vec<(u64, u64)> = Vec::new();
     for a in allow {
         match a.as_str() {
             "unix" => families.push(libc::AF_UNIX as u64),
             "netlink" => families.push(libc::AF_NETLINK as u64),
-            "tcp" => tcp = true,
+            "tcp" => ip.push((libc::SOCK_STREAM as u64, libc::IPPROTO_TCP as u64)),
+            "udp" => ip.push((libc::SOCK_DGRAM as u64, libc::IPPROTO_UDP as u64)),
             other => return Err(format!("seccomp: unknown socket kind {other}")),
         }
     }
     let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
-    if tcp {
+    if !ip.is_empty() {
         families.extend(inet);
     }
     let mut rules = Vec::new();
@@ -187,27 +189,30 @@ fn socket_rules(allow: &[String]) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
         .map(|f| cond(0, SeccompCmpOp::Ne, *f))
         .collect::<Result<_, _>>()?;
     if not_listed.is_empty() {
-        // Nothing allowed: match every call with a condition that always holds.
+        // Nothing allowed: a condition that always holds.
         rules.push(rule(vec![cond(0, SeccompCmpOp::MaskedEq(0), 0)?])?);
     } else {
         rules.push(rule(not_listed)?);
     }
-    if tcp {
-        // IP sockets must be SOCK_STREAM (type & 0xf, so SOCK_NONBLOCK and
-        // SOCK_CLOEXEC do not matter) with protocol 0 or IPPROTO_TCP:
-        // UDP, raw, SCTP and MPTCP are not what Landlock's TCP rules cover.
+    if !ip.is_empty() {
+        // The type is `type & 0xf`, so SOCK_NONBLOCK and SOCK_CLOEXEC do
+        // not matter. Protocol 0 or the type's own: raw, SCTP and MPTCP
+        // sockets are not what Landlock's TCP rules cover.
         for fam in inet {
-            for t in (0u64..16).filter(|t| *t != libc::SOCK_STREAM as u64) {
-                rules.push(rule(vec![
-                    cond(0, SeccompCmpOp::Eq, fam)?,
-                    cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
-                ])?);
+            for t in 0u64..16 {
+                match ip.iter().find(|(ty, _)| *ty == t) {
+                    None => rules.push(rule(vec![
+                        cond(0, SeccompCmpOp::Eq, fam)?,
+                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
+                    ])?),
+                    Some((_, proto)) => rules.push(rule(vec![
+                        cond(0, SeccompCmpOp::Eq, fam)?,
+                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
+                        cond(2, SeccompCmpOp::Ne, 0)?,
+                        cond(2, SeccompCmpOp::Ne, *proto)?,
+                    ])?),
+                }
             }
-            rules.push(rule(vec![
-                cond(0, SeccompCmpOp::Eq, fam)?,
-                cond(2, SeccompCmpOp::Ne, 0)?,
-                cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
-            ])?);
         }
     }
     Ok(BTreeMap::from([(libc::SYS_socket, rules)]))

@@ -40,6 +40,7 @@ fn ir(mode: PathMode, fs: Vec<Grant>) -> Ir {
             connect: Ports::Some(vec![443]),
             bind: Ports::None,
             other_protocols: false,
+            dns: false,
             rules: vec![],
         },
         env: Env {
