@@ -66,6 +66,40 @@ pub const DENY_SYSCALLS: &[&str] = &[
     "userfaultfd",
 ];
 
+/// Capabilities a root child must not keep. CAP_SYS_ADMIN and CAP_PERFMON
+/// read other processes' memory maps and environment past Landlock's
+/// ptrace check (`mm_access` trusts `perfmon_capable()`); CAP_SYS_RESOURCE
+/// lifts the rlimits; the others reach hardware, kernel state, IPC of
+/// other users, or security policy. Kept: the file-permission and
+/// identity capabilities root programs expect (Landlock still applies).
+pub const DROP_CAPABILITIES: &[&str] = &[
+    "CAP_AUDIT_CONTROL",
+    "CAP_AUDIT_READ",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+    "CAP_IPC_OWNER",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_MAC_ADMIN",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MKNOD",
+    "CAP_NET_ADMIN",
+    "CAP_PERFMON",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_SYSLOG",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_WAKE_ALARM",
+];
+
 /// Build the Linux artifact. Never refuses for precision reasons (see
 /// [`emit`]); refuses paths it cannot represent.
 pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
@@ -86,6 +120,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         exact_abi,
         landlock,
         seccomp: seccomp(ir),
+        drop_capabilities: DROP_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
         env: ir.env.clone(),
         exec_allow: ir.commands.as_ref().map(|cmds| {
             cmds.iter()

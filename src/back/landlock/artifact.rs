@@ -21,6 +21,10 @@ pub struct LinuxArtifact {
     pub exact_abi: u32,
     pub landlock: LandlockConfig,
     pub seccomp: Seccomp,
+    /// Capabilities the child loses (all sets, bounding included): those
+    /// that bypass Landlock's checks or reach the kernel or hardware
+    /// directly. Only matters when sbx runs as root.
+    pub drop_capabilities: Vec<String>,
     pub env: ir::Env,
     /// `None`: any program may be executed (subject to `execute` grants).
     pub exec_allow: Option<Vec<ExecEntry>>,

@@ -17,6 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Step {
+    Capabilities = 7,
     Rlimit = 1,
     NoNewPrivs = 2,
     Landlock = 3,
@@ -28,6 +29,7 @@ pub enum Step {
 impl Step {
     fn from_i32(v: i32) -> Option<Step> {
         [
+            Step::Capabilities,
             Step::Rlimit,
             Step::NoNewPrivs,
             Step::Landlock,
@@ -41,6 +43,7 @@ impl Step {
 
     pub fn describe(self) -> &'static str {
         match self {
+            Step::Capabilities => "dropping capabilities",
             Step::Rlimit => "setrlimit",
             Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
             Step::Landlock => "landlock_restrict_self",
@@ -63,6 +66,11 @@ pub struct Prepared {
     pub ruleset: Option<OwnedFd>,
     fprogs: Vec<libc::sock_fprog>,
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+    /// Capabilities removed from every set (bounding too, so a root
+    /// child does not get them back at exec).
+    drop_caps: Vec<u32>,
+    /// Failing to drop them is fatal (we are root and can).
+    caps_fatal: bool,
     /// A terminal we are the foreground of: the child's group takes it.
     tty: Option<RawFd>,
     /// Highest descriptor to mark close-on-exec if `close_range` is
@@ -78,6 +86,7 @@ impl Prepared {
         ruleset: Option<OwnedFd>,
         filters: Vec<seccompiler::BpfProgram>,
         rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+        drop_caps: Vec<u32>,
     ) -> Prepared {
         let ptrs = |v: &[CString]| {
             v.iter()
@@ -115,6 +124,9 @@ impl Prepared {
             ruleset,
             fprogs,
             rlimits,
+            drop_caps,
+            // SAFETY: geteuid has no preconditions.
+            caps_fatal: unsafe { libc::geteuid() } == 0,
             tty: foreground_tty(),
             max_fd: max_fd(),
         }
@@ -222,6 +234,74 @@ unsafe fn fail(wr: RawFd, step: Step) -> ! {
     libc::_exit(if step == Step::Exec { 127 } else { 125 })
 }
 
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+/// Remove `p.drop_caps` from the ambient, bounding, effective, permitted
+/// and inheritable sets. Async-signal-safe (syscalls on stack data).
+unsafe fn drop_caps(p: &Prepared, wr: RawFd) {
+    if p.drop_caps.is_empty() {
+        return;
+    }
+    // EINVAL on kernels without ambient capabilities: nothing to clear.
+    libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    );
+    for &cap in &p.drop_caps {
+        if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
+            && libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+            && p.caps_fatal
+        {
+            fail(wr, Step::Capabilities);
+        }
+    }
+    let mut hdr = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(
+        libc::SYS_capget,
+        &mut hdr as *mut CapHeader,
+        data.as_mut_ptr(),
+    ) != 0
+    {
+        fail(wr, Step::Capabilities);
+    }
+    for &cap in &p.drop_caps {
+        let (i, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
+        if i < 2 {
+            data[i].effective &= !bit;
+            data[i].permitted &= !bit;
+            data[i].inheritable &= !bit;
+        }
+    }
+    if libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) != 0 {
+        fail(wr, Step::Capabilities);
+    }
+}
+
 /// The child side. No allocation, no locks, no Rust std I/O.
 unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
     libc::setpgid(0, 0);
@@ -241,6 +321,7 @@ unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
     libc::sigemptyset(&mut empty);
     libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
 
+    drop_caps(p, wr);
     for (res, lim) in &p.rlimits {
         if libc::setrlimit(*res, lim) != 0 {
             fail(wr, Step::Rlimit);

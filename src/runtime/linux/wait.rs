@@ -97,6 +97,13 @@ fn wait_status(pid: libc::pid_t, tty: Option<RawFd>) -> libc::c_int {
             return libc::W_EXITCODE(super::super::EXIT_SBX_FAILED, 0);
         }
         if libc::WIFSTOPPED(status) {
+            // A child that called PTRACE_TRACEME made us its tracer: pass
+            // the signal on and keep going.
+            // SAFETY: fails harmlessly (ESRCH) when we are not the tracer.
+            let sig = libc::WSTOPSIG(status);
+            if unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, sig) } == 0 {
+                continue;
+            }
             if let Some(t) = tty {
                 // SAFETY: process-group and signal calls on our own groups.
                 unsafe {
