@@ -65,12 +65,13 @@ fn linux_artifacts_for_every_fixture() {
                 .collect(),
         };
         let opts = options(tool);
-        let (policy, _) = compile::load(&inputs, &opts)
-            .unwrap_or_else(|f| panic!("{name}: {:?}", f.diagnostics));
+        let (policy, _) =
+            compile::load(&inputs, &opts).unwrap_or_else(|f| panic!("{name}: {:?}", f.diagnostics));
         let lowered = compile::lower_for(&policy, &opts, Os::Linux)
             .unwrap_or_else(|f| panic!("{name}: {:?}", f.diagnostics));
         let linux = landlock::emit(&lowered.ir).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let doc = landlock::emit_landlockconfig(&lowered.ir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let doc =
+            landlock::emit_landlockconfig(&lowered.ir).unwrap_or_else(|e| panic!("{name}: {e}"));
 
         let parsed: LandlockConfig = serde_json::from_str(&doc.text).unwrap();
         check_config(&parsed).unwrap_or_else(|e| panic!("{name}: {e}"));

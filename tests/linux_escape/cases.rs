@@ -29,6 +29,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("inherited_descriptor_closed", inherited_fd),
     ("ptrace_tiocsti_io_uring", ptrace_ioctl_io_uring),
     ("wall_time_kills_the_tree", wall_time),
+    ("terminal_ctrl_c_and_ctrl_z", terminal),
     ("forced_lower_abis_degrade", forced_abis),
     ("no_landlock_best_effort_vs_required", no_landlock),
     ("required_refuses_inexact_policy", required_inexact),
@@ -675,4 +676,97 @@ fn portable_artifact(fx: &Fx) -> Result<(), String> {
         &run("read", &fx.path("outside/secret")),
         "EACCES",
     )
+}
+
+/// A pseudo-terminal pair: (master, slave path).
+fn pty() -> (std::fs::File, String) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: standard posix_openpt sequence; the fd is owned by the File.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0 && libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let mut buf = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, buf.as_mut_ptr(), buf.len()), 0);
+        let name = std::ffi::CStr::from_ptr(buf.as_ptr())
+            .to_str()
+            .unwrap()
+            .to_string();
+        (std::fs::File::from_raw_fd(m), name)
+    }
+}
+
+/// Start `sbx run` as the session leader of a fresh terminal, the way a
+/// shell runs a foreground job.
+fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
+    use std::os::unix::process::CommandExt;
+    let (master, slave) = pty();
+    let tty = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&slave)
+            .unwrap()
+    };
+    let mut c = std::process::Command::new(crate::fixture::SBX);
+    c.arg("run")
+        .arg(p)
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .arg("--")
+        .args(cmd)
+        .stdin(tty())
+        .stdout(tty())
+        .stderr(tty());
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            if libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    (c.spawn().unwrap(), master)
+}
+
+fn wait_status(pid: i32, flags: i32) -> i32 {
+    let mut st = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut st, flags) };
+    st
+}
+
+fn terminal(fx: &Fx) -> Result<(), String> {
+    use std::io::Write;
+    let p = fx.policy("best_effort", "");
+    // ^C reaches the child's group, which owns the terminal.
+    let (child, mut master) = on_terminal(fx, &p, &["sleep", "30"]);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(800));
+    master.write_all(b"\x03").unwrap();
+    let start = std::time::Instant::now();
+    let st = wait_status(pid, 0);
+    check(
+        libc::WIFEXITED(st)
+            && libc::WEXITSTATUS(st) == 130
+            && start.elapsed() < Duration::from_secs(5),
+        || format!("^C: status {st:#x} after {:?}", start.elapsed()),
+    )?;
+    // ^Z stops the child, and sbx stops too so a shell sees the job
+    // stopped; SIGCONT to sbx's group (what `fg` does) resumes both.
+    let (child, mut master) = on_terminal(fx, &p, &["sh", "-c", "sleep 1; exit 5"]);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(400));
+    master.write_all(b"\x1a").unwrap();
+    let st = wait_status(pid, libc::WUNTRACED);
+    check(libc::WIFSTOPPED(st), || {
+        format!("^Z: sbx not stopped: {st:#x}")
+    })?;
+    // SAFETY: sbx leads its own session and group.
+    unsafe { libc::kill(-pid, libc::SIGCONT) };
+    let st = wait_status(pid, 0);
+    check(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 5, || {
+        format!("after fg: status {st:#x}")
+    })
 }

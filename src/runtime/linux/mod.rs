@@ -3,6 +3,7 @@
 
 mod child;
 mod kernel;
+mod limits;
 mod plan;
 mod program;
 mod report;
@@ -13,7 +14,7 @@ mod wait;
 mod tests;
 
 use crate::back::landlock::{check_config, LinuxArtifact};
-use crate::ir::{Enforcement, Limits, Precision, Status, FORMAT_VERSION};
+use crate::ir::{Enforcement, Precision, Status, FORMAT_VERSION};
 use crate::runtime::env::EnvFilter;
 use crate::runtime::expand::Values;
 use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
@@ -101,6 +102,65 @@ fn cstring(b: &[u8]) -> Result<CString, Fail> {
     CString::new(b).map_err(|_| fail("argument or environment contains a NUL byte"))
 }
 
+/// Executables that get `execute`: the program and the listed commands,
+/// each with the interpreters the kernel opens to start it. Listed
+/// commands not found are reported.
+fn exec_files(
+    art: &LinuxArtifact,
+    program: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<(Vec<String>, Vec<Precision>), Fail> {
+    let mut lines = Vec::new();
+    let mut paths = program::exec_chain(program);
+    for e in art.exec_allow.iter().flatten() {
+        let found = match &e.path {
+            Some(p) => Some(PathBuf::from(p)),
+            None => program::resolve(OsStr::new(&e.name), path_var),
+        };
+        match found {
+            Some(p) => paths.extend(program::exec_chain(&p)),
+            None => lines.push(Precision {
+                rule: format!("commands.{}", e.name),
+                target: "linux".into(),
+                status: Status::Dropped,
+                reason: format!("{} was not found through PATH: it cannot be run", e.name),
+            }),
+        }
+    }
+    let mut files = Vec::new();
+    for p in &paths {
+        let s = utf8(p)?;
+        if !files.contains(&s) {
+            files.push(s);
+        }
+    }
+    Ok((files, lines))
+}
+
+/// Values for a portable artifact's placeholders.
+fn values(opts: &RunOptions) -> Result<Values, Fail> {
+    let cwd = || std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")));
+    let workspace = match &opts.workspace {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => cwd()?.join(w),
+        None => cwd()?,
+    };
+    let home = match &opts.home {
+        Some(h) => h.clone(),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+    };
+    let temp = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    Ok(Values {
+        workspace: utf8(&workspace)?,
+        home: utf8(&home)?,
+        temp: utf8(&temp)?,
+    })
+}
+
 fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
     let name = argv.first().ok_or_else(|| fail("no command given"))?;
@@ -125,50 +185,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         ));
     }
 
-    // Executables: the program and the listed commands, each with the
-    // interpreters the kernel opens to start it.
-    let mut lines: Vec<Precision> = Vec::new();
-    let mut exec_paths = program::exec_chain(&program);
-    for e in art.exec_allow.iter().flatten() {
-        let found = match &e.path {
-            Some(p) => Some(PathBuf::from(p)),
-            None => program::resolve(OsStr::new(&e.name), path_var.as_deref()),
-        };
-        match found {
-            Some(p) => exec_paths.extend(program::exec_chain(&p)),
-            None => lines.push(Precision {
-                rule: format!("commands.{}", e.name),
-                target: "linux".into(),
-                status: Status::Dropped,
-                reason: format!("{} was not found through PATH: it cannot be run", e.name),
-            }),
-        }
-    }
-    let mut exec_files = Vec::new();
-    for p in &exec_paths {
-        let s = utf8(p)?;
-        if !exec_files.contains(&s) {
-            exec_files.push(s);
-        }
-    }
-
-    let values = Values {
-        workspace: utf8(&match &opts.workspace {
-            Some(w) => w.clone(),
-            None => std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?,
-        })?,
-        home: utf8(&match &opts.home {
-            Some(h) => h.clone(),
-            None => std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_default(),
-        })?,
-        temp: utf8(
-            &std::env::var_os("TMPDIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/tmp")),
-        )?,
-    };
+    let (exec_files, lines) = exec_files(art, &program, path_var.as_deref())?;
+    let values = values(opts)?;
 
     let kabi = kernel_abi();
     let mut plan = plan::plan(
@@ -262,8 +280,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         envp_c,
         ruleset,
         filters.unwrap_or_default(),
-        rlimits(&art.limits),
-        capabilities(&art.drop_capabilities).map_err(fail)?,
+        limits::rlimits(&art.limits),
+        limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );
 
     let wall = art.limits.wall_time_s.map(Duration::from_secs);
@@ -308,120 +326,4 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         );
     }
     Ok(wait::exit_code(out.status))
-}
-
-/// Capability numbers (linux/capability.h) for the artifact's names.
-fn capabilities(names: &[String]) -> Result<Vec<u32>, String> {
-    const CAPS: &[(&str, u32)] = &[
-        ("CAP_CHOWN", 0),
-        ("CAP_DAC_OVERRIDE", 1),
-        ("CAP_DAC_READ_SEARCH", 2),
-        ("CAP_FOWNER", 3),
-        ("CAP_FSETID", 4),
-        ("CAP_KILL", 5),
-        ("CAP_SETGID", 6),
-        ("CAP_SETUID", 7),
-        ("CAP_SETPCAP", 8),
-        ("CAP_LINUX_IMMUTABLE", 9),
-        ("CAP_NET_BIND_SERVICE", 10),
-        ("CAP_NET_BROADCAST", 11),
-        ("CAP_NET_ADMIN", 12),
-        ("CAP_NET_RAW", 13),
-        ("CAP_IPC_LOCK", 14),
-        ("CAP_IPC_OWNER", 15),
-        ("CAP_SYS_MODULE", 16),
-        ("CAP_SYS_RAWIO", 17),
-        ("CAP_SYS_CHROOT", 18),
-        ("CAP_SYS_PTRACE", 19),
-        ("CAP_SYS_PACCT", 20),
-        ("CAP_SYS_ADMIN", 21),
-        ("CAP_SYS_BOOT", 22),
-        ("CAP_SYS_NICE", 23),
-        ("CAP_SYS_RESOURCE", 24),
-        ("CAP_SYS_TIME", 25),
-        ("CAP_SYS_TTY_CONFIG", 26),
-        ("CAP_MKNOD", 27),
-        ("CAP_LEASE", 28),
-        ("CAP_AUDIT_WRITE", 29),
-        ("CAP_AUDIT_CONTROL", 30),
-        ("CAP_SETFCAP", 31),
-        ("CAP_MAC_OVERRIDE", 32),
-        ("CAP_MAC_ADMIN", 33),
-        ("CAP_SYSLOG", 34),
-        ("CAP_WAKE_ALARM", 35),
-        ("CAP_BLOCK_SUSPEND", 36),
-        ("CAP_AUDIT_READ", 37),
-        ("CAP_PERFMON", 38),
-        ("CAP_BPF", 39),
-        ("CAP_CHECKPOINT_RESTORE", 40),
-    ];
-    names
-        .iter()
-        .map(|n| {
-            CAPS.iter()
-                .find(|(c, _)| c == n)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| format!("unknown capability {n}"))
-        })
-        .collect()
-}
-
-/// Resource limits for the child. Never raise a hard limit (that needs
-/// privilege): take the smaller of ours and the current one.
-fn rlimits(l: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlimit)> {
-    let mut out = Vec::new();
-    let mut push = |res: libc::__rlimit_resource_t, cur: u64, max: u64| {
-        let mut old = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: old is a valid out-parameter.
-        let hard = if unsafe { libc::getrlimit(res, &mut old) } == 0 {
-            old.rlim_max
-        } else {
-            libc::RLIM_INFINITY
-        };
-        let max = max.min(hard);
-        out.push((
-            res,
-            libc::rlimit {
-                rlim_cur: cur.min(max),
-                rlim_max: max,
-            },
-        ));
-    };
-    if let Some(s) = l.cpu_time_s {
-        // SIGXCPU at the limit, SIGKILL a second later if it is ignored.
-        push(libc::RLIMIT_CPU, s, s.saturating_add(1));
-    }
-    if let Some(m) = l.max_memory_mib {
-        let b = m.saturating_mul(1024 * 1024);
-        push(libc::RLIMIT_AS, b, b);
-    }
-    if let Some(n) = l.max_processes {
-        let n = user_tasks().saturating_add(n);
-        push(libc::RLIMIT_NPROC, n, n);
-    }
-    out
-}
-
-/// Tasks (threads) the real user already runs: RLIMIT_NPROC counts them.
-fn user_tasks() -> u64 {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() }.to_string();
-    let mut total = 0u64;
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(s) = std::fs::read_to_string(e.path().join("status")) else {
-            continue;
-        };
-        let field = |name: &str| {
-            s.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.split_whitespace().next().map(str::to_string))
-        };
-        if field("Uid:").as_deref() == Some(uid.as_str()) {
-            total += field("Threads:").and_then(|t| t.parse().ok()).unwrap_or(1);
-        }
-    }
-    total
 }
