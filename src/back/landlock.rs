@@ -224,7 +224,12 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
         }
     }
     for c in ir.commands.iter().flatten() {
-        if let Some(p) = &c.path {
+        // The lowering may already have granted it (canonical path).
+        let granted = ir
+            .fs
+            .iter()
+            .any(|g| matches!(&g.source, Source::Command { name } if *name == c.name));
+        if let (Some(p), false) = (&c.path, granted) {
             let label = format!("commands.{}", c.name);
             check_path(ir.mode, p, &label)?;
             // exec opens the file for reading too (open_exec: FMODE_READ).
@@ -488,6 +493,20 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                     "argument prefixes are cooperative only: the kernel allows any arguments"
                         .into(),
                 ));
+            }
+        }
+        if !ir.env.allow.is_empty() {
+            for c in cmds {
+                if !ir.env.allow.iter().all(|a| c.envs.contains(a)) {
+                    out.push(line(
+                        format!("commands.{}", c.name),
+                        target,
+                        Status::Wider,
+                        "per-command env lists are cooperative only: a listed program \
+                         inherits whatever allowed variables its caller passes"
+                            .into(),
+                    ));
+                }
             }
         }
         if target == TARGET_LANDLOCKCONFIG {

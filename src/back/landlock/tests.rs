@@ -228,6 +228,36 @@ fn commands_move_execute_to_the_listed_files() {
         ]
     );
     snapshot("linux_artifact_commands", &art);
+    // Allowed env vars not in a command's list: cooperative.
+    ir.env.allow = vec!["AWS_*".into()];
+    let lines = statuses(&build(&ir).unwrap().precision);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[3], ("commands.nope".to_string(), Status::Wider));
+}
+
+#[test]
+fn commands_granted_by_the_lowering_are_not_repeated() {
+    let mut ir = typical();
+    ir.fs.pop();
+    ir.fs.push(Grant {
+        source: Source::Command { name: "sh".into() },
+        ..grant(0, "/usr/bin/dash", Access::READ_EXEC, PathKind::File)
+    });
+    ir.commands = Some(vec![Command {
+        name: "sh".into(),
+        path: Some("/usr/bin/sh".into()),
+        args: None,
+        envs: vec![],
+    }]);
+    let art = build(&ir).unwrap();
+    let exec: Vec<&String> = art
+        .landlock
+        .path_beneath
+        .iter()
+        .filter(|p| p.allowed_access.iter().any(|a| a == "execute"))
+        .flat_map(|p| &p.parent)
+        .collect();
+    assert_eq!(exec, ["/usr/bin/dash"]);
 }
 
 #[test]
