@@ -231,7 +231,8 @@ pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
         Target::Ir => Ok(back::ir_json::emit(ir)),
         Target::Linux => back::landlock::emit(ir),
         Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
-        Target::Macos | Target::Windows => {
+        Target::Windows => back::windows::emit(ir),
+        Target::Macos => {
             return Err(Diagnostic::new(
                 codes::NOT_EXACT,
                 format!("the {} back end is not built into this sbx", target.name()),

@@ -31,11 +31,6 @@ enum Cmd {
     /// Validate, lower, lint and compile for every target without writing.
     #[command(after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings")]
     Check(CheckArgs),
-    /// Run a command inside the sandbox a policy (or artifact) describes.
-    #[command(
-        after_help = "Example:\n  sbx run policy.toml --report -- cargo test\n  sbx run --artifact linux.json -- ./build.sh"
-    )]
-    Run(run::RunArgs),
     /// Print the JSON Schema of the policy format.
     #[command(after_help = "Example:\n  sbx schema -o sbx.schema.json")]
     Schema {
@@ -46,6 +41,11 @@ enum Cmd {
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
+    /// Apply a policy (or a compiled artifact) to a command and run it.
+    #[command(
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
+    )]
+    Run(run::RunArgs),
 }
 
 #[derive(Subcommand)]
@@ -141,8 +141,8 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
-        Cmd::Run(a) => run::run(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)

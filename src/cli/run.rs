@@ -1,28 +1,32 @@
-//! `sbx run POLICY… -- CMD` and `sbx run --artifact FILE -- CMD`: apply
-//! the sandbox on this OS and run CMD. Every failure before the command
-//! starts exits 125 (CLI.md).
+//! `sbx run`: compile (or read) the artifact for this OS and apply it to a
+//! command. Exit codes: the child's, or 125/126/127 (CLI.md).
 
-use super::PolicyArgs;
 use camino::Utf8PathBuf;
 use clap::Args;
 use std::ffi::OsString;
 
 #[derive(Args)]
+#[command(group = clap::ArgGroup::new("source").required(true).args(["policy", "artifact"]))]
 pub struct RunArgs {
-    /// Policy files, merged left to right (not with --artifact).
-    #[arg(required_unless_present = "artifact", conflicts_with = "artifact")]
-    policy: Vec<Utf8PathBuf>,
-    /// Run a compiled artifact (`sbx compile --target linux`, possibly
-    /// `--portable`) instead of a policy.
+    /// Policy file to compile for this OS.
+    policy: Option<Utf8PathBuf>,
+    /// Apply an artifact written by `sbx compile` instead of a policy
+    /// (`--portable` artifacts get their placeholders filled here).
     #[arg(long)]
     artifact: Option<Utf8PathBuf>,
-    #[command(flatten)]
-    common: PolicyArgs,
-    /// Print what is enforced (ABI, rights dropped, approximations) to
-    /// stderr before the command starts.
+    /// Use `conversation.tools.NAME.access` of a larger config file.
+    #[arg(long, requires = "policy")]
+    tool: Option<String>,
+    /// Workspace directory (default: the current directory).
+    #[arg(long)]
+    workspace: Option<Utf8PathBuf>,
+    /// Home directory (default: $HOME).
+    #[arg(long)]
+    home: Option<Utf8PathBuf>,
+    /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
-    /// Use at most this Landlock ABI (tests of older kernels).
+    /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
     /// The command and its arguments.
@@ -30,14 +34,42 @@ pub struct RunArgs {
     command: Vec<OsString>,
 }
 
-#[cfg(target_os = "linux")]
+/// `sbx run`'s code when sbx itself failed (nothing was run).
+const FAILED: i32 = sbx::runtime::EXIT_SBX_FAILED;
+
 pub fn run(a: RunArgs) -> i32 {
+    #[cfg(windows)]
+    {
+        windows(a)
+    }
+    #[cfg(target_os = "linux")]
+    {
+        linux(a)
+    }
+    #[cfg(not(any(windows, target_os = "linux")))]
+    {
+        let _ = (
+            &a.policy,
+            &a.artifact,
+            &a.tool,
+            &a.workspace,
+            &a.home,
+            a.report,
+            a.landlock_abi,
+            &a.command,
+        );
+        eprintln!("error: `sbx run` is not available on this OS in this build");
+        FAILED
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn linux(a: RunArgs) -> i32 {
     use sbx::runtime::linux::{self, RunOptions};
-    use sbx::runtime::EXIT_SBX_FAILED;
     let opts = RunOptions {
         report: a.report,
-        workspace: a.common.workspace.clone().map(Into::into),
-        home: a.common.home.clone().map(Into::into),
+        workspace: a.workspace.clone().map(Into::into),
+        home: a.home.clone().map(Into::into),
         landlock_abi: a.landlock_abi,
     };
     if let Some(path) = &a.artifact {
@@ -45,32 +77,39 @@ pub fn run(a: RunArgs) -> i32 {
             Ok(text) => linux::run_json(&text, &a.command, &opts),
             Err(e) => {
                 eprintln!("error: cannot read {path}: {e}");
-                EXIT_SBX_FAILED
+                FAILED
             }
         };
     }
-    match policy_artifact(&a) {
+    match linux_artifact(&a) {
         Some(art) => linux::run(&art, &a.command, &opts),
-        None => EXIT_SBX_FAILED,
+        None => FAILED,
     }
 }
 
-/// Compile the policy for this host, printing diagnostics; `None` when it
-/// does not compile (the reason is already printed).
+/// Compile the policy for this host (not through `compile::compile`, so
+/// that a `required` policy reaches the loader, which refuses it with
+/// its own report). `None` when it does not compile; the reason is
+/// already printed.
 #[cfg(target_os = "linux")]
-fn policy_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
-    use sbx::compile::{self, Inputs};
-    use sbx::diag::Files;
-    let inputs = match Inputs::read(&a.policy) {
+fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
+    use sbx::compile::{self, Inputs, Options};
+    let policy = a.policy.as_ref()?;
+    let inputs = match Inputs::read(std::slice::from_ref(policy)) {
         Ok(i) => i,
         Err(f) => {
-            super::report(&f.diagnostics, &Files::default(), false);
+            super::report(&f.diagnostics, &Default::default(), false);
             return None;
         }
     };
     let files = inputs.files();
-    let mut opts = super::options(&a.common, false);
-    opts.approvals = super::load_approvals(None).ok()?;
+    let opts = Options {
+        workspace: a.workspace.clone(),
+        home: a.home.clone(),
+        tool: a.tool.clone(),
+        portable: false,
+        approvals: super::load_approvals(None).ok()?,
+    };
     let (policy, diags) = match compile::load(&inputs, &opts) {
         Ok(x) => x,
         Err(f) => {
@@ -96,8 +135,53 @@ fn policy_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-pub fn run(_a: RunArgs) -> i32 {
-    eprintln!("error: `sbx run` is not available on this OS in this build");
-    sbx::runtime::EXIT_SBX_FAILED
+#[cfg(windows)]
+fn windows(a: RunArgs) -> i32 {
+    use sbx::back::windows::Spec;
+    use sbx::compile::{self, Inputs, Options, Target};
+
+    let _ = (&a.home, a.landlock_abi);
+    let text = match (&a.artifact, &a.policy) {
+        (Some(file), _) => match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read {file}: {e}");
+                return FAILED;
+            }
+        },
+        (None, Some(policy)) => {
+            let inputs = match Inputs::read(std::slice::from_ref(policy)) {
+                Ok(i) => i,
+                Err(f) => return super::fail(f, &Default::default(), false).max(FAILED),
+            };
+            let opts = Options {
+                workspace: a.workspace.clone(),
+                tool: a.tool.clone(),
+                ..Options::default()
+            };
+            match compile::compile(&inputs, &[Target::Windows], &opts) {
+                Ok(mut out) => {
+                    super::report(&out.diagnostics, &inputs.files(), false);
+                    out.artifacts.remove(0).text
+                }
+                Err(f) => {
+                    super::report(&f.diagnostics, &inputs.files(), false);
+                    return FAILED;
+                }
+            }
+        }
+        (None, None) => unreachable!("clap requires one source"),
+    };
+    let spec = match Spec::from_json(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return FAILED;
+        }
+    };
+    let opts = sbx::runtime::windows::RunOptions {
+        workspace: a.workspace.map(Into::into),
+        report: a.report,
+    };
+    sbx::runtime::windows::run(&spec, &a.command, &opts)
 }
