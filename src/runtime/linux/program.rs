@@ -75,20 +75,24 @@ pub fn interpreter(p: &Path) -> Option<PathBuf> {
 }
 
 /// Read `PT_INTERP` from an ELF file (32/64-bit, either byte order).
+/// Only the header, the program headers and the name are read: reading
+/// the whole file (rustup's proxies are 20 MB) was most of `sbx run`'s
+/// start-up.
 fn elf_interp(p: &Path) -> Option<PathBuf> {
-    let data = std::fs::read(p).ok()?;
-    let class64 = match data.get(4)? {
+    let f = File::open(p).ok()?;
+    let head = read_at(&f, 0, 64)?;
+    let class64 = match head.get(4)? {
         1 => false,
         2 => true,
         _ => return None,
     };
-    let le = match data.get(5)? {
+    let le = match head.get(5)? {
         1 => true,
         2 => false,
         _ => return None,
     };
-    let rd = |off: usize, len: usize| -> Option<u64> {
-        let b = data.get(off..off + len)?;
+    let rd = |b: &[u8], off: usize, len: usize| -> Option<u64> {
+        let b = b.get(off..off + len)?;
         let mut v: u64 = 0;
         for i in 0..len {
             let byte = if le { b[len - 1 - i] } else { b[i] };
@@ -97,26 +101,60 @@ fn elf_interp(p: &Path) -> Option<PathBuf> {
         Some(v)
     };
     let (phoff, phentsize, phnum) = if class64 {
-        (rd(0x20, 8)?, rd(0x36, 2)?, rd(0x38, 2)?)
+        (
+            rd(&head, 0x20, 8)?,
+            rd(&head, 0x36, 2)?,
+            rd(&head, 0x38, 2)?,
+        )
     } else {
-        (rd(0x1c, 4)?, rd(0x2a, 2)?, rd(0x2c, 2)?)
+        (
+            rd(&head, 0x1c, 4)?,
+            rd(&head, 0x2a, 2)?,
+            rd(&head, 0x2c, 2)?,
+        )
     };
+    // phnum and phentsize are 16-bit: at most 4 GiB in theory, so cap it.
+    let table_len = usize::try_from(phnum * phentsize).ok()?.min(1 << 20);
+    let table = read_at(&f, phoff, table_len)?;
     for i in 0..phnum {
-        let ph = usize::try_from(phoff + i * phentsize).ok()?;
-        if rd(ph, 4)? != 3 {
+        let ph = usize::try_from(i * phentsize).ok()?;
+        if rd(&table, ph, 4)? != 3 {
             continue; // not PT_INTERP
         }
         let (off, size) = if class64 {
-            (rd(ph + 8, 8)?, rd(ph + 32, 8)?)
+            (rd(&table, ph + 8, 8)?, rd(&table, ph + 32, 8)?)
         } else {
-            (rd(ph + 4, 4)?, rd(ph + 16, 4)?)
+            (rd(&table, ph + 4, 4)?, rd(&table, ph + 16, 4)?)
         };
-        let start = usize::try_from(off).ok()?;
-        let bytes = data.get(start..start + usize::try_from(size).ok()?)?;
+        let size = usize::try_from(size).ok()?;
+        if size > libc::PATH_MAX as usize {
+            return None;
+        }
+        let bytes = read_at(&f, off, size)?;
+        if bytes.len() < size {
+            return None;
+        }
         let bytes = bytes.split(|b| *b == 0).next()?;
         return Some(PathBuf::from(OsStr::from_bytes(bytes)));
     }
     None
+}
+
+/// Up to `len` bytes at `off` (fewer at the end of the file).
+fn read_at(f: &File, off: u64, len: usize) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; len];
+    let mut got = 0;
+    while got < len {
+        match f.read_at(&mut buf[got..], off + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    Some(buf)
 }
 
 #[cfg(test)]
@@ -157,5 +195,34 @@ mod tests {
             resolve(OsStr::new("/x/y"), None),
             Some(PathBuf::from("/x/y"))
         );
+    }
+
+    #[test]
+    fn reads_pt_interp_far_into_a_large_file() {
+        // 64-bit little-endian ELF header whose program header table and
+        // interpreter name sit 40 MB in (a sparse file).
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        let far: u64 = 40 << 20;
+        let mut head = vec![0u8; 64];
+        head[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        head[0x20..0x28].copy_from_slice(&far.to_le_bytes());
+        head[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        head[0x38..0x3a].copy_from_slice(&2u16.to_le_bytes());
+        let name = b"/lib/ld-test.so\0";
+        let mut table = vec![0u8; 112];
+        table[0..4].copy_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+        table[56..60].copy_from_slice(&3u32.to_le_bytes()); // PT_INTERP
+        table[64..72].copy_from_slice(&(far + 112).to_le_bytes());
+        table[88..96].copy_from_slice(&(name.len() as u64).to_le_bytes());
+        let f = File::create(&p).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(&head, 0).unwrap();
+        f.write_all_at(&table, far).unwrap();
+        f.write_all_at(name, far + 112).unwrap();
+        assert_eq!(interpreter(&p), Some(PathBuf::from("/lib/ld-test.so")));
+        // A truncated name is no interpreter, not a panic.
+        f.set_len(far + 112 + 4).unwrap();
+        assert_eq!(interpreter(&p), None);
     }
 }
