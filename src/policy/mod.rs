@@ -5,11 +5,13 @@ pub mod merge;
 pub mod model;
 pub mod schema;
 pub mod source;
+pub mod typed;
 pub mod validate;
 
 use crate::diag::{codes, Diagnostic};
 pub use merge::{Located, Policy};
 use model::Layer;
+use serde::Deserialize;
 use source::{Parsed, SourceFile};
 
 /// One file after validation, ready to merge.
@@ -26,22 +28,32 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
     if let Some(t) = tool {
         parsed = parsed.select_tool(t).map_err(|d| vec![d])?;
     }
-    let mut diags = schema::validate(&parsed);
     // Control characters anywhere are refused, schema-valid or not.
-    validate::control_characters(&parsed, &mut diags);
-    if diags.iter().any(Diagnostic::is_error) {
-        return Err(diags);
-    }
-    let layer: Layer = match serde_json::from_value(parsed.value.clone()) {
-        Ok(l) => l,
-        // The schema and the types are generated from one definition, so
-        // this is a bug; still report it as a located error, not a panic.
-        Err(e) => {
-            return Err(vec![Diagnostic::new(
-                codes::SCHEMA,
-                format!("{}: {e}", parsed.file.name),
-            )
-            .at(parsed.locate(""))])
+    let mut control = Vec::new();
+    validate::control_characters(&parsed, &mut control);
+    let fast = typed::typed(&parsed.value);
+    let (layer, mut diags) = match fast {
+        Some(l) if control.is_empty() => (l, control),
+        // Something is wrong: the schema validator's located messages.
+        _ => {
+            let mut diags = schema::validate(&parsed);
+            diags.append(&mut control);
+            if diags.iter().any(Diagnostic::is_error) {
+                return Err(diags);
+            }
+            match fast.map_or_else(|| Layer::deserialize(&parsed.value), Ok) {
+                Ok(l) => (l, diags),
+                // The schema and the types are generated from one
+                // definition, so this is a bug; still report it as a
+                // located error, not a panic.
+                Err(e) => {
+                    return Err(vec![Diagnostic::new(
+                        codes::SCHEMA,
+                        format!("{}: {e}", parsed.file.name),
+                    )
+                    .at(parsed.locate(""))])
+                }
+            }
         }
     };
     validate::layer(&layer, &parsed, &mut diags);

@@ -1,0 +1,164 @@
+//! The happy path of schema validation: a document that deserialises into
+//! [`Layer`] and meets the schema's value constraints (the ones the Rust
+//! types do not carry) is schema-valid, so the JSON Schema validator, whose
+//! construction is most of a small compile, is only built for documents
+//! that fail here and need its located messages.
+
+use super::model::{Layer, Mergeable};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// `Some(layer)` only if `value` is valid against the schema.
+pub fn typed(value: &Value) -> Option<Layer> {
+    let l = Layer::deserialize(value).ok()?;
+    constraints_hold(&l).then_some(l)
+}
+
+fn items<T>(m: &Option<Mergeable<T>>) -> &[T] {
+    match m {
+        None => &[],
+        Some(Mergeable::List(v)) => v,
+        Some(Mergeable::Merge(t)) => &t.value,
+    }
+}
+
+/// Every `minLength`/`minimum`/`maximum` in the schema; the test below
+/// fails when the schema gains a constraint this does not check.
+fn constraints_hold(l: &Layer) -> bool {
+    let at_least_1 = |n: Option<u64>| n.is_none_or(|n| n >= 1);
+    items(&l.fs).iter().all(|r| !r.path.is_empty())
+        && items(&l.net)
+            .iter()
+            .all(|r| r.host.as_ref().is_none_or(|h| !h.is_empty()) && r.port != Some(0))
+        && items(&l.env).iter().all(|r| !r.name.is_empty())
+        && l.limits.as_ref().is_none_or(|x| {
+            at_least_1(x.max_processes)
+                && at_least_1(x.max_memory_mib)
+                && at_least_1(x.cpu_time_s)
+                && at_least_1(x.wall_time_s)
+        })
+        && l.linux
+            .as_ref()
+            .and_then(|x| x.min_abi)
+            .is_none_or(|n| (1..=7).contains(&n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Value constraints in the schema, as (pointer, keyword, value).
+    fn constraints(v: &Value, at: &str, out: &mut Vec<(String, String, Value)>) {
+        const VALUE_KEYWORDS: &[&str] = &[
+            "minLength",
+            "maxLength",
+            "pattern",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "minProperties",
+            "maxProperties",
+            "const",
+            "not",
+            "if",
+            "dependentRequired",
+            "dependentSchemas",
+            "propertyNames",
+            "contains",
+        ];
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if VALUE_KEYWORDS.contains(&k.as_str()) {
+                        out.push((at.to_string(), k.clone(), x.clone()));
+                    }
+                    constraints(x, &format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    constraints(x, &format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_schema_has_only_the_constraints_checked_here() {
+        let mut found = Vec::new();
+        constraints(super::super::schema::schema(), "", &mut found);
+        let p = |s: &str| format!("/$defs/{s}");
+        let expected = vec![
+            (p("EnvRule/properties/name"), "minLength", json!(1)),
+            (p("FsRule/properties/path"), "minLength", json!(1)),
+            (p("Limits/properties/cpu_time_s"), "minimum", json!(1)),
+            (p("Limits/properties/max_memory_mib"), "minimum", json!(1)),
+            (p("Limits/properties/max_processes"), "minimum", json!(1)),
+            (p("Limits/properties/wall_time_s"), "minimum", json!(1)),
+            (p("Linux/properties/min_abi"), "maximum", json!(7)),
+            (p("Linux/properties/min_abi"), "minimum", json!(1)),
+            (p("NetRule/properties/host"), "minLength", json!(1)),
+            (p("NetRule/properties/port"), "maximum", json!(65535)),
+            (p("NetRule/properties/port"), "minimum", json!(1)),
+        ];
+        let mut expected: Vec<(String, String, Value)> = expected
+            .into_iter()
+            .map(|(a, b, c)| (a, b.to_string(), c))
+            .collect();
+        found.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        expected.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        assert_eq!(
+            found, expected,
+            "the schema's value constraints changed: update constraints_hold"
+        );
+    }
+
+    fn schema_valid(v: &Value) -> bool {
+        jsonschema::validator_for(super::super::schema::schema())
+            .unwrap()
+            .is_valid(v)
+    }
+
+    #[test]
+    fn agrees_with_the_schema_at_each_boundary() {
+        let cases = [
+            json!({}),
+            json!({"version": 1, "fs": [{"path": ".", "read": true}]}),
+            json!({"fs": [{"path": "", "read": true}]}),
+            json!({"fs": {"strategy": "replace", "value": [{"path": ""}]}}),
+            json!({"net": [{"port": 0}]}),
+            json!({"net": [{"port": 1}]}),
+            json!({"net": [{"port": 65535}]}),
+            json!({"net": [{"port": 65536}]}),
+            json!({"net": [{"host": ""}]}),
+            json!({"env": [{"name": ""}]}),
+            json!({"env": [{"name": "A"}]}),
+            json!({"limits": {"cpu_time_s": 0}}),
+            json!({"limits": {"wall_time_s": 1}}),
+            json!({"limits": {"max_processes": 0}}),
+            json!({"limits": {"max_memory_mib": 0}}),
+            json!({"linux": {"min_abi": 0}}),
+            json!({"linux": {"min_abi": 7}}),
+            json!({"linux": {"min_abi": 8}}),
+            json!({"net": [{"port": 1.0}]}),
+            json!({"fs": [{"path": "x", "nope": true}]}),
+            json!({"commands": {"git": {"args": [["status", "**"]]}}}),
+            json!({"sensitive_paths": {"strategy": "dedup", "value": ["a"]}}),
+        ];
+        for c in cases {
+            let (t, s) = (typed(&c).is_some(), schema_valid(&c));
+            // JSON Schema's `integer` admits 1.0 and serde does not; that
+            // document takes the slow path, which reports it. The reverse
+            // (typed accepts what the schema rejects) must never happen.
+            let float = c == json!({"net": [{"port": 1.0}]});
+            assert!(t == s || (float && !t && s), "typed {t}, schema {s}: {c}");
+        }
+    }
+}
