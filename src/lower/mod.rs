@@ -10,7 +10,7 @@ use crate::ir::{
 };
 use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
-use paths::{anchor, canonicalise, join, macos_alias, normalise, Anchor};
+use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
 use sha2::{Digest, Sha256};
 
 /// RFD 075's built-in sensitive paths; user entries are appended.
@@ -63,10 +63,12 @@ struct Ctx<'a> {
     roots: ir::Roots,
     diags: Vec<Diagnostic>,
     notes: Vec<Precision>,
+    resolver: Resolver,
 }
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let resolve = !opts.portable && opts.os == Os::host();
+    let mut resolver = Resolver::default();
     let roots = if opts.portable {
         ir::Roots {
             workspace: format!("${{{}}}", ir::WORKSPACE_PARAM),
@@ -74,14 +76,14 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
             temp: format!("${{{}}}", ir::TEMP_PARAM),
         }
     } else {
-        let fix = |p: &str| {
+        let mut fix = |p: &str| {
             let p = if opts.os == Os::Windows {
                 p.replace('\\', "/")
             } else {
                 p.to_string()
             };
             if resolve {
-                canonicalise(&p).0
+                resolver.canonicalise(&p).0
             } else {
                 normalise(&p)
             }
@@ -98,6 +100,7 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
         roots,
         diags: Vec::new(),
         notes: Vec::new(),
+        resolver,
     };
     if resolve && !std::path::Path::new(&cx.roots.workspace).is_dir() {
         return Err(vec![Diagnostic::new(
@@ -309,7 +312,7 @@ impl Ctx<'_> {
             Anchor::Absolute => normalise(&rel),
         };
         if check_symlink_escape && a == Anchor::Workspace && self.resolve {
-            let (canon, _) = canonicalise(&abs);
+            let (canon, _) = self.resolver.canonicalise(&abs);
             if !ir::path_within(&canon, &self.roots.workspace) {
                 self.diags.push(
                     Diagnostic::new(
@@ -343,7 +346,7 @@ impl Ctx<'_> {
     ) -> Option<Grant> {
         let mut aliases = Vec::new();
         let (path, kind) = if self.resolve {
-            let (canon, exists) = canonicalise(abs);
+            let (canon, exists) = self.resolver.canonicalise(abs);
             if canon != abs {
                 aliases.push(abs.to_string());
             }
@@ -427,7 +430,7 @@ impl Ctx<'_> {
             return Ok(None);
         }
         let lexical = join(&self.roots.workspace, &rule_path);
-        let (target, exists) = canonicalise(&lexical);
+        let (target, exists) = self.resolver.canonicalise(&lexical);
         if !exists {
             drop(
                 self,

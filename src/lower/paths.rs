@@ -1,6 +1,7 @@
 //! Anchoring, lexical normalisation and canonicalisation of rule paths.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 /// What a rule path is relative to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,31 +76,65 @@ pub fn join(root: &str, rel: &str) -> String {
 /// rest: a missing leaf still gets a canonical parent. Returns the
 /// canonical path and whether the full path exists.
 pub fn canonicalise(path: &str) -> (String, bool) {
-    if let Ok(c) = std::fs::canonicalize(path) {
-        if let Some(s) = c.to_str() {
-            return (s.to_string(), true);
+    Resolver::default().canonicalise(path)
+}
+
+/// [`canonicalise`] with its `realpath` calls memoised, for one lowering:
+/// each rule was resolved twice (escape check, then grant), and rules
+/// under one missing directory resolved its parents again each time.
+#[derive(Debug, Default)]
+pub struct Resolver {
+    /// Keyed by the path's bytes: hashing a `Path` walks its components.
+    realpath: HashMap<Vec<u8>, Option<PathBuf>>,
+}
+
+impl Resolver {
+    fn realpath(&mut self, p: &Path) -> Option<PathBuf> {
+        let key = p.as_os_str().as_encoded_bytes();
+        if let Some(r) = self.realpath.get(key) {
+            return r.clone();
         }
+        let r = std::fs::canonicalize(p).ok();
+        self.realpath.insert(key.to_vec(), r.clone());
+        r
     }
-    let p = Path::new(path);
-    let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
-    let mut cur = p;
-    while let Some(parent) = cur.parent() {
-        if let Some(name) = cur.file_name() {
-            missing.push(name);
-        }
-        if let Ok(c) = std::fs::canonicalize(parent) {
-            let mut out = c;
-            for m in missing.iter().rev() {
-                out.push(m);
+
+    pub fn canonicalise(&mut self, path: &str) -> (String, bool) {
+        // Under a directory already known not to resolve, nothing does:
+        // skip straight to the parent walk.
+        let parent_missing = Path::new(path).parent().is_some_and(|d| {
+            self.realpath
+                .get(d.as_os_str().as_encoded_bytes())
+                .is_some_and(Option::is_none)
+        });
+        if !parent_missing {
+            if let Some(c) = self.realpath(Path::new(path)) {
+                if let Some(s) = c.to_str() {
+                    return (s.to_string(), true);
+                }
             }
-            if let Some(s) = out.to_str() {
-                return (normalise(s), false);
-            }
-            break;
         }
-        cur = parent;
+        let p = Path::new(path);
+        let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
+        let mut cur = p;
+        while let Some(parent) = cur.parent() {
+            if let Some(name) = cur.file_name() {
+                missing.push(name);
+            }
+            if let Some(c) = self.realpath(parent) {
+                let mut out = c;
+                for m in missing.iter().rev() {
+                    out.push(m);
+                }
+                if let Some(s) = out.to_str() {
+                    return (normalise(s), false);
+                }
+                break;
+            }
+            cur = parent;
+        }
+        (normalise(path), false)
     }
-    (normalise(path), false)
 }
 
 /// macOS spells a few top-level directories both ways (`/tmp` is a symlink
@@ -163,5 +198,48 @@ mod tests {
         let (c, exists) = canonicalise(&format!("{}/nope/deeper", d.path().display()));
         assert!(!exists);
         assert_eq!(c, format!("{}/nope/deeper", real.display()));
+    }
+
+    #[test]
+    fn the_memo_resolves_like_the_filesystem() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().to_str().unwrap().to_string();
+        std::fs::create_dir_all(format!("{root}/a/b")).unwrap();
+        std::fs::write(format!("{root}/a/f"), "").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(format!("{root}/a"), format!("{root}/l")).unwrap();
+            std::os::unix::fs::symlink("/nonexistent-sbx", format!("{root}/dangling")).unwrap();
+        }
+        let paths = [
+            "a",
+            "a/b",
+            "a/f",
+            "a/f/x",
+            "a/m",
+            "a/m/n",
+            "a/m/n/o",
+            "l",
+            "l/b",
+            "l/m/n",
+            "dangling",
+            "dangling/x",
+            "m",
+            "m/x",
+            "m/x/y",
+        ];
+        let mut memo = Resolver::default();
+        // Twice, and deepest first, so the memo answers from what it saw.
+        for p in paths.iter().rev().chain(paths.iter()) {
+            let full = format!("{root}/{p}");
+            let fresh = {
+                // The pre-memo algorithm: realpath, else the parent walk.
+                match std::fs::canonicalize(&full) {
+                    Ok(c) => (c.to_str().unwrap().to_string(), true),
+                    Err(_) => Resolver::default().canonicalise(&full),
+                }
+            };
+            assert_eq!(memo.canonicalise(&full), fresh, "{p}");
+        }
     }
 }

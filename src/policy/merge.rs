@@ -60,13 +60,22 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
         }
         if let Some(c) = &layer.commands {
             let cur = p.commands.get_or_insert_with(BTreeMap::new);
+            // One pass over the table's keys rather than a lookup per name.
+            let keys: BTreeMap<&str, Location> =
+                l.parsed.locate_keys("/commands").into_iter().collect();
             for (name, rule) in c {
-                let ptr = format!("/commands/{}", super::source::escape_pointer(name));
+                let loc = match keys.get(name.as_str()) {
+                    Some(k) => Some(k.clone()),
+                    None => l.parsed.locate_key(&format!(
+                        "/commands/{}",
+                        super::source::escape_pointer(name)
+                    )),
+                };
                 cur.insert(
                     name.clone(),
                     Located {
                         value: rule.clone(),
-                        loc: l.parsed.locate_key(&ptr),
+                        loc,
                     },
                 );
             }

@@ -3,7 +3,6 @@
 
 use crate::diag::{codes, Diagnostic, LineIndex, Location};
 use serde_json::{Map, Number, Value};
-use std::collections::HashMap;
 use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -18,12 +17,34 @@ pub struct SourceFile {
     pub text: String,
 }
 
+/// Spans of every value, as a tree parallel to the JSON value: nodes hold
+/// byte offsets, and each node's children sit in one slice of `kids` in
+/// the value's order (array index, or table key order). No pointer
+/// strings are built while parsing; a pointer is walked only when a
+/// diagnostic needs a location.
 #[derive(Debug, Clone, Default)]
 struct Spans {
-    /// Span of the value at each pointer.
-    value: HashMap<String, Range<usize>>,
-    /// Span of the key that introduced the value (tables only have keys).
-    key: HashMap<String, Range<usize>>,
+    nodes: Vec<Node>,
+    kids: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    value: (u32, u32),
+    /// The key that introduced the value; `NO_KEY` for array items.
+    key: (u32, u32),
+    kids: (u32, u32),
+}
+
+const NO_KEY: (u32, u32) = (u32::MAX, u32::MAX);
+
+fn span32(r: Range<usize>) -> (u32, u32) {
+    // MAX_FILE_BYTES keeps every offset below 2^32.
+    (r.start as u32, r.end as u32)
+}
+
+fn range(s: (u32, u32)) -> Range<usize> {
+    s.0 as usize..s.1 as usize
 }
 
 /// A parsed file: the JSON view of (a part of) it and where each piece is.
@@ -32,8 +53,11 @@ pub struct Parsed {
     pub file: SourceFile,
     pub value: Value,
     spans: Spans,
-    /// Pointer of `value` inside the whole document (`--tool` selects a part).
-    base: String,
+    /// Node of `value` (`--tool` selects a part of the document).
+    base: u32,
+    /// `--tool` selected a tool without `access`: `value` is an empty table
+    /// standing in for it, located at the tool.
+    base_missing: bool,
     lines: LineIndex,
 }
 
@@ -63,14 +87,15 @@ impl Parsed {
             }
         };
         let mut spans = Spans::default();
-        let value = convert_table(table.get_ref(), "", &mut spans);
-        spans.value.insert(String::new(), table.span());
+        let span = span32(table.span());
+        let (value, root) = convert_table(table.into_inner(), span, &mut spans);
         let lines = LineIndex::new(&file.text);
         Ok(Parsed {
             file,
             value,
             spans,
-            base: String::new(),
+            base: root,
+            base_missing: false,
             lines,
         })
     }
@@ -90,38 +115,99 @@ impl Parsed {
         };
         let access = tool_value.get("access").cloned();
         let at = format!("{tool_ptr}/access");
+        let (node, exact) = self.walk(&at);
+        self.base = node;
+        self.base_missing = !exact;
         self.value = match access {
             Some(v) => v,
             // A tool without `access` gets the default policy.
             None => Value::Object(Map::new()),
         };
-        self.base = at;
         Ok(self)
+    }
+
+    /// The deepest node on `pointer` (relative to `value`), and whether
+    /// the whole pointer was found.
+    fn walk(&self, pointer: &str) -> (u32, bool) {
+        let mut node = self.base;
+        if self.base_missing {
+            return (node, pointer.is_empty());
+        }
+        let mut value = &self.value;
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return (node, pointer.is_empty());
+        };
+        for seg in rest.split('/') {
+            let next = match value {
+                Value::Array(a) => canonical_index(seg).and_then(|i| Some((i, a.get(i)?))),
+                Value::Object(m) => {
+                    let seg = unescape_pointer(seg);
+                    // Tables are small except `commands`, whose keys
+                    // merge looks up through `locate_keys`.
+                    m.iter().position(|(k, _)| *k == seg).zip(m.get(&*seg))
+                }
+                _ => None,
+            };
+            let Some((i, v)) = next else {
+                return (node, false);
+            };
+            let n = self.spans.nodes[node as usize];
+            node = self.spans.kids[n.kids.0 as usize + i];
+            value = v;
+        }
+        (node, true)
     }
 
     /// Location of the value at `pointer` (relative to the selected part),
     /// falling back to the nearest ancestor that has one.
     pub fn locate(&self, pointer: &str) -> Option<Location> {
-        let mut p = format!("{}{}", self.base, pointer);
-        loop {
-            if let Some(s) = self.spans.value.get(&p) {
-                return Some(location(&self.file, &self.lines, s.clone()));
-            }
-            match p.rfind('/') {
-                Some(i) => p.truncate(i),
-                None => return None,
-            }
-        }
+        let (node, _) = self.walk(pointer);
+        let n = self.spans.nodes[node as usize];
+        Some(location(&self.file, &self.lines, range(n.value)))
     }
 
     /// Location of the key that introduced `pointer` (better for "unknown key").
     pub fn locate_key(&self, pointer: &str) -> Option<Location> {
-        let p = format!("{}{}", self.base, pointer);
-        match self.spans.key.get(&p) {
-            Some(s) => Some(location(&self.file, &self.lines, s.clone())),
-            None => self.locate(pointer),
-        }
+        let (node, exact) = self.walk(pointer);
+        let n = self.spans.nodes[node as usize];
+        let span = if exact && n.key != NO_KEY && !(self.base_missing && pointer.is_empty()) {
+            n.key
+        } else {
+            n.value
+        };
+        Some(location(&self.file, &self.lines, range(span)))
     }
+
+    /// Location of each key of the table at `pointer`, in file order.
+    pub fn locate_keys(&self, pointer: &str) -> Vec<(&str, Location)> {
+        let (node, exact) = self.walk(pointer);
+        if !exact || self.base_missing {
+            return Vec::new();
+        }
+        let Some(Value::Object(m)) = self.value.pointer(pointer) else {
+            return Vec::new();
+        };
+        let n = self.spans.nodes[node as usize];
+        let kids = &self.spans.kids[n.kids.0 as usize..(n.kids.0 + n.kids.1) as usize];
+        m.keys()
+            .zip(kids)
+            .map(|(k, &c)| {
+                let span = self.spans.nodes[c as usize].key;
+                (k.as_str(), location(&self.file, &self.lines, range(span)))
+            })
+            .collect()
+    }
+}
+
+/// An array index as RFC 6901 writes it (no sign, no leading zeros).
+fn canonical_index(seg: &str) -> Option<usize> {
+    if seg.is_empty() || (seg.len() > 1 && seg.starts_with('0')) {
+        return None;
+    }
+    if !seg.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    seg.parse().ok()
 }
 
 pub fn location(file: &SourceFile, lines: &LineIndex, span: Range<usize>) -> Location {
@@ -139,20 +225,47 @@ pub fn escape_pointer(seg: &str) -> String {
     seg.replace('~', "~0").replace('/', "~1")
 }
 
-fn convert_table(t: &DeTable<'_>, at: &str, spans: &mut Spans) -> Value {
-    let mut m = Map::new();
-    for (k, v) in t.iter() {
-        let p = format!("{at}/{}", escape_pointer(k.get_ref()));
-        spans.key.insert(p.clone(), k.span());
-        m.insert(k.get_ref().to_string(), convert(v, &p, spans));
+fn unescape_pointer(seg: &str) -> std::borrow::Cow<'_, str> {
+    if seg.contains('~') {
+        seg.replace("~1", "/").replace("~0", "~").into()
+    } else {
+        seg.into()
     }
-    Value::Object(m)
 }
 
-fn convert(v: &Spanned<DeValue<'_>>, at: &str, spans: &mut Spans) -> Value {
-    spans.value.insert(at.to_string(), v.span());
-    match v.get_ref() {
-        DeValue::String(s) => Value::String(s.to_string()),
+/// A new node whose `n` children are filled in by the caller.
+fn node(spans: &mut Spans, value: (u32, u32), n: usize) -> u32 {
+    let start = spans.kids.len();
+    spans.kids.resize(start + n, 0);
+    spans.nodes.push(Node {
+        value,
+        key: NO_KEY,
+        kids: (start as u32, n as u32),
+    });
+    (spans.nodes.len() - 1) as u32
+}
+
+// Both take the parsed tree by value and free each piece once converted:
+// the toml tree (a B-tree per table) is twice the size of the JSON value,
+// and holding both at once was the peak memory of a large compile.
+fn convert_table(t: DeTable<'_>, span: (u32, u32), spans: &mut Spans) -> (Value, u32) {
+    let me = node(spans, span, t.len());
+    let start = spans.nodes[me as usize].kids.0 as usize;
+    let mut m = Map::new();
+    for (i, (k, v)) in t.into_iter().enumerate() {
+        let key_span = span32(k.span());
+        let (value, kid) = convert(v, spans);
+        spans.nodes[kid as usize].key = key_span;
+        spans.kids[start + i] = kid;
+        m.insert(k.into_inner().into_owned(), value);
+    }
+    (Value::Object(m), me)
+}
+
+fn convert(v: Spanned<DeValue<'_>>, spans: &mut Spans) -> (Value, u32) {
+    let span = span32(v.span());
+    let value = match v.into_inner() {
+        DeValue::String(s) => Value::String(s.into_owned()),
         DeValue::Integer(i) => {
             let digits = i.as_str();
             if let Ok(n) = i64::from_str_radix(digits, i.radix()) {
@@ -169,21 +282,28 @@ fn convert(v: &Spanned<DeValue<'_>>, at: &str, spans: &mut Spans) -> Value {
             Some(n) => Value::Number(n),
             None => Value::String(f.as_str().to_string()),
         },
-        DeValue::Boolean(b) => Value::Bool(*b),
+        DeValue::Boolean(b) => Value::Bool(b),
         DeValue::Datetime(d) => Value::String(d.to_string()),
-        DeValue::Array(a) => Value::Array(
-            a.iter()
-                .enumerate()
-                .map(|(i, item)| convert(item, &format!("{at}/{i}"), spans))
-                .collect(),
-        ),
-        DeValue::Table(t) => convert_table(t, at, spans),
-    }
+        DeValue::Array(a) => {
+            let me = node(spans, span, a.len());
+            let start = spans.nodes[me as usize].kids.0 as usize;
+            let mut items = Vec::with_capacity(a.len());
+            for (i, item) in a.into_iter().enumerate() {
+                let (value, kid) = convert(item, spans);
+                spans.kids[start + i] = kid;
+                items.push(value);
+            }
+            return (Value::Array(items), me);
+        }
+        DeValue::Table(t) => return convert_table(t, span, spans),
+    };
+    (value, node(spans, span, 0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     fn parse(text: &str) -> Result<Parsed, Diagnostic> {
         Parsed::parse(SourceFile {
@@ -223,5 +343,109 @@ mod tests {
             parse(text).unwrap().select_tool("x").unwrap_err().code,
             codes::NO_TOOL
         );
+    }
+
+    /// The earlier implementation (a map from every pointer to its spans),
+    /// kept as the oracle for the span tree.
+    fn oracle(text: &str) -> (HashMap<String, Range<usize>>, HashMap<String, Range<usize>>) {
+        fn table(t: &DeTable<'_>, at: &str, v: &mut Map2, k: &mut Map2) {
+            for (key, val) in t.iter() {
+                let p = format!("{at}/{}", escape_pointer(key.get_ref()));
+                k.insert(p.clone(), key.span());
+                item(val, &p, v, k);
+            }
+        }
+        fn item(x: &Spanned<DeValue<'_>>, at: &str, v: &mut Map2, k: &mut Map2) {
+            v.insert(at.to_string(), x.span());
+            match x.get_ref() {
+                DeValue::Array(a) => {
+                    for (i, y) in a.iter().enumerate() {
+                        item(y, &format!("{at}/{i}"), v, k);
+                    }
+                }
+                DeValue::Table(t) => table(t, at, v, k),
+                _ => {}
+            }
+        }
+        type Map2 = HashMap<String, Range<usize>>;
+        let t = DeTable::parse(text).unwrap();
+        let (mut v, mut k) = (HashMap::new(), HashMap::new());
+        table(t.get_ref(), "", &mut v, &mut k);
+        v.insert(String::new(), t.span());
+        (v, k)
+    }
+
+    fn oracle_locate(v: &HashMap<String, Range<usize>>, p: &str) -> Range<usize> {
+        let mut p = p.to_string();
+        loop {
+            if let Some(s) = v.get(&p) {
+                return s.clone();
+            }
+            p.truncate(p.rfind('/').unwrap());
+        }
+    }
+
+    #[test]
+    fn span_tree_matches_the_pointer_map() {
+        let mut docs = vec![
+            "a = 1\n\"x/y~z\" = { \"~1\" = [1, [2, {q = 3}]] }\n[[fs]]\npath = \".\"\n[t.u.v]\nw = \"s\"\n[[t.arr]]\nk = 1\n[[t.arr]]\n".to_string(),
+            "[commands.\"a/b\"]\nargs = [[\"x\"]]\n[commands.c]\n".to_string(),
+        ];
+        for e in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                docs.push(std::fs::read_to_string(p).unwrap());
+            }
+        }
+        for text in docs {
+            let parsed = parse(&text).unwrap();
+            let (v, k) = oracle(&text);
+            let mut pointers: Vec<String> = v.keys().cloned().collect();
+            for p in v.keys() {
+                pointers.push(format!("{p}/nope"));
+                pointers.push(format!("{p}/0"));
+                pointers.push(format!("{p}/01"));
+            }
+            for p in &pointers {
+                let span = |l: Option<Location>| l.unwrap().span;
+                assert_eq!(
+                    span(parsed.locate(p)),
+                    oracle_locate(&v, p),
+                    "{p} in {text}"
+                );
+                let key = k.get(p).cloned().unwrap_or_else(|| oracle_locate(&v, p));
+                assert_eq!(span(parsed.locate_key(p)), key, "key {p} in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn span_tree_matches_the_pointer_map_under_a_tool() {
+        let text = "[conversation.tools.t.access]\nversion = 1\n[[conversation.tools.t.access.fs]]\npath = \".\"\nread = true\n[conversation.tools.u]\nrun = \"ask\"\n";
+        let (v, k) = oracle(text);
+        for (tool, ptrs) in [
+            (
+                "t",
+                vec!["", "/version", "/fs", "/fs/0", "/fs/0/path", "/fs/1", "/x"],
+            ),
+            ("u", vec!["", "/fs", "/fs/0/path"]),
+        ] {
+            let parsed = parse(text).unwrap().select_tool(tool).unwrap();
+            let base = format!("/conversation/tools/{tool}/access");
+            for p in ptrs {
+                let full = format!("{base}{p}");
+                let span = |l: Option<Location>| l.unwrap().span;
+                assert_eq!(
+                    span(parsed.locate(p)),
+                    oracle_locate(&v, &full),
+                    "{tool} {p}"
+                );
+                let key = k
+                    .get(&full)
+                    .cloned()
+                    .unwrap_or_else(|| oracle_locate(&v, &full));
+                assert_eq!(span(parsed.locate_key(p)), key, "key {tool} {p}");
+            }
+        }
     }
 }
