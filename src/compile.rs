@@ -114,9 +114,11 @@ impl Inputs {
         if diags.is_empty() {
             Ok(Inputs { sources })
         } else {
+            // Unreadable is exit 2; readable but not UTF-8 is an invalid policy.
+            let io = diags.iter().any(|d| d.code == codes::IO);
             Err(Failure {
                 diagnostics: diags,
-                exit_code: 2,
+                exit_code: if io { 2 } else { 1 },
             })
         }
     }
