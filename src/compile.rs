@@ -167,6 +167,19 @@ pub fn load(inputs: &Inputs, opts: &Options) -> Result<(policy::Policy, Vec<Diag
 
 /// Host values for lowering, for a given OS.
 pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> {
+    if opts.portable {
+        // Nothing on the host is looked at (roots become placeholders), so
+        // a build script runs the same without $HOME or a current directory.
+        return Ok(lower::Options {
+            workspace: String::new(),
+            home: String::new(),
+            temp: String::new(),
+            os,
+            portable: true,
+            path_var: None,
+            approvals: opts.approvals.clone(),
+        });
+    }
     let io = |m: String| Failure {
         diagnostics: vec![Diagnostic::new(codes::BAD_PATH, m)],
         exit_code: 2,
