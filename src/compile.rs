@@ -196,6 +196,17 @@ pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> 
             .join(w),
         None => cwd().ok_or_else(|| io("cannot read the current directory".into()))?,
     };
+    // A bad --workspace is a usage error (exit 2), not an invalid policy.
+    if os == Os::host() && !workspace.is_dir() {
+        return Err(Failure {
+            diagnostics: vec![Diagnostic::new(
+                codes::BAD_PATH,
+                format!("workspace {workspace} is not a directory"),
+            )
+            .help("pass --workspace DIR, or run sbx from the workspace")],
+            exit_code: 2,
+        });
+    }
     let home = match &opts.home {
         Some(h) => h.to_string(),
         None => {
