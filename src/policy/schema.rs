@@ -66,7 +66,9 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                             last_segment(&at)
                         )
                     } else {
-                        "see `sbx schema` for each key's type".to_string()
+                        let types = node_at(&at).map(types_of).unwrap_or_default();
+                        let types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+                        type_help(&types, e.instance(), parsed.lossy(&at))
                     };
                     out.push(
                         Diagnostic::new(
@@ -148,11 +150,11 @@ fn lossy(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
                     ),
                 )
                 .at(loc)
-                .help(if types.contains(&"string") {
-                    "quote it: write the value as a \"string\""
-                } else {
-                    "write a whole number without a decimal point"
-                }),
+                .help(type_help(
+                    &types.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                    parsed.value.pointer(&p).unwrap_or(&Value::Null),
+                    parsed.lossy(&p),
+                )),
             );
         }
     }
@@ -171,7 +173,7 @@ fn explain(
                 type_name(kind),
                 value_kind(parsed, at, e.instance())
             ),
-            "see `sbx schema` for each key's type".into(),
+            type_help(&types_of_kind(kind), e.instance(), parsed.lossy(at)),
         ),
         ValidationErrorKind::Required { property } => {
             let key = property
@@ -220,6 +222,36 @@ fn explain(
             ("must not be empty".into(), "give a non-empty string".into())
         }
         _ => (e.to_string(), "see `sbx schema`".into()),
+    }
+}
+
+fn types_of_kind(kind: &jsonschema::error::TypeKind) -> Vec<String> {
+    match kind {
+        jsonschema::error::TypeKind::Single(t) => vec![t.to_string()],
+        jsonschema::error::TypeKind::Multiple(ts) => ts.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+/// How to write a value of the expected type, in TOML.
+fn type_help(expected: &[String], found: &Value, lossy: Option<&str>) -> String {
+    let want = |t: &str| expected.iter().any(|e| e == t);
+    if lossy.is_some_and(|l| l.contains("out of range")) {
+        return "TOML integers are 64-bit: -9223372036854775808 to 9223372036854775807".into();
+    }
+    if want("boolean") {
+        "write `true` or `false`, without quotes".into()
+    } else if want("integer") && found.is_string() && lossy.is_none() {
+        "write the number without quotes".into()
+    } else if want("integer") {
+        "write a whole number, without quotes or a decimal point".into()
+    } else if want("string") {
+        "write the value in quotes: \"…\"".into()
+    } else if want("array") {
+        "write a list in brackets: [\"a\", \"b\"]".into()
+    } else if want("object") {
+        "write a table: a `[section]` header, or `key = { … }`".into()
+    } else {
+        "see `sbx schema` for each key's type".into()
     }
 }
 
