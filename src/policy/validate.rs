@@ -268,7 +268,12 @@ fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
             );
         }
     }
-    if r.bind == Some(true) && r.port.is_none() && r.scheme.and_then(Scheme::default_port).is_none()
+    // Denying every bind is meaningful; granting every port is not.
+    let allow = r.allow != Some(false);
+    if allow
+        && r.bind == Some(true)
+        && r.port.is_none()
+        && r.scheme.and_then(Scheme::default_port).is_none()
     {
         out.push(
             Diagnostic::new(codes::BAD_NET, "a bind rule needs a port")
