@@ -95,7 +95,9 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
             .enumerate()
         {
             if let Some(r) = r.as_str() {
-                path_text(r, &format!("/process/{key}/{i}"), parsed, out);
+                let ptr = format!("/process/{key}/{i}");
+                path_text(r, &ptr, parsed, out);
+                climbing(r, &ptr, false, parsed, out);
             }
         }
     }
@@ -168,16 +170,31 @@ fn fs_rule(r: &FsRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
                 .help("external paths are reached through a symlink inside the workspace (sbx mount); grant an absolute or `~` path directly, without `external`"),
             );
         }
-    } else if climbs_out(&r.path) {
-        out.push(
-            Diagnostic::new(
-                codes::ESCAPES_WORKSPACE,
-                format!("{:?} climbs above the workspace", r.path),
-            )
-            .at(parsed.locate(&format!("{ptr}/path")))
-            .help("use a path inside the workspace, an absolute path, or `external = true` with an approved symlink"),
-        );
+    } else {
+        climbing(&r.path, &format!("{ptr}/path"), true, parsed, out);
     }
+}
+
+/// `rule`: an [[fs]] rule, which could be made `external` instead.
+fn climbing(path: &str, ptr: &str, rule: bool, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
+    let Some(base) = climbs_out(path) else { return };
+    let help = match base {
+        Base::Workspace if rule => "use a path inside the workspace, an absolute path, or `external = true` with an approved symlink",
+        Base::Workspace => "use a path inside the workspace or an absolute path",
+        Base::Home => "write the absolute path instead",
+    };
+    let base = match base {
+        Base::Workspace => "the workspace",
+        Base::Home => "the home directory",
+    };
+    out.push(
+        Diagnostic::new(
+            codes::ESCAPES_WORKSPACE,
+            format!("{path:?} climbs above {base}"),
+        )
+        .at(parsed.locate(ptr))
+        .help(help),
+    );
 }
 
 /// Anchored at the workspace: not absolute (`/x`, `C:/x`, `\\server`), not `~`.
@@ -213,25 +230,37 @@ fn path_text(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A workspace-relative path whose `..` leaves the workspace.
-pub fn climbs_out(path: &str) -> bool {
-    if path.starts_with('/') || path == "~" || path.starts_with("~/") {
-        return false;
-    }
+/// What a relative path is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    Workspace,
+    Home,
+}
+
+/// The base a relative path's `..` climbs above, if any. Both bases are
+/// checked: portable artifacts keep them as `${WORKSPACE}` / `${HOME}`
+/// placeholders, above which nothing can be expressed. Backslashes count
+/// as separators because the policy also compiles for Windows.
+pub fn climbs_out(path: &str) -> Option<Base> {
+    let (base, rest) = match path.strip_prefix("~/").or(path.strip_prefix("~\\")) {
+        Some(rest) => (Base::Home, rest),
+        None if path == "~" || !workspace_relative(path) => return None,
+        None => (Base::Workspace, path),
+    };
     let mut depth: i64 = 0;
-    for part in path.split('/') {
+    for part in rest.split(['/', '\\']) {
         match part {
             "" | "." => {}
             ".." => {
                 depth -= 1;
                 if depth < 0 {
-                    return true;
+                    return Some(base);
                 }
             }
             _ => depth += 1,
         }
     }
-    false
+    None
 }
 
 fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
@@ -309,11 +338,15 @@ mod tests {
 
     #[test]
     fn climbing() {
-        assert!(climbs_out(".."));
-        assert!(climbs_out("a/../../b"));
-        assert!(!climbs_out("a/../b"));
-        assert!(!climbs_out("./x/.."));
-        assert!(!climbs_out("/etc/../x"));
-        assert!(!climbs_out("~/../x"));
+        assert_eq!(climbs_out(".."), Some(Base::Workspace));
+        assert_eq!(climbs_out("a/../../b"), Some(Base::Workspace));
+        assert_eq!(climbs_out("a\\..\\..\\b"), Some(Base::Workspace));
+        assert_eq!(climbs_out("a/../b"), None);
+        assert_eq!(climbs_out("./x/.."), None);
+        assert_eq!(climbs_out("/etc/../x"), None);
+        assert_eq!(climbs_out("C:/a/../../x"), None);
+        assert_eq!(climbs_out("~/../x"), Some(Base::Home));
+        assert_eq!(climbs_out("~/a/../b"), None);
+        assert_eq!(climbs_out("~"), None);
     }
 }
