@@ -103,12 +103,22 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
         }
     };
     let files = inputs.files();
+    let approvals = match super::load_approvals(None) {
+        Ok((list, warning)) => {
+            super::report(warning.as_slice(), &files, false);
+            list
+        }
+        Err(d) => {
+            super::report(&[d], &files, false);
+            return None;
+        }
+    };
     let opts = Options {
         workspace: a.workspace.clone(),
         home: a.home.clone(),
         tool: a.tool.clone(),
         portable: false,
-        approvals: super::load_approvals(None).ok()?,
+        approvals,
     };
     let (policy, diags) = match compile::load(&inputs, &opts) {
         Ok(x) => x,

@@ -3,6 +3,7 @@
 
 use crate::diag::{codes, Diagnostic, LineIndex, Location};
 use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
 use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -26,6 +27,11 @@ pub struct SourceFile {
 struct Spans {
     nodes: Vec<Node>,
     kids: Vec<u32>,
+    /// Values JSON cannot hold as written (floats, datetimes, integers
+    /// beyond 64 bits), described as the user wrote them, by pointer
+    /// (rare: the only pointers built while parsing). Their JSON
+    /// stand-ins must not be mistaken for valid input (see schema.rs).
+    lossy: HashMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +61,8 @@ pub struct Parsed {
     spans: Spans,
     /// Node of `value` (`--tool` selects a part of the document).
     base: u32,
+    /// Pointer of `value` inside the whole document.
+    base_pointer: String,
     /// `--tool` selected a tool without `access`: `value` is an empty table
     /// standing in for it, located at the tool.
     base_missing: bool,
@@ -78,23 +86,30 @@ impl Parsed {
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
                 let loc = location(&file, &LineIndex::new(&file.text), span);
+                let message = e.message().trim().to_string();
+                let help = if message.contains("escape") || message.contains("unicode") {
+                    "in a \"basic string\" a backslash starts an escape: write Windows paths as 'literal strings' or with forward slashes"
+                } else {
+                    "fix the TOML syntax; see https://toml.io"
+                };
                 return Err(Diagnostic::new(
                     codes::TOML_SYNTAX,
-                    format!("invalid TOML: {}", e.message().trim()),
+                    format!("invalid TOML: {message}"),
                 )
                 .at(Some(loc))
-                .help("fix the TOML syntax; see https://toml.io"));
+                .help(help));
             }
         };
         let mut spans = Spans::default();
         let span = span32(table.span());
-        let (value, root) = convert_table(table.into_inner(), span, &mut spans);
+        let (value, root) = convert_table(table.into_inner(), span, &At::Root, &mut spans);
         let lines = LineIndex::new(&file.text);
         Ok(Parsed {
             file,
             value,
             spans,
             base: root,
+            base_pointer: String::new(),
             base_missing: false,
             lines,
         })
@@ -104,20 +119,40 @@ impl Parsed {
     pub fn select_tool(mut self, tool: &str) -> Result<Parsed, Diagnostic> {
         let tool_ptr = format!("/conversation/tools/{}", escape_pointer(tool));
         let Some(tool_value) = self.value.pointer(&tool_ptr) else {
+            let tools: Vec<String> = self
+                .value
+                .pointer("/conversation/tools")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().map(|k| format!("`{k}`")).collect())
+                .unwrap_or_default();
+            let help = if tools.is_empty() {
+                "this file has no [conversation.tools.NAME] tables: drop --tool for a plain policy file".to_string()
+            } else {
+                format!("tools in this file: {}", tools.join(", "))
+            };
             return Err(Diagnostic::new(
                 codes::NO_TOOL,
-                format!(
-                    "{}: no tool `{tool}` (expected a table [conversation.tools.{tool}])",
-                    self.file.name
-                ),
+                format!("no tool `{tool}` (expected a table [conversation.tools.{tool}])"),
             )
-            .help("check the tool name, or drop --tool for a plain policy file"));
+            .at(self.locate("/conversation/tools"))
+            .help(help));
         };
+        if !tool_value.is_object() {
+            return Err(Diagnostic::new(
+                codes::NO_TOOL,
+                format!("`conversation.tools.{tool}` is not a table"),
+            )
+            .at(self.locate(&tool_ptr))
+            .help(format!(
+                "a tool is a table: [conversation.tools.{tool}] with its policy in [conversation.tools.{tool}.access]"
+            )));
+        }
         let access = tool_value.get("access").cloned();
         let at = format!("{tool_ptr}/access");
         let (node, exact) = self.walk(&at);
         self.base = node;
         self.base_missing = !exact;
+        self.base_pointer = at;
         self.value = match access {
             Some(v) => v,
             // A tool without `access` gets the default policy.
@@ -164,6 +199,28 @@ impl Parsed {
         let (node, _) = self.walk(pointer);
         let n = self.spans.nodes[node as usize];
         Some(location(&self.file, &self.lines, range(n.value)))
+    }
+
+    /// How the user wrote a value that JSON cannot hold as is, if it is one.
+    pub fn lossy(&self, pointer: &str) -> Option<&str> {
+        self.spans
+            .lossy
+            .get(&format!("{}{}", self.base_pointer, pointer))
+            .map(String::as_str)
+    }
+
+    /// Pointers (relative to the selected part) of every lossy value.
+    pub fn lossy_pointers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .spans
+            .lossy
+            .keys()
+            .filter_map(|p| p.strip_prefix(self.base_pointer.as_str()))
+            .filter(|p| p.is_empty() || p.starts_with('/'))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
     }
 
     /// Location of the key that introduced `pointer` (better for "unknown key").
@@ -245,57 +302,86 @@ fn node(spans: &mut Spans, value: (u32, u32), n: usize) -> u32 {
     (spans.nodes.len() - 1) as u32
 }
 
+/// Where a value sits, as a chain of frames on the stack: a pointer
+/// string is only built for the rare lossy value.
+enum At<'a> {
+    Root,
+    Key(&'a At<'a>, &'a str),
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    fn pointer(&self) -> String {
+        match self {
+            At::Root => String::new(),
+            At::Key(up, k) => format!("{}/{}", up.pointer(), escape_pointer(k)),
+            At::Index(up, i) => format!("{}/{i}", up.pointer()),
+        }
+    }
+}
+
 // Both take the parsed tree by value and free each piece once converted:
 // the toml tree (a B-tree per table) is twice the size of the JSON value,
-// and holding both at once was the peak memory of a large compile.
-fn convert_table(t: DeTable<'_>, span: (u32, u32), spans: &mut Spans) -> (Value, u32) {
+// and holding both at once raised the peak memory of a large compile.
+fn convert_table(t: DeTable<'_>, span: (u32, u32), at: &At, spans: &mut Spans) -> (Value, u32) {
     let me = node(spans, span, t.len());
     let start = spans.nodes[me as usize].kids.0 as usize;
     let mut m = Map::new();
     for (i, (k, v)) in t.into_iter().enumerate() {
         let key_span = span32(k.span());
-        let (value, kid) = convert(v, spans);
+        let key = k.into_inner().into_owned();
+        let (value, kid) = convert(v, &At::Key(at, &key), spans);
         spans.nodes[kid as usize].key = key_span;
         spans.kids[start + i] = kid;
-        m.insert(k.into_inner().into_owned(), value);
+        m.insert(key, value);
     }
     (Value::Object(m), me)
 }
 
-fn convert(v: Spanned<DeValue<'_>>, spans: &mut Spans) -> (Value, u32) {
+fn convert(v: Spanned<DeValue<'_>>, at: &At, spans: &mut Spans) -> (Value, u32) {
     let span = span32(v.span());
     let value = match v.into_inner() {
         DeValue::String(s) => Value::String(s.into_owned()),
         DeValue::Integer(i) => {
-            let digits = i.as_str();
-            if let Ok(n) = i64::from_str_radix(digits, i.radix()) {
-                Value::Number(n.into())
-            } else if let Ok(n) = u64::from_str_radix(digits, i.radix()) {
-                Value::Number(n.into())
-            } else {
-                // Out of range for any field: keep it visible to the schema
-                // as a wrong-typed value rather than wrapping it.
-                Value::String(digits.to_string())
+            // TOML integers are 64-bit signed; anything else must not wrap.
+            match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) => Value::Number(n.into()),
+                Err(_) => {
+                    let shown = format!("the integer {i}, which is out of range");
+                    spans.lossy.insert(at.pointer(), shown);
+                    Value::String(i.to_string())
+                }
             }
         }
-        DeValue::Float(f) => match f.as_str().parse::<f64>().ok().and_then(Number::from_f64) {
-            Some(n) => Value::Number(n),
-            None => Value::String(f.as_str().to_string()),
-        },
+        DeValue::Float(f) => {
+            let text = f.as_str().to_string();
+            spans
+                .lossy
+                .insert(at.pointer(), format!("the float {text}"));
+            match text.parse::<f64>().ok().and_then(Number::from_f64) {
+                Some(n) => Value::Number(n),
+                None => Value::String(text),
+            }
+        }
         DeValue::Boolean(b) => Value::Bool(b),
-        DeValue::Datetime(d) => Value::String(d.to_string()),
+        DeValue::Datetime(d) => {
+            spans
+                .lossy
+                .insert(at.pointer(), format!("the datetime {d}"));
+            Value::String(d.to_string())
+        }
         DeValue::Array(a) => {
             let me = node(spans, span, a.len());
             let start = spans.nodes[me as usize].kids.0 as usize;
             let mut items = Vec::with_capacity(a.len());
             for (i, item) in a.into_iter().enumerate() {
-                let (value, kid) = convert(item, spans);
+                let (value, kid) = convert(item, &At::Index(at, i), spans);
                 spans.kids[start + i] = kid;
                 items.push(value);
             }
             return (Value::Array(items), me);
         }
-        DeValue::Table(t) => return convert_table(t, span, spans),
+        DeValue::Table(t) => return convert_table(t, span, at, spans),
     };
     (value, node(spans, span, 0))
 }
@@ -303,7 +389,6 @@ fn convert(v: Spanned<DeValue<'_>>, spans: &mut Spans) -> (Value, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn parse(text: &str) -> Result<Parsed, Diagnostic> {
         Parsed::parse(SourceFile {
@@ -332,6 +417,16 @@ mod tests {
     }
 
     #[test]
+    fn lossy_values_are_recorded() {
+        let p = parse("a = 1.5\nb = 1979-05-27\nc = 99999999999999999999\nd = 7\n").unwrap();
+        assert_eq!(p.lossy("/a"), Some("the float 1.5"));
+        assert_eq!(p.lossy("/b"), Some("the datetime 1979-05-27"));
+        assert!(p.lossy("/c").unwrap().contains("out of range"));
+        assert_eq!(p.lossy("/d"), None);
+        assert_eq!(p.lossy_pointers(), ["/a", "/b", "/c"]);
+    }
+
+    #[test]
     fn tool_selection() {
         let text = "[conversation.tools.t.access]\nversion = 1\n[[conversation.tools.t.access.fs]]\npath = \".\"\nread = true\n[conversation.tools.u]\nrun = \"ask\"\n";
         let p = parse(text).unwrap().select_tool("t").unwrap();
@@ -339,10 +434,19 @@ mod tests {
         assert_eq!(p.locate("/fs/0/path").unwrap().line, 4);
         let u = parse(text).unwrap().select_tool("u").unwrap();
         assert_eq!(u.value, serde_json::json!({}));
-        assert_eq!(
-            parse(text).unwrap().select_tool("x").unwrap_err().code,
-            codes::NO_TOOL
+        let missing = parse(text).unwrap().select_tool("x").unwrap_err();
+        assert_eq!(missing.code, codes::NO_TOOL);
+        assert_eq!(missing.location.unwrap().line, 1);
+        let not_table = parse("[conversation.tools]\nt = \"x\"\n")
+            .unwrap()
+            .select_tool("t")
+            .unwrap_err();
+        assert!(
+            not_table.message.contains("not a table"),
+            "{}",
+            not_table.message
         );
+        assert_eq!(not_table.location.unwrap().line, 2);
     }
 
     /// The earlier implementation (a map from every pointer to its spans),

@@ -5,12 +5,22 @@
 //! that fail here and need its located messages.
 
 use super::model::{Layer, Mergeable};
-use serde::Deserialize;
-use serde_json::Value;
+use super::source::Parsed;
 
-/// `Some(layer)` only if `value` is valid against the schema.
-pub fn typed(value: &Value) -> Option<Layer> {
-    let l = Layer::deserialize(value).ok()?;
+/// `Some(layer)` only if the document is valid against the schema.
+pub fn typed(parsed: &Parsed) -> Option<Layer> {
+    // Stand-ins for floats and datetimes could pass for strings: the
+    // schema path reports them.
+    if !parsed.lossy_pointers().is_empty() {
+        return None;
+    }
+    let l = Layer::deserialize(&parsed.value).ok()?;
+    // Serde is laxer than the schema in shape (a struct may be written as
+    // a list, a merge table as a two-item list): the document must be
+    // exactly what the layer serialises back to.
+    if serde_json::to_value(&l).ok()? != parsed.value {
+        return None;
+    }
     constraints_hold(&l).then_some(l)
 }
 
@@ -46,7 +56,7 @@ fn constraints_hold(l: &Layer) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     /// Value constraints in the schema, as (pointer, keyword, value).
     fn constraints(v: &Value, at: &str, out: &mut Vec<(String, String, Value)>) {
@@ -107,6 +117,16 @@ mod tests {
             (p("NetRule/properties/host"), "minLength", json!(1)),
             (p("NetRule/properties/port"), "maximum", json!(65535)),
             (p("NetRule/properties/port"), "minimum", json!(1)),
+            (
+                p("Process/properties/read_roots/items"),
+                "minLength",
+                json!(1),
+            ),
+            (
+                p("Process/properties/write_roots/items"),
+                "minLength",
+                json!(1),
+            ),
         ];
         let mut expected: Vec<(String, String, Value)> = expected
             .into_iter()
@@ -151,14 +171,32 @@ mod tests {
             json!({"fs": [{"path": "x", "nope": true}]}),
             json!({"commands": {"git": {"args": [["status", "**"]]}}}),
             json!({"sensitive_paths": {"strategy": "dedup", "value": ["a"]}}),
+            json!({"fs": {"value": [{"path": ".", "read": true}]}}),
+            // Serde reads a struct from a list; the schema does not.
+            json!({"fs": [[".", true]]}),
+            json!({"fs": ["append", [{"path": ".", "read": true}]]}),
+            json!({"limits": [1, 2]}),
+            json!({"process": {"read_roots": [""]}}),
+            json!({"process": {"write_roots": ["/x"]}}),
+            json!({"commands": {"git": [[["status"]]]}}),
         ];
         for c in cases {
-            let (t, s) = (typed(&c).is_some(), schema_valid(&c));
-            // JSON Schema's `integer` admits 1.0 and serde does not; that
-            // document takes the slow path, which reports it. The reverse
-            // (typed accepts what the schema rejects) must never happen.
-            let float = c == json!({"net": [{"port": 1.0}]});
-            assert!(t == s || (float && !t && s), "typed {t}, schema {s}: {c}");
+            let text = toml::to_string(&c).unwrap();
+            let parsed = Parsed::parse(crate::policy::source::SourceFile {
+                name: "p.toml".into(),
+                text,
+            })
+            .unwrap();
+            let (t, s) = (typed(&parsed).is_some(), schema_valid(&c));
+            // Typed accepting what the schema rejects must never happen.
+            assert!(!t || s, "typed accepts, the schema rejects: {c}");
+            // The other way round only costs time: JSON Schema's `integer`
+            // admits 1.0 (TOML's float, refused later as lossy), and a
+            // merge table without `strategy` does not serialise back as
+            // written.
+            let slow = c == json!({"net": [{"port": 1.0}]})
+                || c == json!({"fs": {"value": [{"path": ".", "read": true}]}});
+            assert!(t == s || slow, "typed {t}, schema {s}: {c}");
         }
     }
 }
