@@ -14,6 +14,7 @@ pub mod ir;
 pub mod lower;
 pub mod policy;
 pub mod runtime;
+pub mod sbpl;
 
 pub use compile::{compile, Inputs, Options, Output, Target};
 pub use ir::Ir;
