@@ -106,7 +106,7 @@ fn corpus() -> Option<&'static Corpus> {
         .as_ref()
 }
 
-/// Parsed entries; panics if any failed (reported by the parse test).
+/// Parsed entries; panics if any failed (reported by sbpl_corpus_every_plain_file_parses).
 fn parsed(corpus: &Corpus) -> impl Iterator<Item = (&str, &[sbpl::Datum])> {
     corpus.entries.iter().map(|e| match &e.parsed {
         Ok(data) => (e.file.as_str(), data.as_slice()),
@@ -115,7 +115,7 @@ fn parsed(corpus: &Corpus) -> impl Iterator<Item = (&str, &[sbpl::Datum])> {
 }
 
 #[test]
-fn every_plain_corpus_file_parses() {
+fn sbpl_corpus_every_plain_file_parses() {
     let Some(corpus) = corpus() else { return };
     let failures: Vec<String> = corpus
         .entries
@@ -151,7 +151,7 @@ fn every_plain_corpus_file_parses() {
 }
 
 #[test]
-fn corpus_has_no_validation_errors() {
+fn sbpl_corpus_has_no_validation_errors() {
     let Some(corpus) = corpus() else { return };
     let mut errors = Vec::new();
     let mut warnings = 0;
@@ -175,7 +175,7 @@ fn corpus_has_no_validation_errors() {
 /// version/allow/deny forms, parameters filled with a dummy value) must build
 /// and answer without panicking.
 #[test]
-fn flat_corpus_profiles_evaluate() {
+fn sbpl_corpus_flat_profiles_evaluate() {
     let Some(corpus) = corpus() else { return };
     let paths = [
         "/",

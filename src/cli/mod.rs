@@ -1,5 +1,7 @@
 //! Argument parsing and the per-command drivers.
 
+mod sbpl;
+
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sbx::compile::{self, Failure, Inputs, Options, Target};
@@ -34,6 +36,19 @@ enum Cmd {
         /// Write to FILE instead of stdout.
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
+    },
+    /// Work with SBPL (macOS sandbox profile) files.
+    #[command(subcommand)]
+    Sbpl(SbplCmd),
+}
+
+#[derive(Subcommand)]
+enum SbplCmd {
+    /// Parse SBPL files and report syntax errors and suspicious rules.
+    #[command(after_help = "Example:\n  sbx sbpl check profile.sb")]
+    Check {
+        #[arg(required = true)]
+        files: Vec<Utf8PathBuf>,
     },
 }
 
@@ -120,6 +135,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
+        Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)

@@ -108,103 +108,72 @@ impl Reader<'_> {
     /// Convert one datum pair; `None` when it is broken (an error was recorded).
     fn datum(&mut self, pair: Pair<'_, Rule>) -> Option<Datum> {
         let span = pair.as_span();
-        let start = span.start();
-        let text = pair.as_str();
+        let (start, text) = (span.start(), pair.as_str());
         let kind = match pair.as_rule() {
             Rule::list => return self.list(pair),
             Rule::quoted => return self.quoted(pair),
-            Rule::string => {
-                let mut inner = pair.into_inner();
-                let body = inner.next().expect("string has a body");
-                if inner
-                    .next()
-                    .is_some_and(|p| p.as_rule() == Rule::unterminated)
-                {
-                    let at = self.at(start);
-                    self.error(
-                        Rank::Token,
-                        start,
-                        format!("unterminated string starting at {at}"),
-                    );
-                    return None;
-                }
-                match unescape(body.as_str()) {
-                    Ok(s) => DatumKind::Str(s),
-                    Err((offset, message)) => {
-                        self.error(Rank::Token, body.as_span().start() + offset, message);
-                        return None;
-                    }
-                }
-            }
-            Rule::regex_string => {
-                let mut inner = pair.into_inner();
-                let body = inner.next().expect("regex string has a body");
-                if inner
-                    .next()
-                    .is_some_and(|p| p.as_rule() == Rule::unterminated)
-                {
-                    let at = self.at(start);
-                    self.error(
-                        Rank::Token,
-                        start,
-                        format!("unterminated regex string #\"...\" starting at {at}"),
-                    );
-                    return None;
-                }
-                DatumKind::Regex(body.as_str().to_string())
-            }
-            Rule::boolean => DatumKind::Bool(text.starts_with("#t")),
-            Rule::character => match char_value(&text[2..]) {
-                Some(c) => DatumKind::Char(c),
-                None => {
-                    self.error(
-                        Rank::Token,
-                        start,
-                        format!("unknown character name '{text}'"),
-                    );
-                    return None;
-                }
-            },
-            Rule::number => match int_value(text) {
-                Some(n) => DatumKind::Int(n),
-                None => {
-                    self.error(
-                        Rank::Token,
-                        start,
-                        format!("integer '{text}' does not fit in 64 bits"),
-                    );
-                    return None;
-                }
-            },
-            Rule::symbol => DatumKind::Symbol(text.to_string()),
-            Rule::block_comment_error => {
-                let at = self.at(start);
-                self.error(
-                    Rank::Token,
-                    start,
-                    format!("unterminated block comment '#|' starting at {at}"),
-                );
-                return None;
-            }
-            Rule::bracket_error => {
-                self.error(
-                    Rank::Token,
-                    start,
-                    format!("'{text}' is not SBPL syntax (lists use '(' and ')')"),
-                );
-                return None;
-            }
-            Rule::hash_error => {
-                self.error(Rank::Token, start, format!("unknown '#' syntax '{text}'"));
-                return None;
-            }
-            Rule::char_error => {
-                self.error(Rank::Token, start, format!("unexpected character {text:?}"));
-                return None;
-            }
+            Rule::string | Rule::regex_string => return self.string(pair),
+            Rule::boolean => Ok(DatumKind::Bool(text.starts_with("#t"))),
+            Rule::character => char_value(&text[2..])
+                .map(DatumKind::Char)
+                .ok_or_else(|| format!("unknown character name '{text}'")),
+            Rule::number => int_value(text)
+                .map(DatumKind::Int)
+                .ok_or_else(|| format!("integer '{text}' does not fit in 64 bits")),
+            Rule::symbol => Ok(DatumKind::Symbol(text.to_string())),
+            Rule::block_comment_error => Err(format!(
+                "unterminated block comment '#|' starting at {}",
+                self.at(start)
+            )),
+            Rule::bracket_error => Err(format!(
+                "'{text}' is not SBPL syntax (lists use '(' and ')')"
+            )),
+            Rule::hash_error => Err(format!("unknown '#' syntax '{text}'")),
+            Rule::char_error => Err(format!("unexpected character {text:?}")),
             other => unreachable!("rule {other:?} is not a datum"),
         };
-        Some(self.make(kind, span))
+        match kind {
+            Ok(kind) => Some(self.make(kind, span)),
+            Err(message) => {
+                self.error(Rank::Token, start, message);
+                None
+            }
+        }
+    }
+
+    /// `"..."` (escapes decoded) or `#"..."` (kept as written).
+    fn string(&mut self, pair: Pair<'_, Rule>) -> Option<Datum> {
+        let span = pair.as_span();
+        let regex = pair.as_rule() == Rule::regex_string;
+        let mut inner = pair.into_inner();
+        let body = inner.next().expect("strings have a body");
+        if inner
+            .next()
+            .is_some_and(|p| p.as_rule() == Rule::unterminated)
+        {
+            let what = if regex {
+                "regex string #\"...\""
+            } else {
+                "string"
+            };
+            let at = self.at(span.start());
+            self.error(
+                Rank::Token,
+                span.start(),
+                format!("unterminated {what} starting at {at}"),
+            );
+            return None;
+        }
+        if regex {
+            return Some(self.make(DatumKind::Regex(body.as_str().to_string()), span));
+        }
+        match unescape(body.as_str()) {
+            Ok(s) => Some(self.make(DatumKind::Str(s), span)),
+            Err((offset, message)) => {
+                self.error(Rank::Token, body.as_span().start() + offset, message);
+                None
+            }
+        }
     }
 
     fn list(&mut self, pair: Pair<'_, Rule>) -> Option<Datum> {
