@@ -2,6 +2,8 @@
 
 pub mod env;
 pub mod expand;
+#[cfg(unix)]
+pub mod macos;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be
 /// applied as required (nothing was run).
