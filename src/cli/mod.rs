@@ -1,5 +1,6 @@
 //! Argument parsing and the per-command drivers.
 
+mod run;
 mod sbpl;
 
 use camino::Utf8PathBuf;
@@ -40,6 +41,11 @@ enum Cmd {
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
+    /// Apply a policy (or a compiled artifact) to a command and run it.
+    #[command(
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir"
+    )]
+    Run(run::RunArgs),
 }
 
 #[derive(Subcommand)]
@@ -136,6 +142,7 @@ pub fn main() -> i32 {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)

@@ -4,6 +4,7 @@ pub mod env;
 pub mod expand;
 #[cfg(unix)]
 pub mod macos;
+pub mod windows;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be
 /// applied as required (nothing was run).
