@@ -18,6 +18,7 @@ use super::paths::{filter, Match, Spelling};
 use super::{esc_err, Rule};
 use crate::back::EmitError;
 use crate::ir::{Access, Grant, Ir, PathKind, PathMode};
+use std::collections::{HashMap, HashSet};
 
 pub(super) const READ_OPS: &[&str] = &["file-read*", "file-test-existence"];
 pub(super) const EXEC_OPS: &[&str] = &["process-exec*", "file-map-executable"];
@@ -65,18 +66,52 @@ struct Node<'a> {
     spellings: Vec<Spelling>,
 }
 
-impl Node<'_> {
-    /// `self` may be `outer` or lie below it once parameters have values.
-    fn may_be_within(&self, outer: &Node) -> bool {
-        self.spellings
-            .iter()
-            .any(|s| outer.spellings.iter().any(|o| s.may_be_within(o)))
+/// Every spelling of every grant, for most-specific-wins lookups in
+/// O(depth): walk a path up until a granted spelling is found.
+struct Index<'a> {
+    nodes: Vec<Node<'a>>,
+    by_text: HashMap<String, usize>,
+}
+
+impl Index<'_> {
+    /// The grant that decides `s` (the IR's `decide`), in emission order.
+    fn decide(&self, s: &Spelling) -> Option<usize> {
+        let mut text = s.text();
+        loop {
+            if let Some(&i) = self.by_text.get(&text) {
+                return Some(i);
+            }
+            text = parent_text(&text)?.to_string();
+        }
     }
 
-    fn within(&self, outer: &Node) -> bool {
-        self.spellings
-            .iter()
-            .any(|s| outer.spellings.iter().any(|o| s.within(o)))
+    fn access_at(&self, s: &Spelling) -> Access {
+        self.decide(s)
+            .map_or(Access::NONE, |i| self.nodes[i].grant.access)
+    }
+}
+
+/// `/a/b` → `/a`, `/a` → `/`, `${W}/a` → `${W}`; `None` at a root.
+fn parent_text(t: &str) -> Option<&str> {
+    match t.rfind('/') {
+        Some(0) if t.len() > 1 => Some("/"),
+        Some(i) if i > 0 => Some(&t[..i]),
+        _ => None,
+    }
+}
+
+/// A list without repeats, in first-seen order.
+#[derive(Default)]
+struct Unique {
+    list: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Unique {
+    fn push(&mut self, f: String) {
+        if self.seen.insert(f.clone()) {
+            self.list.push(f);
+        }
     }
 }
 
@@ -105,9 +140,17 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
     nodes.sort_by(|a, b| {
         (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
     });
+    let mut by_text = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for s in &n.spellings {
+            by_text.entry(s.text()).or_insert(i);
+        }
+    }
+    let index = Index { nodes, by_text };
+    let nodes = &index.nodes;
 
     let mut out = Files::default();
-    for n in &nodes {
+    for n in nodes {
         for s in &n.spellings {
             if let Some(p) = s.param {
                 if !out.params.contains(&p) {
@@ -116,25 +159,61 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
             }
         }
     }
+    // Per grant: it, or a grant above it, uses specific write operations.
     let mut specific = Vec::with_capacity(nodes.len());
+    // Rights and specific-ness of the grants emitted so far that may
+    // contain a parameter's directory at run time. Assumed layout
+    // (docs/macos.md): any parameter may lie below an absolute path except
+    // the device nodes of /dev; the workspace may lie below home or temp;
+    // home and temp lie below no other parameter; no absolute path lies
+    // below a parameter (nobody sets HOME=/).
+    let (mut abs, mut abs_specific) = (Access::NONE, false);
+    let (mut roots, mut roots_specific) = (Access::NONE, false);
     for (i, n) in nodes.iter().enumerate() {
-        let above = &nodes[..i];
         // What the rules emitted so far allow here: the nearest grant that
         // certainly contains this one, plus any that might at run time.
-        let nearest = above.iter().rposition(|o| n.within(o));
-        let mut inherited = nearest.map_or(Access::NONE, |j| above[j].grant.access);
-        for (j, o) in above.iter().enumerate() {
-            if Some(j) != nearest && !n.within(o) && n.may_be_within(o) {
-                inherited = inherited.union(o.grant.access);
+        let mut nearest: Option<usize> = None;
+        let mut spell = partial_write(n.grant.access);
+        for s in &n.spellings {
+            let above = s
+                .ancestors()
+                .first()
+                .and_then(|a| index.decide(a))
+                .filter(|&j| j < i);
+            if let Some(j) = above {
+                spell |= specific[j];
+                nearest = nearest.max(Some(j));
             }
         }
-        let access = n.grant.access;
-        let spell = above
-            .iter()
-            .enumerate()
-            .any(|(j, o)| specific[j] && n.may_be_within(o))
-            || partial_write(access);
+        let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
+        let rooted = |p: Option<&str>| {
+            n.spellings
+                .iter()
+                .any(|s| s.param.is_some() && (p.is_none() || s.param == p))
+        };
+        if rooted(None) {
+            inherited = inherited.union(abs);
+            spell |= abs_specific;
+        }
+        if rooted(Some(crate::ir::WORKSPACE_PARAM)) {
+            inherited = inherited.union(roots);
+            spell |= roots_specific;
+        }
         specific.push(spell);
+        let access = n.grant.access;
+        for s in &n.spellings {
+            match s.param {
+                None if !crate::ir::path_within(&s.rest, "/dev") => {
+                    abs = abs.union(access);
+                    abs_specific |= spell;
+                }
+                Some(p) if p != crate::ir::WORKSPACE_PARAM => {
+                    roots = roots.union(access);
+                    roots_specific |= spell;
+                }
+                _ => {}
+            }
+        }
 
         let lost = inherited.minus(access);
         let mut comment = Some(format!(
@@ -144,23 +223,17 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
             rights_text(access)
         ));
         if !lost.is_empty() {
-            let mut filters = Vec::new();
+            let mut filters = Unique::default();
             for s in &n.spellings {
                 // The literal as well as the subpath: the directory itself
                 // must not be created where it does not exist yet.
-                push(
-                    &mut filters,
-                    filter(Match::Literal, s).map_err(node_err(n))?,
-                );
-                push(
-                    &mut filters,
-                    filter(Match::Subpath, s).map_err(node_err(n))?,
-                );
+                filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
+                filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
             }
             out.grants.push(Rule {
                 allow: false,
                 ops: deny_ops(lost, access, spell),
-                filters,
+                filters: filters.list,
                 comment: comment.take(),
             });
         }
@@ -170,22 +243,22 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
             } else {
                 Match::Subpath
             };
-            let mut filters = Vec::new();
+            let mut filters = Unique::default();
             for s in &n.spellings {
-                push(&mut filters, filter(m, s).map_err(node_err(n))?);
+                filters.push(filter(m, s).map_err(node_err(n))?);
             }
             out.grants.push(Rule {
                 allow: true,
                 ops: allow_ops(access, spell),
-                filters,
+                filters: filters.list,
                 comment,
             });
         }
     }
 
     out.program = program_rule(ir, program, &mut out.params)?;
-    out.traversal = traversal(ir, &nodes)?;
-    out.protect = protect(ir, &nodes)?;
+    out.traversal = traversal(&index)?;
+    out.protect = protect(ir, &index)?;
     Ok(out)
 }
 
@@ -323,16 +396,18 @@ fn program_rule(
 /// Directories above every granted path, where `stat` must work; those
 /// the policy already lets the process read are left out. `/` itself is
 /// in the baseline.
-fn traversal(ir: &Ir, nodes: &[Node]) -> Result<Vec<String>, EmitError> {
-    let mut out = Vec::new();
+fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
+    let mut out = Unique::default();
+    let mut seen = HashSet::new();
     let mut roots = Vec::new();
-    for n in nodes {
+    for n in &index.nodes {
         for s in &n.spellings {
             for a in s.ancestors() {
-                if a.param.is_none() && a.rest == "/" || ir.access_at(&a.text()).read {
+                let root = a.param.is_none() && a.rest == "/";
+                if root || !seen.insert(a.text()) || index.access_at(&a).read {
                     continue;
                 }
-                push(&mut out, filter(Match::Literal, &a).map_err(node_err(n))?);
+                out.push(filter(Match::Literal, &a).map_err(node_err(n))?);
             }
             if let Some(p) = s.param {
                 if !roots.contains(&p) {
@@ -346,9 +421,9 @@ fn traversal(ir: &Ir, nodes: &[Node]) -> Result<Vec<String>, EmitError> {
             param: Some(p),
             rest: String::new(),
         };
-        push(&mut out, filter(Match::Ancestors, &s).map_err(esc_err(p))?);
+        out.push(filter(Match::Ancestors, &s).map_err(esc_err(p))?);
     }
-    Ok(out)
+    Ok(out.list)
 }
 
 /// Deny creating, deleting and renaming a directory when a grant below it
@@ -357,27 +432,28 @@ fn traversal(ir: &Ir, nodes: &[Node]) -> Result<Vec<String>, EmitError> {
 /// `ws/a` would create one. Only where the policy would otherwise allow
 /// it, except at and above a parameter's directory in portable mode,
 /// where that is unknown until run time.
-fn protect(ir: &Ir, nodes: &[Node]) -> Result<Vec<Rule>, EmitError> {
+fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
     let portable = ir.mode == PathMode::Portable;
-    let mut lists: [(Vec<String>, &str); 2] = [
-        (Vec::new(), "file-write-create"),
-        (Vec::new(), "file-write-unlink"),
-    ];
-    for n in nodes {
+    let mut lists = [Unique::default(), Unique::default()];
+    let mut done: [HashSet<String>; 2] = Default::default();
+    for n in &index.nodes {
         let a = n.grant.access;
         for (k, lacks) in [!a.create, !a.delete].into_iter().enumerate() {
             if !lacks {
                 continue;
             }
-            let list = &mut lists[k].0;
             for s in &n.spellings {
                 for anc in s.ancestors() {
-                    let at = ir.access_at(&anc.text());
+                    // Each directory is looked at once per right.
+                    if !done[k].insert(anc.text()) {
+                        continue;
+                    }
+                    let at = index.access_at(&anc);
                     let allowed = if k == 0 { at.create } else { at.delete };
                     // Whether a parameter's directory is granted from
                     // outside its root is unknown until run time.
                     if allowed || anc.param.is_some() && portable {
-                        push(list, filter(Match::Literal, &anc).map_err(node_err(n))?);
+                        lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
                 }
                 if portable && s.param.is_some() {
@@ -385,12 +461,12 @@ fn protect(ir: &Ir, nodes: &[Node]) -> Result<Vec<Rule>, EmitError> {
                         param: s.param,
                         rest: String::new(),
                     };
-                    push(list, filter(Match::Ancestors, &root).map_err(node_err(n))?);
+                    lists[k].push(filter(Match::Ancestors, &root).map_err(node_err(n))?);
                 }
             }
         }
     }
-    let [(create, _), (unlink, _)] = lists;
+    let [create, unlink] = lists.map(|u| u.list);
     let mut out = Vec::new();
     if !create.is_empty() && create == unlink {
         out.push(Rule {

@@ -2,7 +2,7 @@
 //! plus a suffix in portable mode. Every string goes through
 //! [`escape_string`]; nothing here writes a path without it.
 
-use crate::ir::{path_within, HOME_PARAM, TEMP_PARAM, WORKSPACE_PARAM};
+use crate::ir::{HOME_PARAM, TEMP_PARAM, WORKSPACE_PARAM};
 use crate::sbpl::{escape_string, EscapeError};
 
 /// One spelling of a grant's path: `/abs/path`, or `${PARAM}` + `rest`
@@ -99,25 +99,6 @@ impl Spelling {
         out
     }
 
-    /// Certainly equal to or below `outer` (same root, component-wise).
-    pub fn within(&self, outer: &Spelling) -> bool {
-        self.param == outer.param && path_within(&self.text(), &outer.text())
-    }
-
-    /// Could be equal to or below `outer` once parameters have values.
-    /// Assumed layout (docs/macos.md): the workspace may lie below home or
-    /// temp; home and temp lie below no other parameter; any parameter may
-    /// lie below an absolute path except the device nodes of /dev; an
-    /// absolute path lies below no parameter.
-    pub fn may_be_within(&self, outer: &Spelling) -> bool {
-        match (self.param, outer.param) {
-            (a, b) if a == b => self.within(outer),
-            (Some(_), None) => !path_within(&outer.rest, "/dev"),
-            (Some(inner), Some(_)) => inner == WORKSPACE_PARAM,
-            (None, _) => false,
-        }
-    }
-
     fn needs_regex(&self) -> bool {
         // The sandbox compiler expands `${NAME}` inside path strings
         // (Apple's own profiles use `${HOME}`, `${ANY_UUID}`): a name that
@@ -212,20 +193,6 @@ mod tests {
             ["${WORKSPACE}/a", "${WORKSPACE}"]
         );
         assert!(names("${HOME}").is_empty());
-    }
-
-    #[test]
-    fn containment_is_certain_only_within_one_root() {
-        assert!(sp("/w/.git").within(&sp("/w")));
-        assert!(!sp("/w/.gitx").within(&sp("/w/.git")));
-        assert!(sp("${WORKSPACE}/x").may_be_within(&sp("/private/tmp")));
-        assert!(sp("${WORKSPACE}").may_be_within(&sp("${HOME}")));
-        assert!(sp("${WORKSPACE}").may_be_within(&sp("${TMPDIR}/x")));
-        assert!(!sp("${TMPDIR}").may_be_within(&sp("${WORKSPACE}")));
-        assert!(!sp("${HOME}").may_be_within(&sp("${WORKSPACE}")));
-        assert!(!sp("/usr").may_be_within(&sp("${HOME}")));
-        assert!(!sp("${HOME}").may_be_within(&sp("/dev/null")));
-        assert!(!sp("${HOME}/a").may_be_within(&sp("${HOME}/b")));
     }
 
     #[test]

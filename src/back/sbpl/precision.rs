@@ -20,6 +20,9 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
     };
     let mut presets: Vec<(String, usize)> = Vec::new();
     for g in &ir.fs {
+        if let Source::Command { .. } = g.source {
+            continue; // reported with `[commands]` below
+        }
         if let Source::Preset { name } = &g.source {
             match presets.iter_mut().find(|(n, _)| n == name) {
                 Some(e) => e.1 += 1,
