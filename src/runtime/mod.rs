@@ -2,6 +2,8 @@
 
 pub mod env;
 pub mod expand;
+#[cfg(target_os = "linux")]
+pub mod linux;
 #[cfg(unix)]
 pub mod macos;
 pub mod windows;
