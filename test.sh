@@ -4,11 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
-if [ "$(uname -s)" = Linux ]; then
-  # psm (through pest) assembles with Apple-only flags: see .ci/darwin-cc.
-  export CC_x86_64_apple_darwin="${CC_x86_64_apple_darwin:-$PWD/.ci/darwin-cc}"
-  export AR_x86_64_apple_darwin="${AR_x86_64_apple_darwin:-ar}"
-fi
 cargo check --target x86_64-apple-darwin --all-targets
 cargo check --target x86_64-pc-windows-gnu --all-targets
 # Windows exes for the Wine tests (tests/wine.rs skips without them, or
