@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Whole-process benchmarks (docs/performance.md has the method and the
+# figures): compile time and peak RSS per rule count and target, and
+# `sbx run` start-up overhead against a bare exec and bubblewrap.
+#
+#   bench/run.sh [compile|run|all]    (default: all)
+#
+# Needs hyperfine and, for the comparison, bwrap:
+#   apt-get install -y hyperfine bubblewrap
+# Environment: COUNTS (default "10 100 1000 10000 100000"), RUNS (sbx run
+# samples, default 1000), SBX (binary; default: a fresh release build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+command -v hyperfine >/dev/null || { echo "error: hyperfine is not installed (apt-get install -y hyperfine)" >&2; exit 2; }
+
+if [ -z "${SBX:-}" ]; then
+  cargo build --release --quiet
+  SBX=$PWD/target/release/sbx
+fi
+COUNTS=${COUNTS:-"10 100 1000 10000 100000"}
+RUNS=${RUNS:-1000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/ws"
+
+# Median, min and max of a hyperfine JSON export, in ms, one line per command.
+stats() {
+  python3 - "$1" <<'EOF'
+import json, statistics, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    t = sorted(x * 1000 for x in r["times"])
+    print(f'{statistics.median(t):.3f} {t[0]:.3f} {t[-1]:.3f} {len(t)}')
+EOF
+}
+
+echo "# sbx benchmarks: $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# sbx: $SBX ($("$SBX" --version))"
+echo
+
+targets() {
+  # Targets this build emits (macos once the SBPL back end is built in).
+  python3 bench/gen_policy.py 1 >"$work/one.toml"
+  for t in ir linux landlockconfig windows macos; do
+    if "$SBX" compile "$work/one.toml" --workspace "$work/ws" --target "$t" >/dev/null 2>&1; then
+      echo "$t"
+    fi
+  done
+}
+
+compile_bench() {
+  local ts
+  ts=$(targets | tr '\n' ' ')
+  echo "## compile: median wall ms (min-max, runs) and peak RSS"
+  echo
+  echo "| rules | target | median ms | min ms | max ms | runs | peak RSS MiB |"
+  echo "|---:|---|---:|---:|---:|---:|---:|"
+  for n in $COUNTS; do
+    python3 bench/gen_policy.py "$n" >"$work/p$n.toml"
+    local runs=30
+    [ "$n" -ge 10000 ] && runs=10
+    [ "$n" -ge 100000 ] && runs=3
+    for t in $ts all; do
+      local out="$work/out.$t"
+      [ "$t" = all ] && out="$work/outdir"
+      local args=(compile "$work/p$n.toml" --workspace "$work/ws" -o "$out")
+      if [ "$t" = all ]; then
+        # --target all needs every back end: time what is built, together.
+        [ "$(echo "$ts" | wc -w)" -lt 5 ] && continue
+        args+=(--target all)
+      else
+        args+=(--target "$t")
+      fi
+      mkdir -p "$work/outdir"
+      hyperfine -N --warmup 1 --runs "$runs" --export-json "$work/h.json" \
+        "$SBX ${args[*]}" >/dev/null 2>&1
+      read -r med min max cnt < <(stats "$work/h.json")
+      local rss
+      rss=$( { /usr/bin/time -f '%M' "$SBX" "${args[@]}" >/dev/null 2>/dev/null; } 2>&1 | tail -n1)
+      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" "$med" "$min" "$max" "$cnt" \
+        "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')"
+    done
+  done
+  echo
+}
+
+run_bench() {
+  cat >"$work/typical.toml" <<'EOF'
+version = 1
+
+[[fs]]
+path = "."
+read = true
+write = true
+
+[[fs]]
+path = ".git"
+read = true
+
+[[fs]]
+path = "target"
+read = true
+write = true
+
+[[net]]
+host = "api.example.com"
+scheme = "https"
+
+[[env]]
+name = "AWS_*"
+read = true
+EOF
+  mkdir -p "$work/ws/.git" "$work/ws/target"
+  "$SBX" compile "$work/typical.toml" --workspace "$work/ws" --target linux -o "$work/typical.json"
+  local cmds=(
+    "/bin/true"
+    "$SBX run $work/typical.toml --workspace $work/ws -- /bin/true"
+    "$SBX run --artifact $work/typical.json --workspace $work/ws -- /bin/true"
+  )
+  local names=("bare exec" "sbx run POLICY" "sbx run --artifact")
+  if command -v bwrap >/dev/null; then
+    cmds+=("bwrap --ro-bind / / --dev /dev --unshare-net /bin/true")
+    names+=("bwrap")
+  else
+    echo "note: bwrap is not installed; no bubblewrap comparison (apt-get install -y bubblewrap)"
+  fi
+  # Interleaved rounds, so that load from other processes on the machine
+  # falls on every command alike rather than on whichever ran last.
+  local rounds=10 per=$((RUNS / 10))
+  : >"$work/all.txt"
+  for _ in $(seq "$rounds"); do
+    hyperfine -N --warmup 20 --runs "$per" --export-json "$work/h.json" "${cmds[@]}" >/dev/null 2>&1
+    python3 - "$work/h.json" >>"$work/all.txt" <<'EOF'
+import json, sys
+for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
+    for t in r["times"]:
+        print(i, t * 1000)
+EOF
+  done
+  echo "## sbx run start-up: /bin/true under each, $RUNS runs each (interleaved)"
+  echo
+  python3 - "$work/all.txt" "${names[@]}" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    i, t = line.split()
+    rows.setdefault(int(i), []).append(float(t))
+names = sys.argv[2:]
+med = {i: statistics.median(v) for i, v in rows.items()}
+base = med[0]
+bw = med.get(3)
+print("| command | median ms | p10 ms | p90 ms | added over bare exec ms | share of bwrap's added time |")
+print("|---|---:|---:|---:|---:|---:|")
+for i, v in sorted(rows.items()):
+    v = sorted(v)
+    added = med[i] - base
+    share = f"{added / (bw - base):.2f}" if bw and i else "-"
+    print(f"| {names[i]} | {med[i]:.3f} | {v[len(v) // 10]:.3f} | {v[len(v) * 9 // 10]:.3f} | {added:.3f} | {share} |")
+EOF
+  echo
+  echo "## peak RSS of the loader (sbx run --artifact, /usr/bin/time -v)"
+  echo
+  for c in "run --artifact $work/typical.json --workspace $work/ws -- /bin/true" \
+           "run $work/typical.toml --workspace $work/ws -- /bin/true"; do
+    # shellcheck disable=SC2086
+    kb=$( { /usr/bin/time -v "$SBX" $c >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+    printf -- '- `sbx %s`: %s MiB\n' "${c%% --workspace*}" "$(awk -v k="$kb" 'BEGIN { printf "%.1f", k / 1024 }')"
+  done
+  echo
+}
+
+case $what in
+  compile) compile_bench ;;
+  run) run_bench ;;
+  all) compile_bench; run_bench ;;
+  *) echo "usage: bench/run.sh [compile|run|all]" >&2; exit 2 ;;
+esac
