@@ -10,6 +10,8 @@ pub mod approvals;
 pub mod back;
 pub mod compile;
 pub mod diag;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ir;
 pub mod lower;
 pub mod policy;

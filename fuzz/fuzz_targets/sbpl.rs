@@ -1,0 +1,4 @@
+//! The harness is sbx::fuzzing::sbpl (also replayed by tests/fuzz_corpus.rs).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sbx::fuzzing::sbpl(data));
