@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod back;
 pub mod compile;
 pub mod diag;
+pub mod external;
 pub mod ir;
 pub mod lower;
 pub mod policy;

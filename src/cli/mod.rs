@@ -100,6 +100,9 @@ struct CheckArgs {
     deny_warnings: bool,
     #[command(flatten)]
     common: PolicyArgs,
+    /// Approvals store for external paths (RFD D43).
+    #[arg(long)]
+    approvals: Option<Utf8PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -195,7 +198,7 @@ fn run_compile(a: CompileArgs) -> i32 {
         return 2;
     }
     let mut opts = options(&a.common, a.portable);
-    match load_approvals(a.approvals.as_ref()) {
+    match load_approvals(a.approvals.as_ref(), &opts) {
         Ok(list) => opts.approvals = list,
         Err(code) => return code,
     }
@@ -224,16 +227,19 @@ fn run_compile(a: CompileArgs) -> i32 {
 }
 
 /// The approvals store: `--approvals FILE`, else the user-local default.
-fn load_approvals(path: Option<&Utf8PathBuf>) -> Result<Vec<sbx::lower::Approval>, i32> {
-    let Some(path) = path.cloned().or_else(sbx::approvals::default_path) else {
-        return Ok(Vec::new());
+fn load_approvals(
+    path: Option<&Utf8PathBuf>,
+    opts: &Options,
+) -> Result<Vec<sbx::lower::Approval>, i32> {
+    let Ok(ws) = sbx::external::host_workspace(opts) else {
+        return Ok(Vec::new()); // lowering reports the unusable workspace
     };
-    match sbx::approvals::read(&path) {
-        Ok((store, warning)) => {
-            if let Some(w) = warning {
+    match sbx::external::load_approvals(path.map(|p| p.as_path()), &ws) {
+        Ok((list, warnings)) => {
+            for w in warnings {
                 eprintln!("warning: {w}");
             }
-            Ok(store.approvals())
+            Ok(list)
         }
         Err(e) => {
             eprintln!("error: {e}");
@@ -274,7 +280,11 @@ fn run_check(a: CheckArgs) -> i32 {
         Err(f) => return fail(f, &Files::default(), json),
     };
     let files = inputs.files();
-    let opts = options(&a.common, false);
+    let mut opts = options(&a.common, false);
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok(list) => opts.approvals = list,
+        Err(code) => return code,
+    }
     let diags = match compile::compile(&inputs, &Target::ALL, &opts) {
         Ok(o) => o.diagnostics,
         Err(f) => f.diagnostics,
