@@ -1,5 +1,7 @@
 //! Argument parsing and the per-command drivers.
 
+mod approve;
+mod mount;
 mod sbpl;
 
 use camino::Utf8PathBuf;
@@ -37,6 +39,17 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
     },
+    /// Reach a directory outside the workspace through a symlink in it
+    /// (RFD D43): create the symlink, add the rule, record the approval.
+    #[command(
+        after_help = "Example:\n  sbx mount fork=~/code/forks/x --policy sbx.toml\n  sbx mount fs_modify_file:vendor/x=../x:rw --policy conversation.toml"
+    )]
+    Mount(mount::MountArgs),
+    /// List unapproved, retargeted and broken external rules; approve them.
+    #[command(
+        after_help = "Example:\n  sbx approve sbx.toml\n  sbx approve sbx.toml --yes   # in scripts"
+    )]
+    Approve(approve::ApproveArgs),
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
@@ -139,6 +152,8 @@ pub fn main() -> i32 {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Mount(a) => mount::run(a),
+        Cmd::Approve(a) => approve::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)

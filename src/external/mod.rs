@@ -5,11 +5,11 @@
 //! Lowering, `sbx approve` and `sbx mount` all go through [`resolve`] and
 //! [`status`], so the three can never disagree about what is approved.
 
-// pub mod approve;
-// pub mod edit;
-// pub mod mount;
-// pub mod sensitive;
-// pub mod spec;
+pub mod approve;
+pub mod edit;
+pub mod mount;
+pub mod sensitive;
+pub mod spec;
 
 use crate::compile::{self, Failure};
 use crate::ir::{path_within, Os};

@@ -4,7 +4,7 @@
 pub mod paths;
 pub mod presets;
 
-use crate::diag::{codes, Diagnostic, Location};
+use crate::diag::{codes, Diagnostic, Location, Severity};
 use crate::ir::{
     self, Access, Grant, Ir, Os, PathKind, PathMode, Ports, Precision, Source, Status,
 };
@@ -230,6 +230,19 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
     })
 }
 
+/// The rights an `[[fs]]` rule grants (`write` = create + update + delete).
+pub fn rule_access(v: &crate::policy::model::FsRule) -> Access {
+    let t = |b: Option<bool>| b == Some(true);
+    let w = t(v.write);
+    Access {
+        read: t(v.read),
+        create: w || t(v.create),
+        update: w || t(v.update),
+        delete: w || t(v.delete),
+        execute: t(v.execute),
+    }
+}
+
 /// A root (workspace, home, temp) spelled as lowering spells it: `mount`
 /// and `approve` key approvals on the same canonical workspace.
 pub fn root_path(p: &str, os: Os, resolve: bool) -> String {
@@ -281,17 +294,9 @@ impl Ctx<'_> {
         r: &Located<crate::policy::model::FsRule>,
     ) -> Result<Option<Grant>, Vec<Diagnostic>> {
         let v = &r.value;
-        let t = |b: Option<bool>| b == Some(true);
-        let w = t(v.write);
-        let access = Access {
-            read: t(v.read),
-            create: w || t(v.create),
-            update: w || t(v.update),
-            delete: w || t(v.delete),
-            execute: t(v.execute),
-        };
+        let access = rule_access(v);
         let source = rule_source(index, &r.loc);
-        if t(v.external) {
+        if v.external == Some(true) {
             return self.external(r, access, source);
         }
         Ok(self.rule_grant(&v.path, access, source, r.loc.clone(), true))
@@ -415,12 +420,20 @@ impl Ctx<'_> {
                 )]);
             }
         };
+        // Lowering for another OS cannot see that OS's symlinks: expected,
+        // so a note; a portable artifact losing the rule deserves a warning.
+        let severity = if self.resolve || self.opts.portable {
+            Severity::Warning
+        } else {
+            Severity::Note
+        };
         let drop = |cx: &mut Ctx, why: String| {
             cx.diags.push(
                 Diagnostic::new(
                     codes::EXTERNAL_DROPPED,
                     format!("external rule {path:?} dropped: {why}"),
                 )
+                .severity(severity)
                 .at(r.loc.clone())
                 .help("review the target and run `sbx approve POLICY`"),
             );
@@ -432,10 +445,12 @@ impl Ctx<'_> {
             });
         };
         if !self.resolve {
-            drop(
-                self,
-                "external rules need this host's symlinks and approvals (portable or cross-OS lowering)".into(),
-            );
+            let why = if self.opts.portable {
+                "a portable artifact cannot carry this host's symlinks and approvals"
+            } else {
+                "external rules are resolved only when lowering for this host's OS"
+            };
+            drop(self, why.into());
             return Ok(None);
         }
         let ws = self.roots.workspace.clone();
