@@ -617,3 +617,43 @@ source = "mcp.github"
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(out(&o).contains("1 approved"), "{}", out(&o));
 }
+
+/// On a terminal `approve` asks, and records only on "y". `script` gives
+/// the child a pseudo-terminal.
+#[cfg(target_os = "linux")]
+#[test]
+fn approve_prompts_on_a_terminal() {
+    let e = Env::new();
+    std::os::unix::fs::symlink(&e.ext, e.ws.join("fork")).unwrap();
+    let p = format!("{POLICY}\n[[fs]]\npath = \"fork\"\nexternal = true\nread = true\n");
+    std::fs::write(e.policy(), p).unwrap();
+    let approve = |answer: &str| {
+        let cmd = format!(
+            "{} approve sbx.toml --home {} --approvals {}",
+            env!("CARGO_BIN_EXE_sbx"),
+            s(&e.home),
+            s(&e.store)
+        );
+        let mut c = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .current_dir(&e.ws)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script(1) from util-linux");
+        use std::io::Write;
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let o = approve("n\n");
+    assert_eq!(code(&o), 1, "{}", out(&o));
+    assert!(out(&o).contains("[y/N]"), "{}", out(&o));
+    assert!(!e.store.exists());
+    let o = approve("y\n");
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    assert_eq!(e.store_json()["mounts"][0]["canonical_target"], s(&e.ext));
+}

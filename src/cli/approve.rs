@@ -165,9 +165,10 @@ fn describe(e: &Entry) -> String {
     }
     if e.approvable().is_some() {
         s += &format!("      grants: {grants}\n");
-        for p in &e.sensitive {
+        if !e.sensitive.is_empty() {
             s += &format!(
-                "      !!! SENSITIVE: this target is (or contains) {p}: keys and credentials live there !!!\n"
+                "      !!! SENSITIVE: this target is (or contains) {}: keys and credentials live there !!!\n",
+                e.sensitive.join(", ")
             );
         }
     }
