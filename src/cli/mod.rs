@@ -2,6 +2,7 @@
 
 mod approve;
 mod mount;
+mod run;
 mod sbpl;
 
 use camino::Utf8PathBuf;
@@ -53,6 +54,11 @@ enum Cmd {
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
+    /// Apply a policy (or a compiled artifact) to a command and run it.
+    #[command(
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir"
+    )]
+    Run(run::RunArgs),
 }
 
 #[derive(Subcommand)]
@@ -154,6 +160,7 @@ pub fn main() -> i32 {
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
         Cmd::Mount(a) => mount::run(a),
         Cmd::Approve(a) => approve::run(a),
+        Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)
