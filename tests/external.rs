@@ -378,6 +378,20 @@ fn mount_errors_leave_everything_unchanged() {
         assert_eq!(snapshot(&e), before, "{spec} changed something");
     }
 
+    // sbx's own storage: neither a place for the link nor a target.
+    std::fs::create_dir_all(e.store.parent().unwrap().join("proj")).unwrap();
+    let before = snapshot(&e);
+    let o = e.mount("fork=../state");
+    assert_eq!(code(&o), 1, "{}", err(&o));
+    assert!(err(&o).contains("approvals storage"), "{}", err(&o));
+    let proj = e.store.parent().unwrap().join("proj");
+    std::fs::write(proj.join("sbx.toml"), POLICY).unwrap();
+    let o = e.sbx_in(&proj, &["mount", "fork=/", "--policy", "sbx.toml"]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(err(&o).contains("sbx's own storage"), "{}", err(&o));
+    std::fs::remove_file(proj.join("sbx.toml")).unwrap();
+    assert_eq!(snapshot(&e), before);
+
     // A store inside the workspace is refused.
     let before = snapshot(&e);
     let o = Command::new(env!("CARGO_BIN_EXE_sbx"))
@@ -616,6 +630,22 @@ source = "mcp.github"
     let o = e.approve(true);
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(out(&o).contains("1 approved"), "{}", out(&o));
+}
+
+#[test]
+fn a_target_holding_the_store_is_flagged() {
+    let e = Env::new();
+    std::fs::create_dir_all(e.store.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(e.root.join("state"), e.ws.join("st")).unwrap();
+    let p = format!("{POLICY}\n[[fs]]\npath = \"st\"\nexternal = true\nread = true\n");
+    std::fs::write(e.policy(), p).unwrap();
+    let o = e.approve(false);
+    let listing = out(&o);
+    let dir = e.store.parent().unwrap();
+    assert!(
+        listing.contains("SENSITIVE") && listing.contains(s(dir)),
+        "{listing}"
+    );
 }
 
 /// On a terminal `approve` asks, and records only on "y". `script` gives

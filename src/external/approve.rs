@@ -106,7 +106,13 @@ pub fn review(
             ..opts.clone()
         };
         let (p, _) = compile::load(&inputs, &o)?;
-        let extra: Vec<String> = p.sensitive_paths.iter().map(|s| s.value.clone()).collect();
+        // The store itself is sensitive: a tool writing it approves itself.
+        let extra: Vec<String> = p
+            .sensitive_paths
+            .iter()
+            .map(|s| s.value.clone())
+            .chain(super::managed_paths(&store))
+            .collect();
         for r in p.fs.iter().flatten() {
             if r.value.external != Some(true) {
                 continue;

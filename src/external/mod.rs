@@ -102,6 +102,22 @@ pub fn inside_workspace(path: &str, workspace: &str) -> bool {
     path_within(&canon, workspace) || path_within(&normalise(path), workspace)
 }
 
+/// sbx's own storage around the approvals store at `store`, canonical:
+/// the directory when it is sbx's own (`…/sbx/approvals.json`), else the
+/// store file with its lock and backup. A sandboxed tool that could write
+/// here could approve its own mounts.
+pub fn managed_paths(store: &Utf8Path) -> Vec<String> {
+    let dir = store.parent().filter(|d| !d.as_str().is_empty());
+    let paths: Vec<String> = match dir {
+        Some(d) if d.file_name() == Some("sbx") => vec![d.to_string()],
+        _ => ["", ".lock", ".corrupt"]
+            .iter()
+            .map(|x| format!("{store}{x}"))
+            .collect(),
+    };
+    paths.iter().map(|p| canonicalise(p).0).collect()
+}
+
 /// The canonical workspace on this host, spelled as lowering spells it.
 pub fn host_workspace(opts: &compile::Options) -> Result<String, Failure> {
     let lo = compile::lower_options(opts, Os::host())?;

@@ -116,10 +116,10 @@ pub fn plan(req: &Request) -> Result<Plan, Error> {
         Error::Usage("no approvals store: set HOME (or XDG_STATE_HOME) or pass --approvals".into())
     })?;
     approvals::check_outside(&store, &workspace).map_err(|e| Error::Conflict(e.to_string()))?;
-    let store_dir = store.parent().map(|d| d.as_str()).unwrap_or(".");
-    if super::inside_workspace(&link, &canonicalise(store_dir).0) {
+    let managed = super::managed_paths(&store);
+    if let Some(m) = managed.iter().find(|m| path_within(&link, m)) {
         return Err(Error::Usage(format!(
-            "{} is inside sbx's own storage ({store_dir})",
+            "{} is inside sbx's own storage ({m})",
             req.spec.name
         )));
     }
@@ -129,6 +129,12 @@ pub fn plan(req: &Request) -> Result<Plan, Error> {
         return Err(Error::Conflict(format!(
             "{} resolves to {target}, inside the workspace: use an ordinary rule, not a mount",
             req.spec.path
+        )));
+    }
+    let exposes = |m: &String| path_within(&target, m) || path_within(m, &target);
+    if let Some(m) = managed.iter().find(|m| exposes(m)) {
+        return Err(Error::Conflict(format!(
+            "{target} is or contains sbx's approvals storage ({m}): a tool could approve its own mounts"
         )));
     }
     let create_link = check_link(&link, &req.spec.name, &target)?;
