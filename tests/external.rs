@@ -361,6 +361,8 @@ fn mount_errors_leave_everything_unchanged() {
         ("../escape=../ext", 2, "outside the workspace"),
         ("a/../../escape=../ext", 2, "outside the workspace"),
         (".=../ext", 2, "workspace itself"),
+        ("~/x=../ext", 2, "relative"),
+        ("adir/../~=../ext", 2, "workspace-relative rule path"),
         ("notes.txt=../ext", 1, "not a symlink"),
         ("adir=../ext", 1, "not a symlink"),
         ("taken=../ext", 1, "already a symlink"),

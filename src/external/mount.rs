@@ -198,6 +198,12 @@ fn name_key(
             "mount NAME {name:?} is the workspace itself; name a path inside it"
         )));
     }
+    // `~` as the first component would read back as the home directory.
+    if super::rule_key(&rel, windows).as_deref() != Ok(rel.as_str()) {
+        return Err(Error::Usage(format!(
+            "mount NAME {name:?} cannot be written as a workspace-relative rule path ({rel})"
+        )));
+    }
     let full = join(ws, &rel);
     let parent = full.rsplit_once('/').map(|(p, _)| p).unwrap_or(ws);
     let (canon_parent, _) = canonicalise(parent);
