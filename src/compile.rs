@@ -229,8 +229,10 @@ pub fn lower_for(
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
     let out = match target {
         Target::Ir => Ok(back::ir_json::emit(ir)),
+        Target::Linux => back::landlock::emit(ir),
+        Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
         Target::Windows => back::windows::emit(ir),
-        Target::Macos | Target::Linux | Target::Landlockconfig => {
+        Target::Macos => {
             return Err(Diagnostic::new(
                 codes::NOT_EXACT,
                 format!("the {} back end is not built into this sbx", target.name()),

@@ -141,6 +141,20 @@ fn lifecycle_mount_compile_retarget_reapprove() {
     assert_eq!(g.external.as_ref().unwrap().rule_path, "fork");
     assert_eq!(access_through(&ir, &link.join("src/lib.rs")), Access::READ);
     assert!(access_through(&ir, &e.home.join(".ssh/id_ed25519")).is_empty());
+    // The Landlock rules of the Linux artifact: the target, and only it.
+    let landlock = |e: &Env| -> Vec<String> {
+        let o = e.sbx(&["compile", s(&e.policy()), "--target", "linux"]);
+        assert_eq!(code(&o), 0, "{}", err(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rules = v["landlock"]["pathBeneath"].as_array().unwrap();
+        let parents = rules.iter().flat_map(|r| r["parent"].as_array().unwrap());
+        parents.map(|p| p.as_str().unwrap().to_string()).collect()
+    };
+    let outside_ws = |paths: Vec<String>| -> Vec<String> {
+        let ws = s(&e.ws);
+        paths.into_iter().filter(|p| p != ws).collect()
+    };
+    assert_eq!(outside_ws(landlock(&e)), [s(&e.ext)]);
 
     // A teammate's commit retargets the link at ~/.ssh: dropped, warned.
     relink(&link, &e.home.join(".ssh"));
@@ -152,6 +166,7 @@ fn lifecycle_mount_compile_retarget_reapprove() {
     assert!(ir.fs.iter().all(|g| g.external.is_none()));
     assert!(access_through(&ir, &link.join("id_ed25519")).is_empty());
     assert!(access_through(&ir, &e.ext.join("src/lib.rs")).is_empty());
+    assert!(outside_ws(landlock(&e)).is_empty());
 
     // `approve` shows both targets and flags the sensitive one; without a
     // terminal and without --yes it records nothing.
@@ -688,4 +703,61 @@ fn approve_prompts_on_a_terminal() {
     let o = approve("y\n");
     assert_eq!(code(&o), 0, "{}", out(&o));
     assert_eq!(e.store_json()["mounts"][0]["canonical_target"], s(&e.ext));
+}
+
+/// `sbx run` on Linux: Landlock grants the approved target, and nothing
+/// the link could be retargeted to or a nested link could lead to.
+#[cfg(target_os = "linux")]
+#[test]
+fn run_reads_through_an_approved_mount() {
+    let abi = sbx::runtime::linux::kernel_abi();
+    if abi < 1 {
+        eprintln!("SKIPPED: no Landlock on this kernel (ABI {abi})");
+        return;
+    }
+    let e = Env::new();
+    let outside = e.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("passwd"), "root\n").unwrap();
+    std::os::unix::fs::symlink(&outside, e.ext.join("secrets")).unwrap();
+    let policy = "version = 1\n\n[process]\npresets = [\"system_runtime\"]\n";
+    std::fs::write(e.policy(), policy).unwrap();
+    assert_eq!(code(&e.mount("fork=../ext")), 0);
+    let run = |cmd: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sbx"))
+            .args(["run", "sbx.toml", "--home", s(&e.home), "--approvals"])
+            .arg(&e.store)
+            .arg("--")
+            .args(cmd)
+            .current_dir(&e.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let fork = e.ws.join("fork");
+    let lib = fork.join("src/lib.rs");
+    let o = run(&["cat", s(&lib)]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert_eq!(out(&o), "pub fn f() {}\n");
+    // Read-only mount: writing through it fails; the workspace stays writable.
+    let o = run(&["sh", "-c", &format!("echo x > {}/new", s(&fork))]);
+    assert_ne!(code(&o), 0, "{}", err(&o));
+    assert!(!e.ext.join("new").exists());
+    let o = run(&["sh", "-c", &format!("echo x > {}/new", s(&e.ws))]);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    // The nested link leads outside the approved target: denied.
+    let o = run(&["cat", s(&fork.join("secrets/passwd"))]);
+    assert_ne!(code(&o), 0, "{}", out(&o));
+    assert!(err(&o).contains("Permission denied"), "{}", err(&o));
+    // Retargeted to ~/.ssh and not re-approved: neither target is readable.
+    relink(&fork, &e.home.join(".ssh"));
+    let o = run(&["cat", s(&fork.join("id_ed25519"))]);
+    assert_ne!(code(&o), 0, "{}", out(&o));
+    assert!(err(&o).contains("retargeted"), "{}", err(&o));
+    assert!(err(&o).contains("Permission denied"), "{}", err(&o));
+    let o = run(&[
+        "cat",
+        s(&lib.strip_prefix(&fork).map(|r| e.ext.join(r)).unwrap()),
+    ]);
+    assert_ne!(code(&o), 0, "{}", out(&o));
 }

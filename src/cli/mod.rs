@@ -56,7 +56,7 @@ enum Cmd {
     Sbpl(SbplCmd),
     /// Apply a policy (or a compiled artifact) to a command and run it.
     #[command(
-        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir"
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
 }
