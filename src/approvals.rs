@@ -30,9 +30,24 @@ pub struct Mount {
     /// The rule's lexical workspace-relative path (the symlink's name).
     pub rule_path: String,
     pub canonical_target: String,
-    /// RFC 3339, UTC. Informational only; hand-written entries may omit it.
-    #[serde(default)]
+    /// RFC 3339, UTC. Informational only; hand-written entries may omit it
+    /// or give seconds since the Unix epoch.
+    #[serde(default, deserialize_with = "timestamp")]
     pub approved_at: String,
+}
+
+/// A string as is, or epoch seconds as RFC 3339.
+fn timestamp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum T {
+        Text(String),
+        Seconds(u64),
+    }
+    Ok(match T::deserialize(d)? {
+        T::Text(s) => s,
+        T::Seconds(n) => rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs(n)),
+    })
 }
 
 impl Mount {
@@ -277,6 +292,19 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-05-26T13:00:00Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn epoch_seconds_read_as_timestamps() {
+        let (_d, p) = tmp_store();
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let text = r#"{"mounts": [{"workspace": "/w", "rule_path": "a", "canonical_target": "/t", "approved_at": 0},
+                                  {"workspace": "/w", "rule_path": "b", "canonical_target": "/u"}]}"#;
+        std::fs::write(&p, text).unwrap();
+        let (s, w) = read(&p).unwrap();
+        assert!(w.is_none(), "{w:?}");
+        assert_eq!(s.mounts[0].approved_at, "1970-01-01T00:00:00Z");
+        assert_eq!(s.mounts[1].approved_at, "");
     }
 
     #[test]

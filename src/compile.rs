@@ -114,9 +114,11 @@ impl Inputs {
         if diags.is_empty() {
             Ok(Inputs { sources })
         } else {
+            // Unreadable is exit 2; readable but not UTF-8 is an invalid policy.
+            let io = diags.iter().any(|d| d.code == codes::IO);
             Err(Failure {
                 diagnostics: diags,
-                exit_code: 2,
+                exit_code: if io { 2 } else { 1 },
             })
         }
     }
@@ -165,6 +167,19 @@ pub fn load(inputs: &Inputs, opts: &Options) -> Result<(policy::Policy, Vec<Diag
 
 /// Host values for lowering, for a given OS.
 pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> {
+    if opts.portable {
+        // Nothing on the host is looked at (roots become placeholders), so
+        // a build script runs the same without $HOME or a current directory.
+        return Ok(lower::Options {
+            workspace: String::new(),
+            home: String::new(),
+            temp: String::new(),
+            os,
+            portable: true,
+            path_var: None,
+            approvals: opts.approvals.clone(),
+        });
+    }
     let io = |m: String| Failure {
         diagnostics: vec![Diagnostic::new(codes::BAD_PATH, m)],
         exit_code: 2,
@@ -181,6 +196,17 @@ pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> 
             .join(w),
         None => cwd().ok_or_else(|| io("cannot read the current directory".into()))?,
     };
+    // A bad --workspace is a usage error (exit 2), not an invalid policy.
+    if os == Os::host() && !workspace.is_dir() {
+        return Err(Failure {
+            diagnostics: vec![Diagnostic::new(
+                codes::BAD_PATH,
+                format!("workspace {workspace} is not a directory"),
+            )
+            .help("pass --workspace DIR, or run sbx from the workspace")],
+            exit_code: 2,
+        });
+    }
     let home = match &opts.home {
         Some(h) => h.to_string(),
         None => {
@@ -229,15 +255,10 @@ pub fn lower_for(
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
     let out = match target {
         Target::Ir => Ok(back::ir_json::emit(ir)),
+        Target::Macos => back::sbpl::emit(ir),
         Target::Linux => back::landlock::emit(ir),
         Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
         Target::Windows => back::windows::emit(ir),
-        Target::Macos => {
-            return Err(Diagnostic::new(
-                codes::NOT_EXACT,
-                format!("the {} back end is not built into this sbx", target.name()),
-            ))
-        }
     };
     out.map_err(|e: back::EmitError| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
 }

@@ -761,3 +761,34 @@ fn run_reads_through_an_approved_mount() {
     ]);
     assert_ne!(code(&o), 0, "{}", out(&o));
 }
+
+/// The SBPL back end on the IR an approved mount lowers to: the profile
+/// allows the canonical target and nothing a nested link leads to. (On
+/// this host the IR is lowered for Linux; a macOS host lowers external
+/// rules the same way, so only `os` differs.)
+#[test]
+fn sbpl_allows_the_approved_target_only() {
+    use sbx::sbpl::{FileOp, Profile};
+    let e = Env::new();
+    let outside = e.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, e.ext.join("secrets")).unwrap();
+    assert_eq!(code(&e.mount("fork=../ext:rw")), 0);
+    let (mut ir, _) = e.ir();
+    ir.os = sbx::ir::Os::Macos;
+    let text = sbx::compile::emit(&ir, sbx::compile::Target::Macos)
+        .unwrap()
+        .text;
+    assert!(
+        text.contains(&format!("(subpath \"{}\")", s(&e.ext))),
+        "{text}"
+    );
+    assert!(!text.contains(s(&e.ws.join("fork"))), "{text}");
+    let p = Profile::from_source(&text, &Default::default()).unwrap();
+    let lib = s(&e.ext.join("src/lib.rs")).to_string();
+    assert!(p.decide(FileOp::Read, &lib).is_allow());
+    assert!(p.decide(FileOp::Write, &lib).is_allow());
+    // What the nested link resolves to is not under the target.
+    let passwd = s(&outside.join("passwd")).to_string();
+    assert!(p.decide(FileOp::Read, &passwd).is_deny());
+}

@@ -49,7 +49,11 @@ pub fn run(a: RunArgs) -> i32 {
     {
         linux(a)
     }
-    #[cfg(not(any(windows, target_os = "linux")))]
+    #[cfg(target_os = "macos")]
+    {
+        macos(a)
+    }
+    #[cfg(not(any(windows, target_os = "linux", target_os = "macos")))]
     {
         let _ = (
             &a.policy,
@@ -97,6 +101,20 @@ fn linux(a: RunArgs) -> i32 {
 /// already printed.
 #[cfg(target_os = "linux")]
 fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
+    let ir = host_ir(a, sbx::ir::Os::Linux)?;
+    match sbx::back::landlock::build(&ir) {
+        Ok(art) => Some(art),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
+/// The policy lowered for this host (resolved paths, `[commands]` found
+/// on PATH), diagnostics printed; `None` when it does not compile.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
     use sbx::compile::{self, Inputs, Options};
     let policy = a.policy.as_ref()?;
     let inputs = match Inputs::read(std::slice::from_ref(policy)) {
@@ -114,7 +132,16 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
         portable: false,
         approvals: Vec::new(),
     };
-    opts.approvals = super::load_approvals(a.approvals.as_ref(), &opts).ok()?;
+    match super::load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
+            super::report(&warnings, &files, false);
+            opts.approvals = list;
+        }
+        Err(d) => {
+            super::report(&[d], &files, false);
+            return None;
+        }
+    }
     let (policy, diags) = match compile::load(&inputs, &opts) {
         Ok(x) => x,
         Err(f) => {
@@ -123,18 +150,13 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
         }
     };
     super::report(&diags, &files, false);
-    let lowered = match compile::lower_for(&policy, &opts, sbx::ir::Os::Linux) {
-        Ok(l) => l,
+    match compile::lower_for(&policy, &opts, os) {
+        Ok(l) => {
+            super::report(&l.diagnostics, &files, false);
+            Some(l.ir)
+        }
         Err(f) => {
             super::report(&f.diagnostics, &files, false);
-            return None;
-        }
-    };
-    super::report(&lowered.diagnostics, &files, false);
-    match sbx::back::landlock::build(&lowered.ir) {
-        Ok(art) => Some(art),
-        Err(e) => {
-            eprintln!("error: {e}");
             None
         }
     }
@@ -165,8 +187,14 @@ fn windows(a: RunArgs) -> i32 {
                 ..Options::default()
             };
             match super::load_approvals(a.approvals.as_ref(), &opts) {
-                Ok(list) => opts.approvals = list,
-                Err(_) => return FAILED,
+                Ok((list, warnings)) => {
+                    super::report(&warnings, &inputs.files(), false);
+                    opts.approvals = list;
+                }
+                Err(d) => {
+                    super::report(&[d], &inputs.files(), false);
+                    return FAILED;
+                }
             }
             match compile::compile(&inputs, &[Target::Windows], &opts) {
                 Ok(mut out) => {
@@ -193,4 +221,31 @@ fn windows(a: RunArgs) -> i32 {
         report: a.report,
     };
     sbx::runtime::windows::run(&spec, &a.command, &opts)
+}
+
+/// macOS: the policy is lowered for this host and emitted with the
+/// program as a literal; an artifact is a profile `sbx compile --target
+/// macos` wrote (or a hand-written one).
+#[cfg(target_os = "macos")]
+fn macos(a: RunArgs) -> i32 {
+    use sbx::runtime::macos::{self as mac, RunOptions};
+    let _ = a.landlock_abi;
+    let opts = RunOptions {
+        report: a.report,
+        workspace: a.workspace.clone().map(Into::into),
+        home: a.home.clone().map(Into::into),
+    };
+    if let Some(path) = &a.artifact {
+        return match std::fs::read_to_string(path) {
+            Ok(text) => mac::run_artifact(&text, &a.command, &opts),
+            Err(e) => {
+                eprintln!("error: cannot read {path}: {e}");
+                FAILED
+            }
+        };
+    }
+    match host_ir(&a, sbx::ir::Os::Macos) {
+        Some(ir) => mac::run(&ir, &a.command, &opts),
+        None => FAILED,
+    }
 }

@@ -21,7 +21,7 @@ macro_rules! codes {
 
 codes! {
     TOML_SYNTAX = "SBX001", Error, "TOML syntax error",
-        "The file is not valid TOML, so nothing else can be checked.";
+        "The file is not valid TOML (or not UTF-8), so nothing else in it can be checked.";
     SCHEMA = "SBX002", Error, "schema violation",
         "A key is unknown, a value has the wrong type, or a value is out of range. Every key of the policy format is listed in the JSON schema (`sbx schema`).";
     VERSION = "SBX003", Error, "unsupported format version",
@@ -30,16 +30,16 @@ codes! {
         "An [[fs]] rule must set at least one of read, write, create, update, delete, execute to true; a rule that grants nothing is almost always a typo.";
     CONTRADICTION = "SBX005", Error, "contradictory rights",
         "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.";
-    ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace",
-        "A relative path with `..` may not leave the workspace unless the rule is `external = true` (RFD D43).";
+    ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace or home",
+        "A relative path may not use `..` to leave the workspace (unless the rule is `external = true`, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.";
     EXTERNAL_INSIDE = "SBX007", Error, "external rule inside the workspace",
-        "`external = true` is for paths that reach outside the workspace through a symlink; this one resolves inside it.";
+        "`external = true` is for a workspace-relative path that reaches outside the workspace through a symlink; this one is absolute or `~`-relative, or resolves inside the workspace.";
     BAD_CHARACTER = "SBX008", Error, "control character in a string",
         "Paths, names and patterns may not contain NUL or other control characters: no target can represent them safely.";
     TOO_LONG = "SBX009", Error, "path too long",
         "The path is longer than the targets allow (4096 bytes).";
     NO_TOOL = "SBX010", Error, "tool not found",
-        "`--tool NAME` selects `conversation.tools.NAME.access`, which this file does not have.";
+        "`--tool NAME` selects `conversation.tools.NAME.access`; this file has no such tool, or it is not a table.";
     BAD_PATTERN = "SBX011", Error, "invalid glob pattern",
         "An env name or sensitive path glob does not compile.";
     BAD_NET = "SBX012", Error, "invalid network rule",
@@ -52,10 +52,10 @@ codes! {
         "The rule's path does not exist. SBPL keeps it (it matches by name); Landlock needs an open file and drops it.";
     EXTERNAL_DROPPED = "SBX016", Warning, "external rule not approved",
         "An `external = true` rule is honoured only when its (path, target) pair is approved; unapproved, retargeted or broken rules are dropped, never granted.";
-    IO = "SBX017", Error, "cannot read input",
-        "A policy file (or another input) could not be read.";
+    IO = "SBX017", Error, "cannot read or write a file",
+        "A policy file, the approvals store or the output (`-o`) could not be read or written, or a policy file is over the size limit (64 MiB). Exit code 2.";
     BAD_PATH = "SBX018", Error, "unusable path",
-        "The path is empty, or is a Windows-style path on another OS, or cannot be anchored.";
+        "A rule's path is blank, or a directory sbx anchors paths to (the workspace, home) is missing or not set.";
     SYMLINK_OUT = "SBX019", Warning, "rule leaves the workspace through a symlink",
         "A workspace-relative rule resolves outside the workspace through a symlink. It is dropped: mark it `external = true` and approve it (sbx approve) if that is intended.";
     SENSITIVE = "SBX020", Warning, "grant reaches a sensitive path",

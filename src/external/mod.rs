@@ -25,7 +25,7 @@ pub fn rule_key(path: &str, windows: bool) -> Result<String, KeyError> {
     if a != Anchor::Workspace {
         return Err(KeyError::NotRelative);
     }
-    if crate::policy::validate::climbs_out(&rel) {
+    if crate::policy::validate::climbs_out(&rel).is_some() {
         return Err(KeyError::ClimbsOut);
     }
     Ok(normalise(&rel))
