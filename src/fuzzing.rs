@@ -149,10 +149,7 @@ pub fn sbpl_injection(data: &[u8]) {
     let profile_text = emitted.text;
     let datums = sbpl::parse(&profile_text).unwrap_or_else(|e| panic!("{e}\n{profile_text}"));
     let findings = sbpl::check(&datums);
-    assert!(
-        !sbpl::has_errors(&findings),
-        "{findings:?}\n{profile_text}"
-    );
+    assert!(!sbpl::has_errors(&findings), "{findings:?}\n{profile_text}");
     let meta = crate::back::sbpl::Meta::read(&profile_text)
         .expect("metadata line")
         .expect("metadata parses");

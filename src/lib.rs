@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod back;
 pub mod compile;
 pub mod diag;
+pub mod external;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ir;

@@ -1,5 +1,7 @@
 //! Argument parsing and the per-command drivers.
 
+mod approve;
+mod mount;
 mod run;
 mod sbpl;
 
@@ -38,6 +40,17 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
     },
+    /// Reach a directory outside the workspace through a symlink in it
+    /// (RFD D43): create the symlink, add the rule, record the approval.
+    #[command(
+        after_help = "Example:\n  sbx mount fork=~/code/forks/x --policy sbx.toml\n  sbx mount fs_modify_file:vendor/x=../x:rw --policy conversation.toml"
+    )]
+    Mount(mount::MountArgs),
+    /// List unapproved, retargeted and broken external rules; approve them.
+    #[command(
+        after_help = "Example:\n  sbx approve sbx.toml\n  sbx approve sbx.toml --yes   # in scripts"
+    )]
+    Approve(approve::ApproveArgs),
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
@@ -106,6 +119,9 @@ struct CheckArgs {
     deny_warnings: bool,
     #[command(flatten)]
     common: PolicyArgs,
+    /// Approvals store for external paths (RFD D43).
+    #[arg(long)]
+    approvals: Option<Utf8PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -142,6 +158,8 @@ pub fn main() -> i32 {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => run_check(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Mount(a) => mount::run(a),
+        Cmd::Approve(a) => approve::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
@@ -206,10 +224,10 @@ fn run_compile(a: CompileArgs) -> i32 {
     }
     let mut opts = options(&a.common, a.portable);
     let mut diags = Vec::new();
-    match load_approvals(a.approvals.as_ref()) {
-        Ok((list, warning)) => {
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
             opts.approvals = list;
-            diags.extend(warning);
+            diags.extend(warnings);
         }
         Err(d) => return fail(io_failure(d), &files, json),
     }
@@ -262,17 +280,22 @@ fn io_failure(d: Diagnostic) -> Failure {
 }
 
 /// The approvals store: `--approvals FILE`, else the user-local default.
-/// A corrupt store is a warning (it reads as empty).
+/// A corrupt store, or one inside the workspace, is a warning (it reads
+/// as empty).
 fn load_approvals(
     path: Option<&Utf8PathBuf>,
-) -> Result<(Vec<sbx::lower::Approval>, Option<Diagnostic>), Diagnostic> {
-    let Some(path) = path.cloned().or_else(sbx::approvals::default_path) else {
-        return Ok((Vec::new(), None));
+    opts: &Options,
+) -> Result<(Vec<sbx::lower::Approval>, Vec<Diagnostic>), Diagnostic> {
+    let Ok(ws) = sbx::external::host_workspace(opts) else {
+        return Ok((Vec::new(), Vec::new())); // lowering reports the unusable workspace
     };
-    match sbx::approvals::read(&path) {
-        Ok((store, warning)) => Ok((
-            store.approvals(),
-            warning.map(|w| io_error(w).severity(diag::Severity::Warning)),
+    match sbx::external::load_approvals(path.map(|p| p.as_path()), &ws) {
+        Ok((list, warnings)) => Ok((
+            list,
+            warnings
+                .into_iter()
+                .map(|w| io_error(w).severity(diag::Severity::Warning))
+                .collect(),
         )),
         Err(e) => Err(io_error(e)),
     }
@@ -304,11 +327,19 @@ fn run_check(a: CheckArgs) -> i32 {
         Err(f) => return fail(f, &Files::default(), json),
     };
     let files = inputs.files();
-    let opts = options(&a.common, false);
-    let diags = match compile::compile(&inputs, &Target::ALL, &opts) {
+    let mut opts = options(&a.common, false);
+    let mut diags = Vec::new();
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
+            opts.approvals = list;
+            diags.extend(warnings);
+        }
+        Err(d) => return fail(io_failure(d), &files, json),
+    }
+    diags.extend(match compile::compile(&inputs, &Target::ALL, &opts) {
         Ok(o) => o.diagnostics,
         Err(f) => f.diagnostics,
-    };
+    });
     report(&diags, &files, json);
     let errors = diag::count(&diags, diag::Severity::Error);
     let warnings = diag::count(&diags, diag::Severity::Warning);

@@ -31,7 +31,7 @@ codes! {
     CONTRADICTION = "SBX005", Error, "contradictory rights",
         "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.";
     ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace or home",
-        "A relative path may not use `..` to leave the workspace (unless the rule is `external = true`, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.";
+        "A relative path may not use `..` to leave the workspace (an `external = true` rule neither: it names a symlink inside the workspace, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.";
     EXTERNAL_INSIDE = "SBX007", Error, "external rule inside the workspace",
         "`external = true` is for a workspace-relative path that reaches outside the workspace through a symlink; this one is absolute or `~`-relative, or resolves inside the workspace.";
     BAD_CHARACTER = "SBX008", Error, "control character in a string",
