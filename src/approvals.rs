@@ -12,7 +12,6 @@ mod lock;
 use crate::lower::Approval;
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Store {
@@ -183,7 +182,8 @@ pub fn approve_many(path: &Utf8Path, mounts: Vec<Mount>) -> Result<Vec<String>, 
     }
     let mut text = serde_json::to_string_pretty(&store).expect("the store serialises");
     text.push('\n');
-    write_atomic(path, &dir, text.as_bytes()).map_err(io)?;
+    // Crash-safe: the old store or the new one, never a mix.
+    crate::atomic::replace(path.as_std_path(), text.as_bytes(), 0o600).map_err(io)?;
     Ok(warnings)
 }
 
@@ -206,36 +206,6 @@ fn create_private_dir(dir: &Utf8Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
     b.create(dir)
-}
-
-/// Temp file in the same directory (so rename stays on one filesystem),
-/// fsync, rename over the store, fsync the directory so the rename itself
-/// survives a crash.
-fn write_atomic(path: &Utf8Path, dir: &Utf8Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or("approvals.json");
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let res = (|| {
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-        let mut f = o.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
 }
 
 /// `2026-05-26T13:00:00Z` for a system time (UTC, whole seconds).

@@ -359,26 +359,11 @@ pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// Write `text` to `path` atomically: a temp file in the same directory,
-/// fsync, rename. A failed compile never leaves a half-written `-o`.
+/// Write `text` to `path` atomically (see [`crate::atomic`]): a failed or
+/// killed compile never leaves a half-written `-o`.
 pub fn write_atomic(path: &Utf8Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_str().is_empty() => d.to_path_buf(),
-        _ => Utf8PathBuf::from("."),
-    };
-    let name = path.file_name().unwrap_or("out");
-    let tmp = dir.join(format!(".{name}.sbx-{}.tmp", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
+    // 0o666 less the umask, as `File::create` would.
+    crate::atomic::replace(path.as_std_path(), text.as_bytes(), 0o666)
 }
 
 /// Counts for exit-code decisions.

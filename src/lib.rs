@@ -7,6 +7,7 @@
 //! `back` (SBPL, Landlock, Windows) → `runtime` (apply and exec).
 
 pub mod approvals;
+pub mod atomic;
 pub mod back;
 pub mod compile;
 pub mod diag;

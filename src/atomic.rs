@@ -1,0 +1,144 @@
+//! Replacing a file so that a crash at any point leaves the old content or
+//! the new, never a mix: write a temp file in the same directory, fsync,
+//! rename over the target, fsync the directory.
+//!
+//! The temp file has one fixed name per target, claimed with `flock`, so
+//! writers killed mid-write leave at most that one file behind (the next
+//! writer reuses it) instead of one per process. A second writer while the
+//! name is held (or a name someone else owns) gets a unique name instead.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Replace `path` with `bytes`; a new file gets `mode` (Unix permissions).
+pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let fixed = dir.join(format!(".{name}.sbx.tmp"));
+    let (tmp, mut f) = match claim(&fixed, mode)? {
+        Some(f) => (fixed, f),
+        None => unique(&dir, &name, mode)?,
+    };
+    let res = (|| {
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // The rename itself must survive a crash too.
+        #[cfg(unix)]
+        File::open(&dir)?.sync_all()?;
+        Ok(())
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// The fixed temp name, if no other writer holds it and it is ours.
+#[cfg(unix)]
+fn claim(p: &Path, mode: u32) -> io::Result<Option<File>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    for _ in 0..3 {
+        let f = match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(p)
+        {
+            Ok(f) => f,
+            Err(_) => return Ok(None),
+        };
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Ok(None); // another writer is at work
+        }
+        let held = f.metadata()?;
+        // SAFETY: geteuid has no preconditions.
+        if held.uid() != unsafe { libc::geteuid() } || held.nlink() != 1 || !held.is_file() {
+            return Ok(None); // not a file of ours: never write through it
+        }
+        // Between open and flock the holder may have renamed this inode
+        // over its target: then it is no longer the temp file.
+        match std::fs::symlink_metadata(p) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                f.set_len(0)?;
+                return Ok(Some(f));
+            }
+            _ => continue,
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(not(unix))]
+fn claim(_: &Path, _: u32) -> io::Result<Option<File>> {
+    Ok(None)
+}
+
+fn unique(dir: &Path, name: &str, mode: u32) -> io::Result<(PathBuf, File)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    let f = o.open(&tmp)?;
+    Ok((tmp, f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_reuses_one_temp_name() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.json");
+        replace(&p, b"old", 0o644).unwrap();
+        // A writer killed mid-write left the fixed temp behind, half full.
+        std::fs::write(d.path().join(".out.json.sbx.tmp"), b"half of a longer text").unwrap();
+        replace(&p, b"new", 0o644).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_held_or_foreign_temp_name_is_not_written_through() {
+        use std::os::fd::AsRawFd;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out");
+        let fixed = d.path().join(".out.sbx.tmp");
+        // Another writer holds the name: this one takes a unique name.
+        let other = File::create(&fixed).unwrap();
+        // SAFETY: flock on a descriptor we own.
+        assert_eq!(unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX) }, 0);
+        replace(&p, b"one", 0o600).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"one");
+        assert_eq!(std::fs::read(&fixed).unwrap(), b"");
+        drop(other);
+        // A symlink planted at the name is never followed.
+        std::fs::remove_file(&fixed).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, &fixed).unwrap();
+        replace(&p, b"two", 0o600).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    }
+}
