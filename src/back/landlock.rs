@@ -444,6 +444,34 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                 ));
             }
         }
+        if g.kind == PathKind::File && matches!(g.source, Source::Rule { .. }) {
+            // Removing (or re-creating) a file is checked on its directory:
+            // a rule on the file itself cannot grant it. (Presets' device
+            // files are written, never removed: no line for those.)
+            let above = covering
+                .iter()
+                .filter(|r| r.path != g.path)
+                .fold(Access::NONE, |a, r| a.union(r.access));
+            let dir_only = Access {
+                create: want.create,
+                delete: want.delete,
+                ..Access::NONE
+            };
+            let lost = dir_only.minus(above);
+            if !lost.is_empty() {
+                out.push(line(
+                    label.clone(),
+                    target,
+                    Status::Narrower,
+                    format!(
+                        "{} on the file {} is not granted: Landlock checks removing and \
+                         creating a file on its directory, which no rule grants that",
+                        access_words(lost),
+                        g.path
+                    ),
+                ));
+            }
+        }
         let extra = got.minus(want);
         if !extra.is_empty() {
             let from: Vec<&str> = covering

@@ -164,6 +164,31 @@ fn missing_paths_are_dropped_unless_covered() {
 }
 
 #[test]
+fn delete_on_a_file_rule_is_reported_narrower() {
+    let ir = base(vec![grant(0, "/w/f", Access::READ_WRITE, PathKind::File)]);
+    let lines: Vec<_> = emit(&ir)
+        .unwrap()
+        .precision
+        .into_iter()
+        .map(|p| (p.rule, p.status))
+        .collect();
+    assert!(
+        lines.contains(&("fs[0] (policy.toml:3:1)".to_string(), Status::Narrower)),
+        "{lines:?}"
+    );
+    // Under a directory rule that grants removal, nothing is lost.
+    let ir = base(vec![
+        grant(0, "/w", Access::READ_WRITE, PathKind::Dir),
+        grant(1, "/w/f", Access::READ_WRITE, PathKind::File),
+    ]);
+    assert!(emit(&ir)
+        .unwrap()
+        .precision
+        .iter()
+        .all(|p| p.status != Status::Narrower));
+}
+
+#[test]
 fn file_rules_never_carry_directory_rights() {
     let ir = base(vec![grant(0, "/w/f", Access::READ_WRITE, PathKind::File)]);
     let art = build(&ir).unwrap();
