@@ -1,6 +1,8 @@
 //! Reading a TOML file into a JSON value plus a map from JSON pointers to
 //! source spans, so that schema and semantic errors can point at a line.
 
+mod batch;
+
 use crate::diag::{codes, Diagnostic, LineIndex, Location};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
@@ -32,6 +34,16 @@ struct Spans {
     /// (rare: the only pointers built while parsing). Their JSON
     /// stand-ins must not be mistaken for valid input (see schema.rs).
     lossy: HashMap<String, String>,
+    /// Added to the spans of the text being converted (a batch, see
+    /// batch.rs, is a slice of the file).
+    offset: u32,
+}
+
+impl Spans {
+    fn at(&self, r: Range<usize>) -> (u32, u32) {
+        let (a, b) = span32(r);
+        (a + self.offset, b + self.offset)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -81,8 +93,12 @@ impl Parsed {
                 ),
             ));
         }
-        let table = match DeTable::parse(&file.text) {
-            Ok(t) => t,
+        let parsed = match batch::parse(&file.text) {
+            Some(p) => Ok(p),
+            None => whole(&file.text),
+        };
+        let (value, spans, root) = match parsed {
+            Ok(p) => p,
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
                 let loc = location(&file, &LineIndex::new(&file.text), span);
@@ -100,9 +116,6 @@ impl Parsed {
                 .help(help));
             }
         };
-        let mut spans = Spans::default();
-        let span = span32(table.span());
-        let (value, root) = convert_table(table.into_inner(), span, &At::Root, &mut spans);
         let lines = LineIndex::new(&file.text);
         Ok(Parsed {
             file,
@@ -302,6 +315,15 @@ fn node(spans: &mut Spans, value: (u32, u32), n: usize) -> u32 {
     (spans.nodes.len() - 1) as u32
 }
 
+/// The whole file in one parse: the JSON value, its spans and the root node.
+fn whole(text: &str) -> Result<(Value, Spans, u32), toml::de::Error> {
+    let table = DeTable::parse(text)?;
+    let mut spans = Spans::default();
+    let span = span32(table.span());
+    let (value, root) = convert_table(table.into_inner(), span, &At::Root, &mut spans);
+    Ok((value, spans, root))
+}
+
 /// Where a value sits, as a chain of frames on the stack: a pointer
 /// string is only built for the rare lossy value.
 enum At<'a> {
@@ -328,7 +350,7 @@ fn convert_table(t: DeTable<'_>, span: (u32, u32), at: &At, spans: &mut Spans) -
     let start = spans.nodes[me as usize].kids.0 as usize;
     let mut m = Map::new();
     for (i, (k, v)) in t.into_iter().enumerate() {
-        let key_span = span32(k.span());
+        let key_span = spans.at(k.span());
         let key = k.into_inner().into_owned();
         let (value, kid) = convert(v, &At::Key(at, &key), spans);
         spans.nodes[kid as usize].key = key_span;
@@ -339,7 +361,7 @@ fn convert_table(t: DeTable<'_>, span: (u32, u32), at: &At, spans: &mut Spans) -
 }
 
 fn convert(v: Spanned<DeValue<'_>>, at: &At, spans: &mut Spans) -> (Value, u32) {
-    let span = span32(v.span());
+    let span = spans.at(v.span());
     let value = match v.into_inner() {
         DeValue::String(s) => Value::String(s.into_owned()),
         DeValue::Integer(i) => {
