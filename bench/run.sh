@@ -76,7 +76,8 @@ compile_bench() {
         "$SBX ${args[*]}" >/dev/null 2>&1
       read -r med min max cnt < <(stats "$work/h.json")
       local rss
-      rss=$( { /usr/bin/time -f '%M' "$SBX" "${args[@]}" >/dev/null 2>/dev/null; } 2>&1 | tail -n1)
+      /usr/bin/time -o "$work/rss" -f '%M' "$SBX" "${args[@]}" >/dev/null 2>&1
+      rss=$(tail -n1 "$work/rss")
       printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" "$med" "$min" "$max" "$cnt" \
         "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')"
     done
@@ -163,7 +164,8 @@ EOF
   for c in "run --artifact $work/typical.json --workspace $work/ws -- /bin/true" \
            "run $work/typical.toml --workspace $work/ws -- /bin/true"; do
     # shellcheck disable=SC2086
-    kb=$( { /usr/bin/time -v "$SBX" $c >/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}')
+    /usr/bin/time -o "$work/rss" -v "$SBX" $c >/dev/null 2>&1
+    kb=$(awk -F': ' '/Maximum resident/ {print $2}' "$work/rss")
     printf -- '- `sbx %s`: %s MiB\n' "${c%% --workspace*}" "$(awk -v k="$kb" 'BEGIN { printf "%.1f", k / 1024 }')"
   done
   echo
