@@ -1,0 +1,72 @@
+//! SBX021: a nested rule (a carve-out that narrows or widens its parent)
+//! that a target reports it cannot express exactly. Reads the back ends'
+//! precision reports; lines from lowering (`target = "ir"`) are other
+//! lints' business.
+
+use super::origin::{Locator, Origin};
+use super::rules::parent;
+use crate::diag::{codes, Diagnostic};
+use crate::ir::{Ir, Precision, Source, Status};
+
+pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for g in &ir.fs {
+        if !matches!(g.source, Source::Rule { .. } | Source::ProcessRoot) {
+            continue;
+        }
+        let Some(p) = parent(ir, g) else { continue };
+        let label = g.source.label();
+        // (status, reason) → targets, in report order.
+        let mut groups: Vec<(Status, &str, Vec<&str>)> = Vec::new();
+        for line in reports.iter().filter(|l| {
+            l.rule == label
+                && l.target != "ir"
+                && matches!(
+                    l.status,
+                    Status::Wider | Status::Narrower | Status::Unsupported
+                )
+        }) {
+            match groups
+                .iter_mut()
+                .find(|(s, r, _)| *s == line.status && *r == line.reason)
+            {
+                Some((_, _, ts)) => {
+                    if !ts.contains(&line.target.as_str()) {
+                        ts.push(&line.target)
+                    }
+                }
+                None => groups.push((line.status, &line.reason, vec![&line.target])),
+            }
+        }
+        let kind = if g.access.contains(p.access) {
+            "widens"
+        } else {
+            "narrows"
+        };
+        let me = Origin::Fs {
+            source: g.source.clone(),
+        };
+        for (status, reason, targets) in groups {
+            let status = match status {
+                Status::Wider => "grants more than the policy",
+                Status::Narrower => "grants less than the policy",
+                _ => "cannot express it",
+            };
+            out.push(
+                Diagnostic::new(
+                    codes::CARVE_OUT,
+                    format!(
+                        "{} {kind} its parent {} at {}, and {} {status}: {reason}",
+                        me.label(),
+                        p.source.label(),
+                        g.path,
+                        targets.join(", ")
+                    ),
+                )
+                .at(loc.locate(&me))
+                .help("restructure the rules so no rule narrows a broader one on that target, or accept the approximation (enforcement = \"required\" refuses it)"),
+            );
+        }
+    }
+    out
+}
