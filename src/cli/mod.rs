@@ -1,5 +1,8 @@
 //! Argument parsing and the per-command drivers.
 
+mod check;
+mod explain;
+
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sbx::compile::{self, Failure, Inputs, Options, Target};
@@ -26,8 +29,15 @@ enum Cmd {
     )]
     Compile(CompileArgs),
     /// Validate, lower, lint and compile for every target without writing.
-    #[command(after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings")]
-    Check(CheckArgs),
+    #[command(
+        after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings\n  sbx check new.toml --baseline old.toml\n  sbx check --explain SBX020"
+    )]
+    Check(check::CheckArgs),
+    /// May the tool do this? Allow or deny, the deciding rule, and what each OS enforces.
+    #[command(
+        after_help = "Example:\n  sbx explain policy.toml --read ~/.ssh/id_ed25519\n  sbx explain policy.toml --connect https://api.example.com/v1/\n  sbx explain policy.toml --command -- git push\n\nExit status: 0 allowed, 1 denied (or invalid policy), 2 usage error."
+    )]
+    Explain(explain::ExplainArgs),
     /// Print the JSON Schema of the policy format.
     #[command(after_help = "Example:\n  sbx schema -o sbx.schema.json")]
     Schema {
@@ -74,19 +84,6 @@ struct CompileArgs {
     message_format: MessageFormat,
 }
 
-#[derive(Args)]
-struct CheckArgs {
-    #[arg(required = true)]
-    policy: Vec<Utf8PathBuf>,
-    #[arg(long, value_enum, default_value = "human")]
-    format: CheckFormat,
-    /// Treat warnings as errors (exit 1).
-    #[arg(long)]
-    deny_warnings: bool,
-    #[command(flatten)]
-    common: PolicyArgs,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 enum TargetArg {
     Macos,
@@ -103,12 +100,6 @@ enum MessageFormat {
     Json,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum CheckFormat {
-    Human,
-    Json,
-}
-
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -119,7 +110,8 @@ pub fn main() -> i32 {
     };
     match cli.cmd {
         Cmd::Compile(a) => run_compile(a),
-        Cmd::Check(a) => run_check(a),
+        Cmd::Check(a) => check::run(a),
+        Cmd::Explain(a) => explain::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)
@@ -248,27 +240,5 @@ fn write_out(output: Option<&Utf8PathBuf>, text: &str) -> i32 {
                 }
             }
         }
-    }
-}
-
-fn run_check(a: CheckArgs) -> i32 {
-    let json = a.format == CheckFormat::Json;
-    let inputs = match Inputs::read(&a.policy) {
-        Ok(i) => i,
-        Err(f) => return fail(f, &Files::default(), json),
-    };
-    let files = inputs.files();
-    let opts = options(&a.common, false);
-    let diags = match compile::compile(&inputs, &Target::ALL, &opts) {
-        Ok(o) => o.diagnostics,
-        Err(f) => f.diagnostics,
-    };
-    report(&diags, &files, json);
-    let errors = diag::count(&diags, diag::Severity::Error);
-    let warnings = diag::count(&diags, diag::Severity::Warning);
-    if errors > 0 || (a.deny_warnings && warnings > 0) {
-        1
-    } else {
-        0
     }
 }

@@ -69,9 +69,7 @@ pub fn explain(ir: &Ir, op: FsOp, path: &str) -> Explanation {
 }
 
 fn origin(g: &Grant) -> Origin {
-    Origin::Fs {
-        source: g.source.clone(),
-    }
+    Origin::grant(g)
 }
 
 fn decide(

@@ -81,11 +81,13 @@ pub fn env(ir: &Ir, name: &str, command: Option<&str>) -> Explanation {
         name: cmd.name.clone(),
     };
     if base == Origin::MinimalEnv {
-        return out(
+        let mut ex = out(
             true,
             Some(base),
             format!("{name} is in the minimal set every program gets"),
         );
+        ex.targets = env_targets(false);
+        return ex;
     }
     match cmd.envs.iter().find(|e| env_matches(e, name, fold)) {
         Some(_) => out(

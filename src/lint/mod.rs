@@ -21,7 +21,8 @@ use origin::Locator;
 pub struct CheckOptions {
     /// `--baseline`: the policy this one must stay within.
     pub baseline: Option<Inputs>,
-    /// Codes whose warnings and notes are dropped (`--allow`).
+    /// Codes whose warnings and notes are dropped (`--allow`); errors are
+    /// never dropped.
     pub allow: Vec<String>,
     /// Codes raised to errors (`--deny`).
     pub deny: Vec<String>,
@@ -86,26 +87,6 @@ fn sort(d: &mut [Diagnostic]) {
     });
 }
 
-fn usage(msg: String) -> Failure {
-    Failure {
-        diagnostics: vec![Diagnostic::new(codes::IO, msg).severity(Severity::Error)],
-        exit_code: 2,
-    }
-}
-
-/// `--allow` may only silence warnings and notes: an error is never optional.
-fn check_codes(c: &CheckOptions) -> Result<(), Failure> {
-    for code in c.allow.iter().chain(c.deny.iter()) {
-        let Some(info) = codes::lookup(code) else {
-            return Err(usage(format!("unknown diagnostic code {code}")));
-        };
-        if info.severity == Severity::Error && c.allow.contains(code) {
-            return Err(usage(format!("{code} is an error and cannot be allowed")));
-        }
-    }
-    Ok(())
-}
-
 fn with(mut f: Failure, before: &[Diagnostic]) -> Failure {
     let mut all = before.to_vec();
     all.append(&mut f.diagnostics);
@@ -145,7 +126,6 @@ pub fn check(
     opts: &Options,
     c: &CheckOptions,
 ) -> Result<Vec<Diagnostic>, Failure> {
-    check_codes(c)?;
     let (layers, mut diags) = compile::load_layers(inputs, opts)?;
     let policy = merge::merge(&layers);
     let irs = lower_all(&policy, opts, &mut diags)?;

@@ -10,8 +10,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Origin {
-    /// A filesystem grant (a rule, the default policy, a preset...).
-    Fs { source: Source },
+    /// A filesystem grant (a rule, the default policy, a preset...) and
+    /// the path it grants.
+    Fs { source: Source, path: String },
     /// A `[[net]]` rule.
     Net {
         index: usize,
@@ -32,6 +33,13 @@ pub enum Origin {
 }
 
 impl Origin {
+    pub fn grant(g: &crate::ir::Grant) -> Origin {
+        Origin::Fs {
+            source: g.source.clone(),
+            path: g.path.clone(),
+        }
+    }
+
     pub fn net(r: &crate::ir::NetRule) -> Origin {
         Origin::Net {
             index: r.index,
@@ -44,7 +52,11 @@ impl Origin {
     /// A short label: `fs[2] (p.toml:7:1)`, `commands.git`, `limits.cpu_time_s`.
     pub fn label(&self) -> String {
         match self {
-            Origin::Fs { source } => source.label(),
+            Origin::Fs {
+                source: Source::ProcessRoot,
+                path,
+            } => format!("[process] root {path}"),
+            Origin::Fs { source, .. } => source.label(),
             Origin::Net {
                 index,
                 file,
@@ -75,7 +87,11 @@ pub struct Locator<'a> {
 impl Locator<'_> {
     pub fn locate(&self, o: &Origin) -> Option<Location> {
         match o {
-            Origin::Fs { source } => self.source(source),
+            Origin::Fs {
+                source: Source::ProcessRoot,
+                path,
+            } => self.process_root(path),
+            Origin::Fs { source, .. } => self.source(source),
             Origin::Net { index, .. } => self.policy.net.get(*index)?.loc.clone(),
             Origin::Env { pattern } => self
                 .policy
@@ -101,6 +117,31 @@ impl Locator<'_> {
                 .or_else(|| self.key("/process/read_roots")),
             Source::Command { name } => self.command(name),
         }
+    }
+
+    /// The `read_roots`/`write_roots` entry that lowers to `path`, matched
+    /// by its anchored tail (lowering may have resolved the anchor).
+    fn process_root(&self, path: &str) -> Option<Location> {
+        use crate::lower::paths::{anchor, normalise, Anchor};
+        let p = &self.policy.process;
+        for (key, list) in [
+            ("write_roots", &p.write_roots),
+            ("read_roots", &p.read_roots),
+        ] {
+            for (i, root) in list.iter().flatten().enumerate() {
+                let (a, rel) = anchor(root, path.contains(':'));
+                let rel = normalise(&rel);
+                let hit = match a {
+                    Anchor::Absolute => rel == path,
+                    _ if rel == "." => false,
+                    _ => path.ends_with(&format!("/{rel}")),
+                };
+                if hit {
+                    return self.key(&format!("/process/{key}/{i}"));
+                }
+            }
+        }
+        self.source(&Source::ProcessRoot)
     }
 
     pub fn command(&self, name: &str) -> Option<Location> {

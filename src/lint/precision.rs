@@ -43,9 +43,7 @@ pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
         } else {
             "narrows"
         };
-        let me = Origin::Fs {
-            source: g.source.clone(),
-        };
+        let me = Origin::grant(g);
         for (status, reason, targets) in groups {
             let status = match status {
                 Status::Wider => "grants more than the policy",

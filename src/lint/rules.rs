@@ -119,9 +119,7 @@ pub fn redundant(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
         if !authored(&p.source) || p.access != g.access {
             continue;
         }
-        let me = Origin::Fs {
-            source: g.source.clone(),
-        };
+        let me = Origin::grant(g);
         out.push(
             Diagnostic::new(
                 codes::REDUNDANT,
@@ -148,9 +146,7 @@ pub fn missing(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
         .iter()
         .filter(|g| g.kind == PathKind::Missing && authored(&g.source))
     {
-        let me = Origin::Fs {
-            source: g.source.clone(),
-        };
+        let me = Origin::grant(g);
         let fallback = match parent(ir, g) {
             Some(p) => format!(
                 "Landlock applies the rights of {} there instead",
@@ -196,9 +192,7 @@ pub fn broad(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
         } else {
             continue;
         };
-        let me = Origin::Fs {
-            source: g.source.clone(),
-        };
+        let me = Origin::grant(g);
         let writes: Vec<&str> = g
             .access
             .names()

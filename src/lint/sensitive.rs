@@ -8,7 +8,7 @@
 
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
-use crate::ir::{Access, Grant, Ir, Os, PathKind, Ports, Source};
+use crate::ir::{path_within, Access, Grant, Ir, Os, PathKind, Ports, Source};
 use globset::{GlobBuilder, GlobMatcher};
 
 enum Comp {
@@ -206,6 +206,23 @@ pub fn hits(ir: &Ir) -> Vec<Hit> {
             });
         }
     }
+    // A nested rule that reaches a pattern only as its ancestor rule does,
+    // with no more rights, tells the reader nothing new.
+    let keep: Vec<bool> = out
+        .iter()
+        .map(|h| {
+            h.how == How::Direct
+                || !out.iter().any(|o| {
+                    o.grant != h.grant
+                        && o.pattern == h.pattern
+                        && o.how == How::Ancestor
+                        && o.access.contains(h.access)
+                        && path_within(&ir.fs[h.grant].path, &ir.fs[o.grant].path)
+                })
+        })
+        .collect();
+    let mut keep = keep.into_iter();
+    out.retain(|_| keep.next().unwrap_or(true));
     out
 }
 
@@ -237,9 +254,7 @@ pub fn lint(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
         if !below.is_empty() {
             parts.push(format!("contains the sensitive path {}", below.join(", ")));
         }
-        let origin = Origin::Fs {
-            source: g.source.clone(),
-        };
+        let origin = Origin::grant(g);
         out.push(
             Diagnostic::new(
                 codes::SENSITIVE,

@@ -22,9 +22,7 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
         if added.is_empty() {
             continue;
         }
-        let origin = new.decide(p).map(|g| Origin::Fs {
-            source: g.source.clone(),
-        });
+        let origin = new.decide(p).map(Origin::grant);
         // A path below an already reported one, widened by the same rule in
         // the same way, adds nothing a reviewer needs to read twice.
         let repeat = out.iter().any(|w| match &w.widened {
@@ -44,5 +42,23 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
             });
         }
     }
+    // An alias spelling (`/usr/bin/sh` of `/usr/bin/dash`) widened like its
+    // grant's own path is the same widening.
+    let dup = |w: &Widening| {
+        match &w.widened {
+        Widened::Fs { path, added, .. } => new.decide(path).is_some_and(|g| {
+            g.path != *path
+                && g.aliases.contains(path)
+                && out.iter().any(|o| {
+                    matches!(&o.widened, Widened::Fs { path: p, added: a, .. } if *p == g.path && a == added)
+                        && o.origin == w.origin
+                })
+        }),
+        _ => false,
+    }
+    };
+    let drop: Vec<bool> = out.iter().map(dup).collect();
+    let mut drop = drop.into_iter();
+    out.retain(|_| !drop.next().unwrap_or(false));
     out
 }

@@ -113,8 +113,13 @@ pub fn limits(old: &Ir, new: &Ir) -> Vec<Widening> {
                     before,
                     after,
                 },
+                // A removed limit is an absence: point at the table, if any.
                 origin: Some(Origin::Key {
-                    pointer: format!("/limits/{name}"),
+                    pointer: if after.is_some() {
+                        format!("/limits/{name}")
+                    } else {
+                        "/limits".into()
+                    },
                 }),
             });
         }
