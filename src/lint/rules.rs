@@ -48,9 +48,9 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             Diagnostic::new(
                 codes::DUPLICATE,
                 format!(
-                    "fs[{j}] names the same path as fs[{i}]{} ({}); only fs[{j}] applies",
-                    at(&fs[i].loc),
-                    places[j]
+                    "fs[{j}] names {}, like fs[{i}]{}; only fs[{j}] applies",
+                    places[j],
+                    at(&fs[i].loc)
                 ),
             )
             .at(r.loc.clone())

@@ -278,14 +278,18 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     if ir.net.connect != Ports::All {
         return Vec::new();
     }
-    let mut reads: Vec<String> = Vec::new();
+    let mut paths: Vec<&str> = Vec::new();
+    let mut rules: Vec<String> = Vec::new();
     for h in hits.iter().filter(|h| h.access.read) {
-        let what = format!("{} (by {})", h.pattern, ir.fs[h.grant].source.label());
-        if !reads.contains(&what) {
-            reads.push(what);
+        if !paths.contains(&h.pattern.as_str()) {
+            paths.push(&h.pattern);
+        }
+        let r = Origin::grant(&ir.fs[h.grant]).label();
+        if !rules.contains(&r) {
+            rules.push(r);
         }
     }
-    if reads.is_empty() {
+    if paths.is_empty() {
         return Vec::new();
     }
     let culprit = ir
@@ -301,8 +305,9 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     vec![Diagnostic::new(
         codes::EXFILTRATION,
         format!(
-            "{label} allows connections to any port while the policy reads {}",
-            reads.join(", ")
+            "{label} allows connections to any port while {} can read the sensitive path {}",
+            rules.join(", "),
+            paths.join(", ")
         ),
     )
     .at(culprit.as_ref().and_then(|o| loc.locate(o)))

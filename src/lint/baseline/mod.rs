@@ -154,5 +154,16 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
     out.extend(process::commands(old, new));
     out.extend(process::limits(old, new));
     out.extend(extras::widenings(old, new));
+    // A new command brings read + execute on its executable: one widening.
+    let new_cmds: Vec<String> = out
+        .iter()
+        .filter_map(|w| match &w.widened {
+            Widened::Command { name } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    out.retain(|w| {
+        !matches!(&w.origin, Some(Origin::Fs { source: crate::ir::Source::Command { name }, .. }) if new_cmds.contains(name))
+    });
     out
 }
