@@ -102,6 +102,10 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
         if out.iter().any(|w| w.origin.as_ref() == Some(&o)) {
             continue;
         }
+        // Deny rules are checked first: a fully denied grant grants nothing.
+        if new.net.rules.iter().any(|d| !d.allow && covers(d, r)) {
+            continue;
+        }
         if !old.net.rules.iter().filter(allow).any(|x| covers(x, r)) {
             out.push(Widening {
                 widened: Widened::NetRule { rule: describe(r) },
