@@ -6,4 +6,9 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo check --target x86_64-apple-darwin --all-targets
 cargo check --target x86_64-pc-windows-gnu --all-targets
+# Windows exes for the Wine tests (tests/wine.rs skips without them, or
+# fails under CI=true).
+if command -v wine >/dev/null && command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  tests/wine/build.sh >/dev/null
+fi
 cargo test --all-targets

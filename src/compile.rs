@@ -239,7 +239,8 @@ pub fn lower_for(
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
     let out = match target {
         Target::Ir => Ok(back::ir_json::emit(ir)),
-        Target::Macos | Target::Linux | Target::Landlockconfig | Target::Windows => {
+        Target::Windows => back::windows::emit(ir),
+        Target::Macos | Target::Linux | Target::Landlockconfig => {
             return Err(Diagnostic::new(
                 codes::NO_BACKEND,
                 format!("the {} back end is not built into this sbx", target.name()),

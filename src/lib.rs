@@ -16,6 +16,7 @@ pub mod lint;
 pub mod lower;
 pub mod policy;
 pub mod runtime;
+pub mod sbpl;
 
 pub use compile::{compile, Inputs, Options, Output, Target};
 pub use ir::Ir;

@@ -2,6 +2,8 @@
 
 mod check;
 mod explain;
+mod run;
+mod sbpl;
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -44,6 +46,24 @@ enum Cmd {
         /// Write to FILE instead of stdout.
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
+    },
+    /// Work with SBPL (macOS sandbox profile) files.
+    #[command(subcommand)]
+    Sbpl(SbplCmd),
+    /// Apply a policy (or a compiled artifact) to a command and run it.
+    #[command(
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir"
+    )]
+    Run(run::RunArgs),
+}
+
+#[derive(Subcommand)]
+enum SbplCmd {
+    /// Parse SBPL files and report syntax errors and suspicious rules.
+    #[command(after_help = "Example:\n  sbx sbpl check profile.sb")]
+    Check {
+        #[arg(required = true)]
+        files: Vec<Utf8PathBuf>,
     },
 }
 
@@ -112,6 +132,8 @@ pub fn main() -> i32 {
         Cmd::Compile(a) => run_compile(a),
         Cmd::Check(a) => check::run(a),
         Cmd::Explain(a) => explain::run(a),
+        Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             write_out(output.as_ref(), &text)

@@ -65,12 +65,31 @@ impl Diagnostic {
 }
 
 /// Byte offset → 1-based line and column (columns count characters).
+/// For many lookups in one text, build a [`LineIndex`] once instead.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..floor_char_boundary(text, offset)];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    (line, before[line_start..].chars().count() + 1)
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Start offsets of every line, so each lookup is a binary search rather
+/// than a scan of the file (policies with 100,000 rules).
+#[derive(Debug, Clone, Default)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        (line, text[start..offset].chars().count() + 1)
+    }
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {

@@ -587,11 +587,13 @@ pub fn resolve_command(name: &str, path_var: Option<&str>, workspace: &str) -> O
 /// add up.
 fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
     let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for g in grants {
         let explicit = |s: &Source| matches!(s, Source::Rule { .. } | Source::Default);
-        match out.iter_mut().find(|o| o.path == g.path) {
-            Some(o) if explicit(&g.source) => *o = g,
-            Some(o) => {
+        match at.get(&g.path) {
+            Some(&i) if explicit(&g.source) => out[i] = g,
+            Some(&i) => {
+                let o = &mut out[i];
                 o.access = o.access.union(g.access);
                 for a in g.aliases {
                     if !o.aliases.contains(&a) {
@@ -600,7 +602,10 @@ fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
                 }
                 o.aliases.sort();
             }
-            None => out.push(g),
+            None => {
+                at.insert(g.path.clone(), out.len());
+                out.push(g);
+            }
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

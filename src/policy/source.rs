@@ -1,7 +1,7 @@
 //! Reading a TOML file into a JSON value plus a map from JSON pointers to
 //! source spans, so that schema and semantic errors can point at a line.
 
-use crate::diag::{codes, line_col, Diagnostic, Location};
+use crate::diag::{codes, Diagnostic, LineIndex, Location};
 use serde_json::{Map, Number, Value};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -34,6 +34,7 @@ pub struct Parsed {
     spans: Spans,
     /// Pointer of `value` inside the whole document (`--tool` selects a part).
     base: String,
+    lines: LineIndex,
 }
 
 impl Parsed {
@@ -52,7 +53,7 @@ impl Parsed {
             Ok(t) => t,
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
-                let loc = location(&file, span);
+                let loc = location(&file, &LineIndex::new(&file.text), span);
                 return Err(Diagnostic::new(
                     codes::TOML_SYNTAX,
                     format!("invalid TOML: {}", e.message().trim()),
@@ -64,11 +65,13 @@ impl Parsed {
         let mut spans = Spans::default();
         let value = convert_table(table.get_ref(), "", &mut spans);
         spans.value.insert(String::new(), table.span());
+        let lines = LineIndex::new(&file.text);
         Ok(Parsed {
             file,
             value,
             spans,
             base: String::new(),
+            lines,
         })
     }
 
@@ -102,7 +105,7 @@ impl Parsed {
         let mut p = format!("{}{}", self.base, pointer);
         loop {
             if let Some(s) = self.spans.value.get(&p) {
-                return Some(location(&self.file, s.clone()));
+                return Some(location(&self.file, &self.lines, s.clone()));
             }
             match p.rfind('/') {
                 Some(i) => p.truncate(i),
@@ -115,14 +118,14 @@ impl Parsed {
     pub fn locate_key(&self, pointer: &str) -> Option<Location> {
         let p = format!("{}{}", self.base, pointer);
         match self.spans.key.get(&p) {
-            Some(s) => Some(location(&self.file, s.clone())),
+            Some(s) => Some(location(&self.file, &self.lines, s.clone())),
             None => self.locate(pointer),
         }
     }
 }
 
-pub fn location(file: &SourceFile, span: Range<usize>) -> Location {
-    let (line, column) = line_col(&file.text, span.start);
+pub fn location(file: &SourceFile, lines: &LineIndex, span: Range<usize>) -> Location {
+    let (line, column) = lines.line_col(&file.text, span.start);
     Location {
         file: file.name.clone(),
         line,

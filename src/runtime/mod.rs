@@ -2,6 +2,7 @@
 
 pub mod env;
 pub mod expand;
+pub mod windows;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be
 /// applied as required (nothing was run).
