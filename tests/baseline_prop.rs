@@ -339,3 +339,42 @@ fn dropping_a_read_only_carve_out_widens() {
     assert!(ws.iter().any(|w| w.widened == Widened::OtherProtocols));
     assert_eq!(lower(&net(None)).net.connect, Ports::All);
 }
+
+#[test]
+fn weaker_enforcement_and_extras_widen() {
+    let mut old = Policy {
+        enforcement: Some(sbx::policy::model::Enforcement::Required),
+        ..Policy::default()
+    };
+    old.windows.appcontainer = Some(true);
+    old.linux.min_abi = Some(4);
+    let mut new = Policy::default();
+    new.macos.allow_pty = Some(true);
+    new.linux.scopes = Some(vec![sbx::policy::model::Scope::Signal]);
+    let got: Vec<Widened> = widenings(&lower(&old), &lower(&new))
+        .into_iter()
+        .map(|w| w.widened)
+        .collect();
+    let extra = |key: &str, detail: &str| Widened::Extra {
+        key: key.into(),
+        detail: detail.into(),
+    };
+    assert_eq!(
+        got,
+        vec![
+            Widened::Enforcement,
+            extra("macos.allow_pty", "pseudo-terminals allowed"),
+            extra(
+                "linux.scopes",
+                "Landlock scope \"abstract_unix_socket\" dropped"
+            ),
+            extra("linux.min_abi", "accepts kernels below Landlock ABI 4"),
+            extra("windows.appcontainer", "AppContainer disabled"),
+        ]
+    );
+    assert_eq!(
+        widenings(&lower(&new), &lower(&old)),
+        vec![],
+        "and back is narrower"
+    );
+}

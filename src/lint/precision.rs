@@ -15,6 +15,10 @@ pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
             continue;
         }
         let Some(p) = parent(ir, g) else { continue };
+        // Same rights as the parent: not a carve-out (SBX027 says so).
+        if p.access == g.access {
+            continue;
+        }
         let label = g.source.label();
         // (status, reason) → targets, in report order.
         let mut groups: Vec<(Status, &str, Vec<&str>)> = Vec::new();
@@ -40,8 +44,10 @@ pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
         }
         let kind = if g.access.contains(p.access) {
             "widens"
-        } else {
+        } else if p.access.contains(g.access) {
             "narrows"
+        } else {
+            "changes the rights of"
         };
         let me = Origin::grant(g);
         for (status, reason, targets) in groups {
