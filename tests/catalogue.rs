@@ -1,5 +1,7 @@
 //! The catalogue's examples are real: each policy example produces its code.
 
+#![cfg(unix)]
+
 mod common;
 use common::Host;
 use sbx::compile::Inputs;

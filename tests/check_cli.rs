@@ -1,6 +1,9 @@
 //! `sbx check` end to end: every output format on fixtures, exit codes,
 //! `--baseline`, `--portable`, `--allow`/`--deny`, `--explain CODE`.
 
+// The snapshots are of Linux lowering (presets, paths).
+#![cfg(target_os = "linux")]
+
 mod common;
 use common::Host;
 

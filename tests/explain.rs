@@ -1,6 +1,8 @@
 //! `sbx explain` / `sbx::explain::explain`: every query kind, the deciding
 //! rule, per-OS notes, and the nested-escape boundary of external rules.
 
+#![cfg(unix)]
+
 mod common;
 use common::Host;
 use sbx::compile::{self, Inputs};

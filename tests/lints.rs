@@ -1,5 +1,7 @@
 //! The lints one by one, through the library, on small policies.
 
+#![cfg(unix)]
+
 mod common;
 use common::Host;
 use sbx::compile::{self, Inputs};
