@@ -169,6 +169,16 @@ proptest! {
     #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(cases()) })]
 
     #[test]
+    fn the_index_decides_like_the_ir(p in policy(), extra in prop::sample::select(&["", "/f", "/x/y"][..])) {
+        let ir = lower(&p);
+        let idx = sbx::lint::index::Index::new(&ir);
+        for path in PATHS.iter().map(|q| place(&ir, q) + extra).chain(["/".to_string(), "/usr/bin/x".into()]) {
+            let (a, b) = (idx.decide(&path), ir.decide(&path));
+            prop_assert!(a.map(|g| g as *const _) == b.map(|g| g as *const _), "{}: {:?} vs {:?}", path, a, b);
+        }
+    }
+
+    #[test]
     fn a_policy_is_within_itself(p in policy()) {
         let ir = lower(&p);
         prop_assert_eq!(widenings(&ir, &ir), vec![]);

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod coop;
 pub mod cover;
+pub mod index;
 pub mod origin;
 pub mod precision;
 pub mod rules;
@@ -38,18 +39,19 @@ pub fn lint(
     portable: bool,
 ) -> Vec<Diagnostic> {
     let loc = Locator { policy, layers };
-    let hits = sensitive::hits(ir);
+    let idx = index::Index::new(ir);
+    let hits = sensitive::hits(ir, &idx);
     let mut out = sensitive::lint(ir, &hits, &loc);
     out.extend(sensitive::exfiltration(ir, &hits, &loc));
-    out.extend(precision::lint(ir, reports, &loc));
+    out.extend(precision::lint(ir, &idx, reports, &loc));
     out.extend(coop::lint(ir, &loc));
     if portable {
         out.extend(rules::portable(ir, policy, &loc));
     }
     out.extend(rules::broad(ir, &loc));
     out.extend(rules::duplicates(ir, policy));
-    out.extend(rules::redundant(ir, &loc));
-    out.extend(rules::missing(ir, &loc));
+    out.extend(rules::redundant(ir, &idx, &loc));
+    out.extend(rules::missing(ir, &idx, &loc));
     sort(&mut out);
     out
 }

@@ -3,18 +3,31 @@
 //! precision reports; lines from lowering (`target = "ir"`) are other
 //! lints' business.
 
+use super::index::Index;
 use super::origin::{Locator, Origin};
-use super::rules::parent;
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{Ir, Precision, Source, Status};
+use std::collections::HashMap;
 
-pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
+pub fn lint(ir: &Ir, idx: &Index, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
+    let mut by_rule: HashMap<&str, Vec<&Precision>> = HashMap::new();
+    for l in reports.iter().filter(|l| {
+        l.target != "ir"
+            && matches!(
+                l.status,
+                Status::Wider | Status::Narrower | Status::Unsupported
+            )
+    }) {
+        by_rule.entry(l.rule.as_str()).or_default().push(l);
+    }
     let mut out = Vec::new();
-    for g in &ir.fs {
+    for (i, g) in ir.fs.iter().enumerate() {
         if !matches!(g.source, Source::Rule { .. } | Source::ProcessRoot) {
             continue;
         }
-        let Some(p) = parent(ir, g) else { continue };
+        let Some(p) = idx.parent(i).map(|p| &ir.fs[p]) else {
+            continue;
+        };
         // Same rights as the parent: not a carve-out (SBX027 says so).
         if p.access == g.access {
             continue;
@@ -22,14 +35,7 @@ pub fn lint(ir: &Ir, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
         let label = g.source.label();
         // (status, reason) → targets, in report order.
         let mut groups: Vec<(Status, &str, Vec<&str>)> = Vec::new();
-        for line in reports.iter().filter(|l| {
-            l.rule == label
-                && l.target != "ir"
-                && matches!(
-                    l.status,
-                    Status::Wider | Status::Narrower | Status::Unsupported
-                )
-        }) {
+        for line in by_rule.get(label.as_str()).into_iter().flatten() {
             match groups
                 .iter_mut()
                 .find(|(s, r, _)| *s == line.status && *r == line.reason)

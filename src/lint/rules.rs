@@ -2,14 +2,20 @@
 //! that repeat their parent (SBX027), missing paths (SBX015), writable
 //! `/` or home (SBX024), machine-specific paths (SBX023).
 
+use super::index::Index;
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic, Location};
-use crate::ir::{path_within, Grant, Ir, Os, PathKind, PathMode, Source};
+use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
 use crate::policy::Policy;
+use std::collections::HashMap;
 
 fn same_file(a: &Option<Location>, b: &Option<Location>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if a.file == b.file)
+}
+
+fn file(l: &Option<Location>) -> Option<&str> {
+    l.as_ref().map(|l| l.file.as_str())
 }
 
 fn at(l: &Option<Location>) -> String {
@@ -39,11 +45,12 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let fs = policy.fs.as_deref().unwrap_or_default();
     let places: Vec<String> = fs.iter().map(|r| place(ir, &r.value.path)).collect();
+    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     for (j, r) in fs.iter().enumerate() {
-        let Some(i) = (0..j).find(|&i| places[i] == places[j] && same_file(&fs[i].loc, &r.loc))
-        else {
+        let i = *first.entry((places[j].as_str(), file(&r.loc))).or_insert(j);
+        if i == j || !same_file(&fs[i].loc, &r.loc) {
             continue;
-        };
+        }
         out.push(
             Diagnostic::new(
                 codes::DUPLICATE,
@@ -71,10 +78,12 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             );
         }
     }
+    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     for (j, r) in policy.env.iter().enumerate() {
-        if let Some(i) = (0..j).find(|&i| {
-            policy.env[i].value.name == r.value.name && same_file(&policy.env[i].loc, &r.loc)
-        }) {
+        let i = *first
+            .entry((r.value.name.as_str(), file(&r.loc)))
+            .or_insert(j);
+        if i != j && same_file(&policy.env[i].loc, &r.loc) {
             out.push(
                 Diagnostic::new(
                     codes::DUPLICATE,
@@ -96,26 +105,16 @@ fn authored(s: &Source) -> bool {
     matches!(s, Source::Rule { .. } | Source::ProcessRoot)
 }
 
-/// The grant that decides `g`'s path when `g` itself is left out.
-pub fn parent<'a>(ir: &'a Ir, g: &Grant) -> Option<&'a Grant> {
-    ir.fs
-        .iter()
-        .filter(|p| p.path != g.path && path_within(&g.path, &p.path))
-        .max_by_key(|p| p.path.len())
-}
-
 /// SBX027: a nested rule with exactly its parent rule's rights.
-pub fn redundant(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
+pub fn redundant(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for g in ir
-        .fs
-        .iter()
-        .filter(|g| matches!(g.source, Source::Rule { .. }))
-    {
-        if g.external.is_some() {
+    for (i, g) in ir.fs.iter().enumerate() {
+        if !matches!(g.source, Source::Rule { .. }) || g.external.is_some() {
             continue;
         }
-        let Some(p) = parent(ir, g) else { continue };
+        let Some(p) = idx.parent(i).map(|p| &ir.fs[p]) else {
+            continue;
+        };
         if !authored(&p.source) || p.access != g.access {
             continue;
         }
@@ -139,15 +138,14 @@ pub fn redundant(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
 }
 
 /// SBX015: rules whose path does not exist (resolved mode only).
-pub fn missing(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
+pub fn missing(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for g in ir
-        .fs
-        .iter()
-        .filter(|g| g.kind == PathKind::Missing && authored(&g.source))
-    {
+    for (i, g) in ir.fs.iter().enumerate() {
+        if g.kind != PathKind::Missing || !authored(&g.source) {
+            continue;
+        }
         let me = Origin::grant(g);
-        let fallback = match parent(ir, g) {
+        let fallback = match idx.parent(i).map(|p| &ir.fs[p]) {
             Some(p) => format!(
                 "Landlock applies the rights of {} there instead",
                 p.source.label()

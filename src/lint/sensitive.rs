@@ -6,10 +6,12 @@
 //! (`~/.ssh/config`), or is a sensitive place (possibly) below the grant
 //! (`~` reaches `~/.ssh/`, any directory reaches `**/.env`)?
 
+use super::index::Index;
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
-use crate::ir::{path_within, Access, Grant, Ir, Os, PathKind, Ports, Source};
+use crate::ir::{Access, Grant, Ir, Os, PathKind, Ports, Source};
 use globset::{GlobBuilder, GlobMatcher};
+use std::collections::HashMap;
 
 enum Comp {
     Lit(String),
@@ -173,7 +175,7 @@ fn authored(g: &Grant) -> bool {
 }
 
 /// Every (authored grant, sensitive pattern) pair where the grant reaches it.
-pub fn hits(ir: &Ir) -> Vec<Hit> {
+pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
     let patterns: Vec<Pattern> = ir
         .sensitive_paths
         .iter()
@@ -193,7 +195,7 @@ pub fn hits(ir: &Ir) -> Vec<Hit> {
             // is reached only if no more specific rule decides it.
             if how == How::Ancestor {
                 if let Some(lit) = &p.literal {
-                    if !ir.decide(lit).is_some_and(|d| std::ptr::eq(d, g)) {
+                    if !idx.decide(lit).is_some_and(|d| std::ptr::eq(d, g)) {
                         continue;
                     }
                 }
@@ -208,17 +210,28 @@ pub fn hits(ir: &Ir) -> Vec<Hit> {
     }
     // A nested rule that reaches a pattern only as its ancestor rule does,
     // with no more rights, tells the reader nothing new.
+    let above: HashMap<(usize, &str), Access> = out
+        .iter()
+        .filter(|h| h.how == How::Ancestor)
+        .map(|h| ((h.grant, h.pattern.as_str()), h.access))
+        .collect();
     let keep: Vec<bool> = out
         .iter()
         .map(|h| {
-            h.how == How::Direct
-                || !out.iter().any(|o| {
-                    o.grant != h.grant
-                        && o.pattern == h.pattern
-                        && o.how == How::Ancestor
-                        && o.access.contains(h.access)
-                        && path_within(&ir.fs[h.grant].path, &ir.fs[o.grant].path)
-                })
+            if h.how == How::Direct {
+                return true;
+            }
+            let mut p = idx.parent(h.grant);
+            while let Some(i) = p {
+                if above
+                    .get(&(i, h.pattern.as_str()))
+                    .is_some_and(|a| a.contains(h.access))
+                {
+                    return false;
+                }
+                p = idx.parent(i);
+            }
+            true
         })
         .collect();
     let mut keep = keep.into_iter();

@@ -4,6 +4,7 @@
 
 use super::{Widened, Widening};
 use crate::ir::{path_within, Ir};
+use crate::lint::index::Index;
 use crate::lint::origin::Origin;
 
 pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
@@ -14,15 +15,16 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
     }
     paths.sort_unstable();
     paths.dedup();
+    let (oi, ni) = (Index::new(old), Index::new(new));
     let mut out: Vec<Widening> = Vec::new();
     for p in paths {
-        let before = old.access_at(p);
-        let after = new.access_at(p);
+        let before = oi.access_at(p);
+        let after = ni.access_at(p);
         let added = after.minus(before);
         if added.is_empty() {
             continue;
         }
-        let origin = new.decide(p).map(Origin::grant);
+        let origin = ni.decide(p).map(Origin::grant);
         // A path below an already reported one, widened by the same rule in
         // the same way, adds nothing a reviewer needs to read twice.
         let repeat = out.iter().any(|w| match &w.widened {
@@ -46,7 +48,7 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
     // grant's own path is the same widening.
     let dup = |w: &Widening| {
         match &w.widened {
-        Widened::Fs { path, added, .. } => new.decide(path).is_some_and(|g| {
+        Widened::Fs { path, added, .. } => ni.decide(path).is_some_and(|g| {
             g.path != *path
                 && g.aliases.contains(path)
                 && out.iter().any(|o| {
