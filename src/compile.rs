@@ -114,9 +114,11 @@ impl Inputs {
         if diags.is_empty() {
             Ok(Inputs { sources })
         } else {
+            // Unreadable is exit 2; readable but not UTF-8 is an invalid policy.
+            let io = diags.iter().any(|d| d.code == codes::IO);
             Err(Failure {
                 diagnostics: diags,
-                exit_code: 2,
+                exit_code: if io { 2 } else { 1 },
             })
         }
     }
@@ -175,6 +177,19 @@ pub fn load_layers(
 
 /// Host values for lowering, for a given OS.
 pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> {
+    if opts.portable {
+        // Nothing on the host is looked at (roots become placeholders), so
+        // a build script runs the same without $HOME or a current directory.
+        return Ok(lower::Options {
+            workspace: String::new(),
+            home: String::new(),
+            temp: String::new(),
+            os,
+            portable: true,
+            path_var: None,
+            approvals: opts.approvals.clone(),
+        });
+    }
     let io = |m: String| Failure {
         diagnostics: vec![Diagnostic::new(codes::BAD_PATH, m)],
         exit_code: 2,
@@ -191,6 +206,17 @@ pub fn lower_options(opts: &Options, os: Os) -> Result<lower::Options, Failure> 
             .join(w),
         None => cwd().ok_or_else(|| io("cannot read the current directory".into()))?,
     };
+    // A bad --workspace is a usage error (exit 2), not an invalid policy.
+    if os == Os::host() && !workspace.is_dir() {
+        return Err(Failure {
+            diagnostics: vec![Diagnostic::new(
+                codes::BAD_PATH,
+                format!("workspace {workspace} is not a directory"),
+            )
+            .help("pass --workspace DIR, or run sbx from the workspace")],
+            exit_code: 2,
+        });
+    }
     let home = match &opts.home {
         Some(h) => h.to_string(),
         None => {
@@ -239,8 +265,10 @@ pub fn lower_for(
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
     let out = match target {
         Target::Ir => Ok(back::ir_json::emit(ir)),
+        Target::Linux => back::landlock::emit(ir),
+        Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
         Target::Windows => back::windows::emit(ir),
-        Target::Macos | Target::Linux | Target::Landlockconfig => {
+        Target::Macos => {
             return Err(Diagnostic::new(
                 codes::NO_BACKEND,
                 format!("the {} back end is not built into this sbx", target.name()),

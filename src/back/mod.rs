@@ -4,6 +4,7 @@ use crate::ir::{Ir, Precision};
 use serde::Serialize;
 
 pub mod ir_json;
+pub mod landlock;
 pub mod windows;
 
 /// What an emitter produces: the artifact text and the precision report

@@ -134,19 +134,29 @@ pub fn run(a: CheckArgs) -> i32 {
         }
     };
     let mut opts = options(&a.common, a.portable);
+    // A corrupt approvals store is a warning: it reads as empty.
+    let mut first = Vec::new();
     match load_approvals(a.approvals.as_ref()) {
-        Ok(list) => opts.approvals = list,
-        Err(code) => return code,
+        Ok((list, warning)) => {
+            opts.approvals = list;
+            first.extend(warning);
+        }
+        Err(d) => {
+            render(a.format, &[d], &files, fallback);
+            return 2;
+        }
     }
     let c = CheckOptions {
         baseline,
         allow: a.allow.iter().map(|s| s.to_ascii_uppercase()).collect(),
         deny: a.deny.iter().map(|s| s.to_ascii_uppercase()).collect(),
     };
-    let (diags, code) = match lint::check(&inputs, &opts, &c) {
+    let (mut diags, code) = match lint::check(&inputs, &opts, &c) {
         Ok(d) => (d, None),
         Err(f) => (f.diagnostics, Some(f.exit_code)),
     };
+    first.append(&mut diags);
+    let diags = first;
     render(a.format, &diags, &files, fallback);
     if let Some(code) = code {
         return code;

@@ -170,8 +170,16 @@ pub fn run(a: ExplainArgs) -> i32 {
     let files = inputs.files();
     let mut opts = options(&a.common, false);
     match load_approvals(a.approvals.as_ref()) {
-        Ok(list) => opts.approvals = list,
-        Err(code) => return code,
+        Ok((list, warning)) => {
+            opts.approvals = list;
+            if let Some(w) = warning {
+                eprint!("{}", diag::render_human(&[w], &files, false));
+            }
+        }
+        Err(d) => {
+            eprint!("{}", diag::render_human(&[d], &files, false));
+            return 2;
+        }
     }
     let (layers, _) = match compile::load_layers(&inputs, &opts) {
         Ok(l) => l,

@@ -52,7 +52,7 @@ enum Cmd {
     Sbpl(SbplCmd),
     /// Apply a policy (or a compiled artifact) to a command and run it.
     #[command(
-        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir"
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
 }
@@ -136,7 +136,10 @@ pub fn main() -> i32 {
         Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
-            write_out(output.as_ref(), &text)
+            match write_text(output.as_ref(), &text) {
+                Ok(()) => 0,
+                Err(d) => fail(io_failure(d), &Files::default(), false),
+            }
         }
     }
 }
@@ -193,73 +196,93 @@ fn run_compile(a: CompileArgs) -> i32 {
         return 2;
     }
     let mut opts = options(&a.common, a.portable);
+    let mut diags = Vec::new();
     match load_approvals(a.approvals.as_ref()) {
-        Ok(list) => opts.approvals = list,
-        Err(code) => return code,
+        Ok((list, warning)) => {
+            opts.approvals = list;
+            diags.extend(warning);
+        }
+        Err(d) => return fail(io_failure(d), &files, json),
     }
     let out = match compile::compile(&inputs, &targets, &opts) {
         Ok(o) => o,
-        Err(f) => return fail(f, &files, json),
+        Err(mut f) => {
+            diags.append(&mut f.diagnostics);
+            f.diagnostics = diags;
+            return fail(f, &files, json);
+        }
     };
-    report(&out.diagnostics, &files, json);
-    if all {
+    diags.extend(out.diagnostics);
+    // Diagnostics (and write errors) in one report, so JSON stays one document.
+    let written = if all {
         let dir = a.output.expect("checked above");
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            eprintln!("error: cannot create {dir}: {e}");
-            return 2;
-        }
-        for art in &out.artifacts {
-            let p = dir.join(art.target.file_name());
-            if let Err(e) = compile::write_atomic(&p, &art.text) {
-                eprintln!("error: cannot write {p}: {e}");
-                return 2;
-            }
-        }
-        0
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| io_error(format!("cannot create {dir}: {e}")))
+            .and_then(|()| {
+                out.artifacts.iter().try_for_each(|art| {
+                    let p = dir.join(art.target.file_name());
+                    compile::write_atomic(&p, &art.text)
+                        .map_err(|e| io_error(format!("cannot write {p}: {e}")))
+                })
+            })
     } else {
-        write_out(a.output.as_ref(), &out.artifacts[0].text)
+        write_text(a.output.as_ref(), &out.artifacts[0].text)
+    };
+    match written {
+        Ok(()) => {
+            report(&diags, &files, json);
+            0
+        }
+        Err(d) => {
+            diags.push(d);
+            report(&diags, &files, json);
+            2
+        }
+    }
+}
+
+fn io_error(message: String) -> Diagnostic {
+    Diagnostic::new(sbx::diag::codes::IO, message)
+}
+
+fn io_failure(d: Diagnostic) -> Failure {
+    Failure {
+        diagnostics: vec![d],
+        exit_code: 2,
     }
 }
 
 /// The approvals store: `--approvals FILE`, else the user-local default.
-fn load_approvals(path: Option<&Utf8PathBuf>) -> Result<Vec<sbx::lower::Approval>, i32> {
+/// A corrupt store is a warning (it reads as empty).
+fn load_approvals(
+    path: Option<&Utf8PathBuf>,
+) -> Result<(Vec<sbx::lower::Approval>, Option<Diagnostic>), Diagnostic> {
     let Some(path) = path.cloned().or_else(sbx::approvals::default_path) else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     match sbx::approvals::read(&path) {
-        Ok((store, warning)) => {
-            if let Some(w) = warning {
-                eprintln!("warning: {w}");
-            }
-            Ok(store.approvals())
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Err(2)
-        }
+        Ok((store, warning)) => Ok((
+            store.approvals(),
+            warning.map(|w| io_error(w).severity(diag::Severity::Warning)),
+        )),
+        Err(e) => Err(io_error(e)),
     }
 }
 
-fn write_out(output: Option<&Utf8PathBuf>, text: &str) -> i32 {
+/// Write to `-o` atomically, or to stdout.
+fn write_text(output: Option<&Utf8PathBuf>, text: &str) -> Result<(), Diagnostic> {
     match output {
-        Some(p) => match compile::write_atomic(p, text) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("error: cannot write {p}: {e}");
-                2
-            }
-        },
+        Some(p) => {
+            compile::write_atomic(p, text).map_err(|e| io_error(format!("cannot write {p}: {e}")))
+        }
         None => {
             use std::io::Write;
             let mut so = std::io::stdout().lock();
             match so.write_all(text.as_bytes()).and_then(|_| so.flush()) {
-                Ok(()) => 0,
+                Ok(()) => Ok(()),
                 // A closed pipe (`sbx compile … | head`) is not our failure.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
-                Err(e) => {
-                    eprintln!("error: cannot write to stdout: {e}");
-                    2
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(io_error(format!("cannot write to stdout: {e}"))),
             }
         }
     }

@@ -10,7 +10,8 @@ use std::ffi::OsString;
 pub struct RunArgs {
     /// Policy file to compile for this OS.
     policy: Option<Utf8PathBuf>,
-    /// Apply an artifact written by `sbx compile` instead of a policy.
+    /// Apply an artifact written by `sbx compile` instead of a policy
+    /// (`--portable` artifacts get their placeholders filled here).
     #[arg(long)]
     artifact: Option<Utf8PathBuf>,
     /// Use `conversation.tools.NAME.access` of a larger config file.
@@ -19,9 +20,15 @@ pub struct RunArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long)]
     workspace: Option<Utf8PathBuf>,
+    /// Home directory (default: $HOME).
+    #[arg(long)]
+    home: Option<Utf8PathBuf>,
     /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
+    /// Use at most this Landlock ABI (tests of older kernels; Linux).
+    #[arg(long, hide = true)]
+    landlock_abi: Option<u32>,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -35,18 +42,106 @@ pub fn run(a: RunArgs) -> i32 {
     {
         windows(a)
     }
-    #[cfg(not(windows))]
+    #[cfg(target_os = "linux")]
+    {
+        linux(a)
+    }
+    #[cfg(not(any(windows, target_os = "linux")))]
     {
         let _ = (
             &a.policy,
             &a.artifact,
             &a.tool,
             &a.workspace,
+            &a.home,
             a.report,
+            a.landlock_abi,
             &a.command,
         );
         eprintln!("error: `sbx run` is not available on this OS in this build");
         FAILED
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn linux(a: RunArgs) -> i32 {
+    use sbx::runtime::linux::{self, RunOptions};
+    let opts = RunOptions {
+        report: a.report,
+        workspace: a.workspace.clone().map(Into::into),
+        home: a.home.clone().map(Into::into),
+        landlock_abi: a.landlock_abi,
+    };
+    if let Some(path) = &a.artifact {
+        return match std::fs::read_to_string(path) {
+            Ok(text) => linux::run_json(&text, &a.command, &opts),
+            Err(e) => {
+                eprintln!("error: cannot read {path}: {e}");
+                FAILED
+            }
+        };
+    }
+    match linux_artifact(&a) {
+        Some(art) => linux::run(&art, &a.command, &opts),
+        None => FAILED,
+    }
+}
+
+/// Compile the policy for this host (not through `compile::compile`, so
+/// that a `required` policy reaches the loader, which refuses it with
+/// its own report). `None` when it does not compile; the reason is
+/// already printed.
+#[cfg(target_os = "linux")]
+fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
+    use sbx::compile::{self, Inputs, Options};
+    let policy = a.policy.as_ref()?;
+    let inputs = match Inputs::read(std::slice::from_ref(policy)) {
+        Ok(i) => i,
+        Err(f) => {
+            super::report(&f.diagnostics, &Default::default(), false);
+            return None;
+        }
+    };
+    let files = inputs.files();
+    let approvals = match super::load_approvals(None) {
+        Ok((list, warning)) => {
+            super::report(warning.as_slice(), &files, false);
+            list
+        }
+        Err(d) => {
+            super::report(&[d], &files, false);
+            return None;
+        }
+    };
+    let opts = Options {
+        workspace: a.workspace.clone(),
+        home: a.home.clone(),
+        tool: a.tool.clone(),
+        portable: false,
+        approvals,
+    };
+    let (policy, diags) = match compile::load(&inputs, &opts) {
+        Ok(x) => x,
+        Err(f) => {
+            super::report(&f.diagnostics, &files, false);
+            return None;
+        }
+    };
+    super::report(&diags, &files, false);
+    let lowered = match compile::lower_for(&policy, &opts, sbx::ir::Os::Linux) {
+        Ok(l) => l,
+        Err(f) => {
+            super::report(&f.diagnostics, &files, false);
+            return None;
+        }
+    };
+    super::report(&lowered.diagnostics, &files, false);
+    match sbx::back::landlock::build(&lowered.ir) {
+        Ok(art) => Some(art),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
     }
 }
 
@@ -55,6 +150,7 @@ fn windows(a: RunArgs) -> i32 {
     use sbx::back::windows::Spec;
     use sbx::compile::{self, Inputs, Options, Target};
 
+    let _ = (&a.home, a.landlock_abi);
     let text = match (&a.artifact, &a.policy) {
         (Some(file), _) => match std::fs::read_to_string(file) {
             Ok(t) => t,

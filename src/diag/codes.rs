@@ -52,7 +52,7 @@ macro_rules! codes {
 
 codes! {
     TOML_SYNTAX = "SBX001", Error, "TOML syntax error",
-        "The file is not valid TOML, so nothing else can be checked.",
+        "The file is not valid TOML (or not UTF-8), so nothing else in it can be checked.",
         example = r#"[[fs]]
 path = "."
 read = true,
@@ -80,14 +80,14 @@ path = "."
 write = true
 delete = false
 "#;
-    ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace",
-        "A relative path with `..` may not leave the workspace unless the rule is `external = true` (RFD D43).",
+    ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace or home",
+        "A relative path may not use `..` to leave the workspace (unless the rule is `external = true`, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.",
         example = r#"[[fs]]
 path = "../sibling"
 read = true
 "#;
     EXTERNAL_INSIDE = "SBX007", Error, "external rule inside the workspace",
-        "`external = true` is for paths that reach outside the workspace through a symlink; this one resolves inside it.",
+        "`external = true` is for a workspace-relative path that reaches outside the workspace through a symlink; this one is absolute or `~`-relative, or resolves inside the workspace.",
         example = r#"# `src` is a plain directory of the workspace
 [[fs]]
 path = "src"
@@ -107,7 +107,7 @@ path = "aaaa…(5000 characters)"
 read = true
 "#;
     NO_TOOL = "SBX010", Error, "tool not found",
-        "`--tool NAME` selects `conversation.tools.NAME.access`, which this file does not have.",
+        "`--tool NAME` selects `conversation.tools.NAME.access`; this file has no such tool, or it is not a table.",
         example = r#"# sbx check config.toml --tool deploy
 [conversation.tools.build.access]
 version = 1
@@ -148,12 +148,12 @@ path = "data"
 read = true
 external = true
 "#;
-    IO = "SBX017", Error, "cannot read input",
-        "A policy file (or another input) could not be read.",
+    IO = "SBX017", Error, "cannot read or write a file",
+        "A policy file, the approvals store or the output (`-o`) could not be read or written, or a policy file is over the size limit (64 MiB). Exit code 2.",
         example = r#"sbx check no-such-policy.toml
 "#;
     BAD_PATH = "SBX018", Error, "unusable path",
-        "The path is empty, or is a Windows-style path on another OS, or cannot be anchored.",
+        "A rule's path is blank, or a directory sbx anchors paths to (the workspace, home) is missing or not set.",
         example = r#"[[fs]]
 path = " "
 read = true

@@ -156,6 +156,10 @@ pub fn render_human(diags: &[Diagnostic], files: &Files, color: bool) -> String 
         if let Some(h) = &d.help {
             group = group.element(Level::HELP.message(h.as_str()));
         }
+        // A blank line between diagnostics, as rustc does.
+        if !out.is_empty() {
+            out.push('\n');
+        }
         out.push_str(&renderer.render(&[group]));
         out.push('\n');
     }

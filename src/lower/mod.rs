@@ -687,6 +687,14 @@ fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
     for r in rules.iter().filter(|r| !r.allow) {
         let label = format!("net[{}]", r.index);
         match (r.host.as_str(), r.port) {
+            // Deny everything (in that direction): deny rules come first,
+            // so no allow rule can reopen it.
+            ("*", None) if r.bind => bind.clear(),
+            ("*", None) => {
+                connect = Some(Vec::new());
+                other = false;
+                dns = false;
+            }
             ("*", Some(p)) => {
                 let list = if r.bind {
                     Some(&mut bind)
@@ -753,4 +761,52 @@ fn lower_env(policy: &Policy, os: Os) -> ir::Env {
     allow.sort();
     allow.dedup();
     ir::Env { minimal, allow }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{load_layer, merge::merge, source::SourceFile};
+
+    fn lower_text(text: &str) -> Ir {
+        let layer = load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: text.into(),
+            },
+            None,
+        )
+        .unwrap();
+        let opts = Options {
+            workspace: String::new(),
+            home: String::new(),
+            temp: String::new(),
+            os: Os::Linux,
+            portable: true,
+            path_var: None,
+            approvals: Vec::new(),
+        };
+        lower(&merge(&[layer]), &opts).unwrap().ir
+    }
+
+    #[test]
+    fn deny_all_beats_every_allow() {
+        let ir = lower_text(
+            "[[net]]\nhost = \"*\"\n[[net]]\nhost = \"a.example\"\nport = 443\n[[net]]\nport = 80\nbind = true\n[[net]]\nallow = false\n",
+        );
+        assert_eq!(ir.net.connect, Ports::None);
+        assert!(!ir.net.other_protocols && !ir.net.dns);
+        assert_eq!(ir.net.bind, Ports::Some(vec![80]));
+        let ir =
+            lower_text("[[net]]\nport = 80\nbind = true\n[[net]]\nbind = true\nallow = false\n");
+        assert_eq!(ir.net.bind, Ports::None);
+    }
+
+    #[test]
+    fn deny_port_removes_it() {
+        let ir = lower_text(
+            "[[net]]\nport = 443\n[[net]]\nport = 22\n[[net]]\nport = 22\nallow = false\n",
+        );
+        assert_eq!(ir.net.connect, Ports::Some(vec![443]));
+    }
 }

@@ -26,9 +26,13 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
     if let Some(t) = tool {
         parsed = parsed.select_tool(t).map_err(|d| vec![d])?;
     }
+    // Every check runs, so that all errors are reported in one go.
     let mut diags = schema::validate(&parsed);
     // Control characters anywhere are refused, schema-valid or not.
     validate::control_characters(&parsed, &mut diags);
+    validate::layer(&parsed, &mut diags);
+    diags.sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
+    diags.dedup();
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
@@ -44,10 +48,6 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
             .at(parsed.locate(""))])
         }
     };
-    validate::layer(&layer, &parsed, &mut diags);
-    if diags.iter().any(Diagnostic::is_error) {
-        return Err(diags);
-    }
     Ok(LoadedLayer { parsed, layer })
 }
 
@@ -67,18 +67,95 @@ pub fn read_file(path: &camino::Utf8Path) -> Result<SourceFile, Diagnostic> {
     }
     let bytes = std::fs::read(path)
         .map_err(|e| Diagnostic::new(codes::IO, format!("cannot read {path}: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        Diagnostic::new(
-            codes::IO,
-            format!(
-                "{path}: not UTF-8 (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        )
-        .help("policy files are TOML, which must be UTF-8")
-    })?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8(path.as_str(), e))?;
     Ok(SourceFile {
         name: path.to_string(),
         text,
     })
+}
+
+/// A file that is not UTF-8 is readable but not TOML: a located syntax
+/// error (exit 1), pointing at the first bad byte.
+fn not_utf8(name: &str, e: std::string::FromUtf8Error) -> Diagnostic {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+    let (line, column) = crate::diag::line_col(valid, at);
+    Diagnostic::new(
+        codes::TOML_SYNTAX,
+        format!("not UTF-8: invalid byte 0x{:02X} at offset {at}", bytes[at]),
+    )
+    .at(Some(crate::diag::Location {
+        file: name.to_string(),
+        line,
+        column,
+        span: at..at + 1,
+    }))
+    .help("policy files are TOML, which must be UTF-8: re-save the file as UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<LoadedLayer, Vec<Diagnostic>> {
+        load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: text.into(),
+            },
+            None,
+        )
+    }
+
+    fn codes_of(text: &str) -> Vec<&'static str> {
+        load(text).unwrap_err().iter().map(|d| d.code).collect()
+    }
+
+    #[test]
+    fn schema_and_semantic_errors_are_reported_together() {
+        let c = codes_of(
+            "version = 2\nx = 1\n[[fs]]\npath = \"..\"\nread = true\n[[fs]]\npath = \"a\"\n",
+        );
+        assert_eq!(
+            c,
+            [
+                codes::VERSION,
+                codes::SCHEMA,
+                codes::ESCAPES_WORKSPACE,
+                codes::NO_CAPABILITY
+            ]
+        );
+    }
+
+    #[test]
+    fn integral_floats_are_not_integers() {
+        // JSON Schema calls 80.0 an integer; serde does not. Both must refuse.
+        let d = load("[[net]]\nport = 80.0\n").unwrap_err();
+        assert_eq!(d.len(), 1);
+        assert!(
+            d[0].message.contains("found the float 80.0"),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(d[0].location.as_ref().unwrap().line, 2);
+    }
+
+    #[test]
+    fn datetimes_are_not_strings() {
+        let d = load("[[fs]]\npath = 1979-05-27\nread = true\n").unwrap_err();
+        assert_eq!(d.len(), 1);
+        assert!(d[0]
+            .message
+            .contains("expected a string, found the datetime"));
+    }
+
+    #[test]
+    fn not_utf8_is_a_located_syntax_error() {
+        let e = String::from_utf8(b"a = 1\nb = \"x\xff\"\n".to_vec()).unwrap_err();
+        let d = not_utf8("p.toml", e);
+        assert_eq!(d.code, codes::TOML_SYNTAX);
+        let l = d.location.unwrap();
+        assert_eq!((l.line, l.column), (2, 7));
+    }
 }

@@ -5,9 +5,121 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// serde's derive also reads a struct from a sequence (`limits = [60, 120]`
+/// would fill the fields in order); the schema allows tables only. These
+/// types derive with `remote = "Self"` (an inherent `deserialize`) and are
+/// deserialised through `deserialize_map`, which refuses anything else.
+macro_rules! tables_only {
+    ($($t:ident $(<$g:ident>)?),* $(,)?) => {$(
+        impl<'de $(, $g: serde::de::DeserializeOwned)?> Deserialize<'de> for $t $(<$g>)? {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Table $(<$g>)? (std::marker::PhantomData<$t $(<$g>)?>);
+                impl<'de $(, $g: serde::de::DeserializeOwned)?> serde::de::Visitor<'de>
+                    for Table $(<$g>)?
+                {
+                    type Value = $t $(<$g>)?;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a table")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        map: A,
+                    ) -> Result<Self::Value, A::Error> {
+                        $t::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    }
+                }
+                d.deserialize_map(Table(std::marker::PhantomData))
+            }
+        }
+        impl $(<$g: Serialize>)? Serialize for $t $(<$g>)? {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $t::serialize(self, s)
+            }
+        }
+    )*};
+}
+
+tables_only!(
+    Layer,
+    MergeTable<T>,
+    FsRule,
+    NetRule,
+    EnvRule,
+    CommandRule,
+    Process,
+    Limits,
+    Macos,
+    Linux,
+    Windows,
+);
+
+/// The schema's value constraints (`length`, `range`), enforced again when
+/// deserialising, so that the types alone never accept what the schema
+/// refuses (tests/schema.rs checks the two agree).
+mod check {
+    use serde::de::{Deserialize, Deserializer, Error};
+    use std::fmt::Display;
+
+    fn empty<E: Error>() -> E {
+        E::custom("must not be empty")
+    }
+
+    pub fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Err(empty());
+        }
+        Ok(s)
+    }
+
+    pub fn opt_non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let s = Option::<String>::deserialize(d)?;
+        if s.as_deref() == Some("") {
+            return Err(empty());
+        }
+        Ok(s)
+    }
+
+    pub fn items_non_empty<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<String>>, D::Error> {
+        let v = Option::<Vec<String>>::deserialize(d)?;
+        if v.iter().flatten().any(String::is_empty) {
+            return Err(empty());
+        }
+        Ok(v)
+    }
+
+    fn in_range<'de, D, T>(d: D, min: T, max: T) -> Result<Option<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de> + PartialOrd + Display + Copy,
+    {
+        let v = Option::<T>::deserialize(d)?;
+        match v {
+            Some(x) if x < min || x > max => {
+                Err(D::Error::custom(format!("{x} is not in {min}..={max}")))
+            }
+            _ => Ok(v),
+        }
+    }
+
+    pub fn port<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+        in_range(d, 1, u16::MAX)
+    }
+
+    pub fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        in_range(d, 1, u64::MAX)
+    }
+
+    pub fn abi<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        in_range(d, 1, 7)
+    }
+}
+
 /// One policy file (a layer).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 #[schemars(
     title = "sbx policy",
     description = "An sbx sandbox policy, format version 1."
@@ -55,14 +167,14 @@ pub enum Enforcement {
 
 /// A list, or a merge table saying how it combines with earlier layers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, bound(deserialize = "T: serde::de::DeserializeOwned"))]
 pub enum Mergeable<T> {
     List(Vec<T>),
     Merge(MergeTable<T>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct MergeTable<T> {
     #[serde(default)]
     pub strategy: Strategy,
@@ -81,10 +193,11 @@ pub enum Strategy {
 
 /// `[[fs]]`: a filesystem grant. Most specific path wins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct FsRule {
     /// `.`-relative (workspace), `~`-relative (home) or absolute.
     #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "check::non_empty")]
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<bool>,
@@ -106,16 +219,18 @@ pub struct FsRule {
 
 /// `[[net]]`: a network grant (kernel-enforced by TCP port only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct NetRule {
     /// Hostname, `*.domain`, IP, `localhost` or `*` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "check::opt_non_empty")]
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheme: Option<Scheme>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 65535))]
+    #[serde(deserialize_with = "check::port")]
     pub port: Option<u16>,
     /// URL path prefix; cooperative only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,9 +278,10 @@ impl Scheme {
 
 /// `[[env]]`: forward a variable (exact name or glob) to the child.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct EnvRule {
     #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "check::non_empty")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<bool>,
@@ -173,7 +289,7 @@ pub struct EnvRule {
 
 /// `[commands.NAME]`: a program the sandbox may execute.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct CommandRule {
     /// Allowed argument prefixes; `**` last allows any rest. Cooperative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,14 +300,18 @@ pub struct CommandRule {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Process {
     /// Named per-OS root sets; `[]` disables all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presets: Option<Vec<Preset>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(length(min = 1)))]
+    #[serde(deserialize_with = "check::items_non_empty")]
     pub read_roots: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(length(min = 1)))]
+    #[serde(deserialize_with = "check::items_non_empty")]
     pub write_roots: Option<Vec<String>>,
 }
 
@@ -223,24 +343,28 @@ impl Preset {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Limits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
+    #[serde(deserialize_with = "check::positive")]
     pub max_processes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
+    #[serde(deserialize_with = "check::positive")]
     pub max_memory_mib: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
+    #[serde(deserialize_with = "check::positive")]
     pub cpu_time_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
+    #[serde(deserialize_with = "check::positive")]
     pub wall_time_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Macos {
     /// Extra global Mach service names the profile may look up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +374,7 @@ pub struct Macos {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Linux {
     /// Landlock scopes (ABI >= 6); default both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,6 +382,7 @@ pub struct Linux {
     /// Refuse to run on a kernel whose Landlock ABI is lower.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 7))]
+    #[serde(deserialize_with = "check::abi")]
     pub min_abi: Option<u32>,
 }
 
@@ -271,7 +396,7 @@ pub enum Scope {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Windows {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Token>,
@@ -329,5 +454,46 @@ impl UiRestriction {
             UiRestriction::SystemParameters => "system_parameters",
             UiRestriction::WriteClipboard => "write_clipboard",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{from_value, json};
+
+    #[test]
+    fn structs_are_tables_only() {
+        assert!(from_value::<Limits>(json!([60, 120])).is_err());
+        assert!(from_value::<FsRule>(json!([".", true])).is_err());
+        assert!(from_value::<Mergeable<FsRule>>(json!(["append", []])).is_err());
+        assert!(from_value::<Layer>(json!([])).is_err());
+        let l: Limits = from_value(json!({"cpu_time_s": 5})).unwrap();
+        assert_eq!(l.cpu_time_s, Some(5));
+    }
+
+    #[test]
+    fn value_constraints_match_the_schema() {
+        assert!(from_value::<NetRule>(json!({"port": 0})).is_err());
+        assert!(from_value::<NetRule>(json!({"port": 65535})).is_ok());
+        assert!(from_value::<NetRule>(json!({"host": ""})).is_err());
+        assert!(from_value::<FsRule>(json!({"path": "", "read": true})).is_err());
+        assert!(from_value::<EnvRule>(json!({"name": ""})).is_err());
+        assert!(from_value::<Limits>(json!({"max_processes": 0})).is_err());
+        assert!(from_value::<Linux>(json!({"min_abi": 8})).is_err());
+        assert!(from_value::<Process>(json!({"read_roots": ["/a", ""]})).is_err());
+    }
+
+    #[test]
+    fn serialising_round_trips() {
+        let v = json!({
+            "version": 1,
+            "fs": {"strategy": "replace", "value": [{"path": ".", "read": true}]},
+            "net": [{"host": "example.com", "port": 443}],
+            "commands": {"git": {"args": [["status"]]}},
+            "limits": {"wall_time_s": 9}
+        });
+        let l: Layer = from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&l).unwrap(), v);
     }
 }

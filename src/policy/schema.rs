@@ -35,6 +35,7 @@ pub fn validate(parsed: &Parsed) -> Vec<Diagnostic> {
     for e in validator().iter_errors(&parsed.value) {
         collect(&e, parsed, &mut out);
     }
+    lossy(parsed, &mut out);
     out.sort_by_key(|d| d.location.as_ref().map(|l| l.span.start));
     out.dedup();
     out
@@ -43,8 +44,9 @@ pub fn validate(parsed: &Parsed) -> Vec<Diagnostic> {
 fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     let at = e.instance_path().as_str().to_string();
     match e.kind() {
-        // `Mergeable` is "a list or a merge table": report the errors of the
-        // branch that has the value's type, not "matches none of".
+        // Optional keys and `Mergeable` are "one of these shapes": report
+        // the errors of the branch that has the value's type, not "matches
+        // none of".
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
             let branch = context
                 .iter()
@@ -57,14 +59,31 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                 .min_by_key(|errs| errs.len());
             match branch {
                 Some(errs) => errs.iter().for_each(|b| collect(b, parsed, out)),
-                None => out.push(
-                    Diagnostic::new(
-                        codes::SCHEMA,
-                        format!("{}: expected a list or a merge table", describe(&at)),
+                None => {
+                    let help = if is_mergeable(&at) {
+                        format!(
+                            "write `[[{0}]]` entries, or a merge table `[{0}]` with `strategy` and `[[{0}.value]]`",
+                            last_segment(&at)
+                        )
+                    } else {
+                        let types = node_at(&at).map(types_of).unwrap_or_default();
+                        let types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+                        type_help(&types, e.instance(), parsed.lossy(&at))
+                    };
+                    out.push(
+                        Diagnostic::new(
+                            codes::SCHEMA,
+                            format!(
+                                "{}: expected {}, found {}",
+                                describe(&at),
+                                expected(&at),
+                                value_kind(parsed, &at, e.instance())
+                            ),
+                        )
+                        .at(parsed.locate(&at))
+                        .help(help),
                     )
-                    .at(parsed.locate(&at))
-                    .help("write `[[key]]` entries, or a table with `strategy` and `value`"),
-                ),
+                }
             }
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
@@ -80,13 +99,17 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                         "this looks like a larger config: select a tool's policy with --tool NAME"
                             .to_string()
                     }
+                    _ if is_mergeable(&at) => format!(
+                        "a table here is a merge table (keys: strategy, value); write rules as `[[{0}]]` or `[[{0}.value]]`",
+                        last_segment(&at)
+                    ),
                     _ => format!("allowed keys here: {}", allowed_keys(&at)),
                 });
                 out.push(d);
             }
         }
         kind => {
-            let (message, help) = explain(kind, e);
+            let (message, help) = explain(kind, e, parsed, &at);
             out.push(
                 Diagnostic::new(codes::SCHEMA, format!("{}: {message}", describe(&at)))
                     .at(parsed.locate(&at))
@@ -96,24 +119,95 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
     }
 }
 
-fn explain(kind: &ValidationErrorKind, e: &ValidationError<'_>) -> (String, String) {
+/// JSON has no floats-that-must-be-integers, datetimes or 128-bit integers;
+/// their stand-ins (see source.rs) could pass for an integer or a string.
+/// Refuse them wherever the schema expects one of those, so that schema
+/// validation and deserialisation always agree.
+fn lossy(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
+    for p in parsed.lossy_pointers() {
+        let loc = parsed.locate(&p);
+        if out.iter().any(|d| d.location == loc) {
+            continue; // already reported as the wrong type
+        }
+        let Some(node) = node_at(&p) else { continue };
+        let types = types_of(node);
+        let passes = match parsed.value.pointer(&p) {
+            Some(Value::String(_)) => types.contains(&"string"),
+            Some(Value::Number(n)) => {
+                types.contains(&"integer") && n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
+            _ => false,
+        };
+        if passes {
+            out.push(
+                Diagnostic::new(
+                    codes::SCHEMA,
+                    format!(
+                        "{}: expected {}, found {}",
+                        describe(&p),
+                        expected(&p),
+                        parsed.lossy(&p).unwrap_or("a value of another type")
+                    ),
+                )
+                .at(loc)
+                .help(type_help(
+                    &types.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                    parsed.value.pointer(&p).unwrap_or(&Value::Null),
+                    parsed.lossy(&p),
+                )),
+            );
+        }
+    }
+}
+
+fn explain(
+    kind: &ValidationErrorKind,
+    e: &ValidationError<'_>,
+    parsed: &Parsed,
+    at: &str,
+) -> (String, String) {
     match kind {
         ValidationErrorKind::Type { kind } => (
             format!(
                 "expected {}, found {}",
                 type_name(kind),
-                value_kind(e.instance())
+                value_kind(parsed, at, e.instance())
             ),
-            "see `sbx schema` for each key's type".into(),
+            type_help(&types_of_kind(kind), e.instance(), parsed.lossy(at)),
         ),
-        ValidationErrorKind::Required { property } => (
-            format!("missing required key {property}"),
-            format!("add {property} = …"),
-        ),
-        ValidationErrorKind::Enum { options } => (
-            format!("{} is not one of {}", e.instance(), options),
-            "use one of the listed values".into(),
-        ),
+        ValidationErrorKind::Required { property } => {
+            let key = property
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| property.to_string());
+            let help = if key == "value" && is_mergeable(at) {
+                format!(
+                    "a merge table needs the list it merges: add `[[{}.value]]` entries",
+                    last_segment(at)
+                )
+            } else {
+                format!("add `{key} = …`")
+            };
+            (format!("missing required key `{key}`"), help)
+        }
+        ValidationErrorKind::Enum { options } => {
+            let list = options
+                .as_array()
+                .map(|o| {
+                    o.iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_else(|| options.to_string());
+            (
+                format!(
+                    "{} is not one of {list}",
+                    value_kind(parsed, at, e.instance())
+                ),
+                "use one of the listed values".into(),
+            )
+        }
         ValidationErrorKind::Minimum { limit }
         | ValidationErrorKind::ExclusiveMinimum { limit } => (
             format!("{} is below the minimum {limit}", e.instance()),
@@ -131,24 +225,79 @@ fn explain(kind: &ValidationErrorKind, e: &ValidationError<'_>) -> (String, Stri
     }
 }
 
-fn type_name(kind: &jsonschema::error::TypeKind) -> String {
-    let raw = match kind {
-        jsonschema::error::TypeKind::Single(t) => t.to_string(),
-        jsonschema::error::TypeKind::Multiple(ts) => {
-            let v: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
-            v.join(" or ")
-        }
-    };
-    raw.replace("object", "a table")
-        .replace("array", "a list")
-        .replace("string", "a string")
-        .replace("boolean", "a boolean (true/false)")
-        .replace("integer", "an integer")
-        .replace("number", "a number")
-        .replace("null", "nothing")
+fn types_of_kind(kind: &jsonschema::error::TypeKind) -> Vec<String> {
+    match kind {
+        jsonschema::error::TypeKind::Single(t) => vec![t.to_string()],
+        jsonschema::error::TypeKind::Multiple(ts) => ts.iter().map(|t| t.to_string()).collect(),
+    }
 }
 
-fn value_kind(v: &Value) -> String {
+/// How to write a value of the expected type, in TOML.
+fn type_help(expected: &[String], found: &Value, lossy: Option<&str>) -> String {
+    let want = |t: &str| expected.iter().any(|e| e == t);
+    if lossy.is_some_and(|l| l.contains("out of range")) {
+        return "TOML integers are 64-bit: -9223372036854775808 to 9223372036854775807".into();
+    }
+    if want("boolean") {
+        "write `true` or `false`, without quotes".into()
+    } else if want("integer") && found.is_string() && lossy.is_none() {
+        "write the number without quotes".into()
+    } else if want("integer") {
+        "write a whole number, without quotes or a decimal point".into()
+    } else if want("string") {
+        "write the value in quotes: \"…\"".into()
+    } else if want("array") {
+        "write a list in brackets: [\"a\", \"b\"]".into()
+    } else if want("object") {
+        "write a table: a `[section]` header, or `key = { … }`".into()
+    } else {
+        "see `sbx schema` for each key's type".into()
+    }
+}
+
+/// TOML has no null, so the schema's `null` (for optional keys) is never
+/// what the user should write.
+fn type_name(kind: &jsonschema::error::TypeKind) -> String {
+    let names: Vec<String> = match kind {
+        jsonschema::error::TypeKind::Single(t) => vec![t.to_string()],
+        jsonschema::error::TypeKind::Multiple(ts) => ts.iter().map(|t| t.to_string()).collect(),
+    };
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    type_list(&names)
+}
+
+fn type_list(names: &[&str]) -> String {
+    let v: Vec<&str> = names
+        .iter()
+        .filter_map(|t| match *t {
+            "object" => Some("a table"),
+            "array" => Some("a list"),
+            "string" => Some("a string"),
+            "boolean" => Some("a boolean (true/false)"),
+            "integer" => Some("an integer"),
+            "number" => Some("a number"),
+            _ => None,
+        })
+        .collect();
+    if v.is_empty() {
+        "another value".into()
+    } else {
+        v.join(" or ")
+    }
+}
+
+/// What the schema expects at `pointer`, in words.
+fn expected(pointer: &str) -> String {
+    match node_at(pointer) {
+        Some(n) => type_list(&types_of(n)),
+        None => "another value".into(),
+    }
+}
+
+fn value_kind(parsed: &Parsed, at: &str, v: &Value) -> String {
+    if let Some(shown) = parsed.lossy(at) {
+        return shown.to_string();
+    }
     match v {
         Value::Null => "nothing".into(),
         Value::Bool(b) => format!("the boolean {b}"),
@@ -180,61 +329,98 @@ pub fn describe(pointer: &str) -> String {
     format!("`{s}`")
 }
 
+fn last_segment(pointer: &str) -> String {
+    pointer
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .replace("~1", "/")
+        .replace("~0", "~")
+}
+
 /// The property names the schema allows at `pointer`, for help lines.
 fn allowed_keys(pointer: &str) -> String {
-    let root = schema();
-    let mut node = root;
-    for seg in pointer.split('/').skip(1) {
-        node = resolve(root, node);
-        node = if seg.parse::<usize>().is_ok() {
-            match node.get("items") {
-                Some(i) => i,
-                None => return "see `sbx schema`".into(),
-            }
-        } else {
-            match node.get("properties").and_then(|p| p.get(seg)) {
-                Some(n) => n,
-                None => match node.get("additionalProperties") {
-                    Some(n) if n.is_object() => n,
-                    _ => return "see `sbx schema`".into(),
-                },
-            }
-        };
-    }
-    node = resolve(root, node);
-    match node.get("properties").and_then(Value::as_object) {
+    let props = node_at(pointer)
+        .and_then(|n| pick(n, |b| b.get("properties").is_some()))
+        .and_then(|n| n.get("properties"))
+        .and_then(Value::as_object);
+    match props {
         Some(p) => p.keys().cloned().collect::<Vec<_>>().join(", "),
         None => "see `sbx schema`".into(),
     }
 }
 
-/// Follow `$ref` and pick the object branch of an `anyOf`.
-fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
-    for _ in 0..8 {
-        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
-            let ptr = r.trim_start_matches('#');
-            match root.pointer(ptr) {
-                Some(n) => node = n,
-                None => return node,
-            }
-        } else if let Some(branches) = node.get("anyOf").and_then(Value::as_array) {
-            let pick = branches
-                .iter()
-                .find(|b| b.get("type") == Some(&Value::from("array")))
-                .or_else(|| {
-                    branches
-                        .iter()
-                        .find(|b| b.get("type") != Some(&Value::from("null")))
-                });
-            match pick {
-                Some(b) => node = b,
-                None => return node,
-            }
+/// A list-or-merge-table key (`fs`, `net`, `env`, `sensitive_paths`).
+fn is_mergeable(pointer: &str) -> bool {
+    node_at(pointer).is_some_and(|n| {
+        let t = types_of(n);
+        t.contains(&"array") && t.contains(&"object")
+    })
+}
+
+/// The schema node that describes the value at `pointer`, following
+/// `$ref`s and, in `anyOf`s, the branch that can hold the next segment.
+fn node_at(pointer: &str) -> Option<&'static Value> {
+    let mut node = schema();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        node = if seg.parse::<usize>().is_ok() {
+            pick(node, |b| b.get("items").is_some())?.get("items")?
         } else {
-            return node;
+            let obj = pick(node, |b| {
+                b.get("properties").is_some() || b.get("additionalProperties").is_some()
+            })?;
+            match obj.get("properties").and_then(|p| p.get(&seg)) {
+                Some(n) => n,
+                None => obj.get("additionalProperties").filter(|n| n.is_object())?,
+            }
+        };
+    }
+    Some(node)
+}
+
+/// Follow `$ref`s and descend into `anyOf` until a node satisfies `want`.
+fn pick(node: &'static Value, want: impl Fn(&Value) -> bool + Copy) -> Option<&'static Value> {
+    let node = deref(node);
+    if want(node) {
+        return Some(node);
+    }
+    node.get("anyOf")?
+        .as_array()?
+        .iter()
+        .find_map(|b| pick(b, want))
+}
+
+fn deref(mut node: &'static Value) -> &'static Value {
+    for _ in 0..8 {
+        match node.get("$ref").and_then(Value::as_str) {
+            Some(r) => match schema().pointer(r.trim_start_matches('#')) {
+                Some(n) => node = n,
+                None => break,
+            },
+            None => break,
         }
     }
     node
+}
+
+/// The JSON types a node accepts, without `null`.
+fn types_of(node: &'static Value) -> Vec<&'static str> {
+    let node = deref(node);
+    let mut out: Vec<&'static str> = Vec::new();
+    match node.get("type") {
+        Some(Value::String(t)) => out.push(t),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    if let Some(bs) = node.get("anyOf").and_then(Value::as_array) {
+        for b in bs {
+            out.extend(types_of(b));
+        }
+    }
+    out.retain(|t| *t != "null");
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
@@ -244,5 +430,17 @@ mod tests {
         let k = super::allowed_keys("/fs/0");
         assert!(k.contains("path") && k.contains("external"), "{k}");
         assert!(super::allowed_keys("").contains("enforcement"));
+        assert_eq!(super::allowed_keys("/net"), "strategy, value");
+        assert!(super::allowed_keys("/env/value/0").contains("name"));
+        assert!(super::allowed_keys("/commands/git").contains("envs"));
+    }
+
+    #[test]
+    fn expected_types_skip_null() {
+        assert_eq!(super::expected("/net/0/port"), "an integer");
+        assert_eq!(super::expected("/limits"), "a table");
+        assert_eq!(super::expected("/fs"), "a list or a table");
+        assert!(super::is_mergeable("/sensitive_paths"));
+        assert!(!super::is_mergeable("/process"));
     }
 }

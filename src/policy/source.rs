@@ -24,6 +24,10 @@ struct Spans {
     value: HashMap<String, Range<usize>>,
     /// Span of the key that introduced the value (tables only have keys).
     key: HashMap<String, Range<usize>>,
+    /// Values JSON cannot hold as written (floats, datetimes, integers
+    /// beyond 64 bits), described as the user wrote them. Their JSON
+    /// stand-ins must not be mistaken for valid input (see schema.rs).
+    lossy: HashMap<String, String>,
 }
 
 /// A parsed file: the JSON view of (a part of) it and where each piece is.
@@ -54,12 +58,18 @@ impl Parsed {
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
                 let loc = location(&file, &LineIndex::new(&file.text), span);
+                let message = e.message().trim().to_string();
+                let help = if message.contains("escape") || message.contains("unicode") {
+                    "in a \"basic string\" a backslash starts an escape: write Windows paths as 'literal strings' or with forward slashes"
+                } else {
+                    "fix the TOML syntax; see https://toml.io"
+                };
                 return Err(Diagnostic::new(
                     codes::TOML_SYNTAX,
-                    format!("invalid TOML: {}", e.message().trim()),
+                    format!("invalid TOML: {message}"),
                 )
                 .at(Some(loc))
-                .help("fix the TOML syntax; see https://toml.io"));
+                .help(help));
             }
         };
         let mut spans = Spans::default();
@@ -79,15 +89,34 @@ impl Parsed {
     pub fn select_tool(mut self, tool: &str) -> Result<Parsed, Diagnostic> {
         let tool_ptr = format!("/conversation/tools/{}", escape_pointer(tool));
         let Some(tool_value) = self.value.pointer(&tool_ptr) else {
+            let tools: Vec<String> = self
+                .value
+                .pointer("/conversation/tools")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().map(|k| format!("`{k}`")).collect())
+                .unwrap_or_default();
+            let help = if tools.is_empty() {
+                "this file has no [conversation.tools.NAME] tables: drop --tool for a plain policy file".to_string()
+            } else {
+                format!("tools in this file: {}", tools.join(", "))
+            };
             return Err(Diagnostic::new(
                 codes::NO_TOOL,
-                format!(
-                    "{}: no tool `{tool}` (expected a table [conversation.tools.{tool}])",
-                    self.file.name
-                ),
+                format!("no tool `{tool}` (expected a table [conversation.tools.{tool}])"),
             )
-            .help("check the tool name, or drop --tool for a plain policy file"));
+            .at(self.locate("/conversation/tools"))
+            .help(help));
         };
+        if !tool_value.is_object() {
+            return Err(Diagnostic::new(
+                codes::NO_TOOL,
+                format!("`conversation.tools.{tool}` is not a table"),
+            )
+            .at(self.locate(&tool_ptr))
+            .help(format!(
+                "a tool is a table: [conversation.tools.{tool}] with its policy in [conversation.tools.{tool}.access]"
+            )));
+        }
         let access = tool_value.get("access").cloned();
         let at = format!("{tool_ptr}/access");
         self.value = match access {
@@ -112,6 +141,28 @@ impl Parsed {
                 None => return None,
             }
         }
+    }
+
+    /// How the user wrote a value that JSON cannot hold as is, if it is one.
+    pub fn lossy(&self, pointer: &str) -> Option<&str> {
+        self.spans
+            .lossy
+            .get(&format!("{}{}", self.base, pointer))
+            .map(String::as_str)
+    }
+
+    /// Pointers (relative to the selected part) of every lossy value.
+    pub fn lossy_pointers(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .spans
+            .lossy
+            .keys()
+            .filter_map(|p| p.strip_prefix(self.base.as_str()))
+            .filter(|p| p.is_empty() || p.starts_with('/'))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
     }
 
     /// Location of the key that introduced `pointer` (better for "unknown key").
@@ -154,23 +205,33 @@ fn convert(v: &Spanned<DeValue<'_>>, at: &str, spans: &mut Spans) -> Value {
     match v.get_ref() {
         DeValue::String(s) => Value::String(s.to_string()),
         DeValue::Integer(i) => {
-            let digits = i.as_str();
-            if let Ok(n) = i64::from_str_radix(digits, i.radix()) {
-                Value::Number(n.into())
-            } else if let Ok(n) = u64::from_str_radix(digits, i.radix()) {
-                Value::Number(n.into())
-            } else {
-                // Out of range for any field: keep it visible to the schema
-                // as a wrong-typed value rather than wrapping it.
-                Value::String(digits.to_string())
+            // TOML integers are 64-bit signed; anything else must not wrap.
+            match i64::from_str_radix(i.as_str(), i.radix()) {
+                Ok(n) => Value::Number(n.into()),
+                Err(_) => {
+                    let shown = format!("the integer {i}, which is out of range");
+                    spans.lossy.insert(at.to_string(), shown);
+                    Value::String(i.to_string())
+                }
             }
         }
-        DeValue::Float(f) => match f.as_str().parse::<f64>().ok().and_then(Number::from_f64) {
-            Some(n) => Value::Number(n),
-            None => Value::String(f.as_str().to_string()),
-        },
+        DeValue::Float(f) => {
+            let text = f.as_str().to_string();
+            spans
+                .lossy
+                .insert(at.to_string(), format!("the float {text}"));
+            match text.parse::<f64>().ok().and_then(Number::from_f64) {
+                Some(n) => Value::Number(n),
+                None => Value::String(text),
+            }
+        }
         DeValue::Boolean(b) => Value::Bool(*b),
-        DeValue::Datetime(d) => Value::String(d.to_string()),
+        DeValue::Datetime(d) => {
+            spans
+                .lossy
+                .insert(at.to_string(), format!("the datetime {d}"));
+            Value::String(d.to_string())
+        }
         DeValue::Array(a) => Value::Array(
             a.iter()
                 .enumerate()
@@ -212,6 +273,16 @@ mod tests {
     }
 
     #[test]
+    fn lossy_values_are_recorded() {
+        let p = parse("a = 1.5\nb = 1979-05-27\nc = 99999999999999999999\nd = 7\n").unwrap();
+        assert_eq!(p.lossy("/a"), Some("the float 1.5"));
+        assert_eq!(p.lossy("/b"), Some("the datetime 1979-05-27"));
+        assert!(p.lossy("/c").unwrap().contains("out of range"));
+        assert_eq!(p.lossy("/d"), None);
+        assert_eq!(p.lossy_pointers(), ["/a", "/b", "/c"]);
+    }
+
+    #[test]
     fn tool_selection() {
         let text = "[conversation.tools.t.access]\nversion = 1\n[[conversation.tools.t.access.fs]]\npath = \".\"\nread = true\n[conversation.tools.u]\nrun = \"ask\"\n";
         let p = parse(text).unwrap().select_tool("t").unwrap();
@@ -219,9 +290,18 @@ mod tests {
         assert_eq!(p.locate("/fs/0/path").unwrap().line, 4);
         let u = parse(text).unwrap().select_tool("u").unwrap();
         assert_eq!(u.value, serde_json::json!({}));
-        assert_eq!(
-            parse(text).unwrap().select_tool("x").unwrap_err().code,
-            codes::NO_TOOL
+        let missing = parse(text).unwrap().select_tool("x").unwrap_err();
+        assert_eq!(missing.code, codes::NO_TOOL);
+        assert_eq!(missing.location.unwrap().line, 1);
+        let not_table = parse("[conversation.tools]\nt = \"x\"\n")
+            .unwrap()
+            .select_tool("t")
+            .unwrap_err();
+        assert!(
+            not_table.message.contains("not a table"),
+            "{}",
+            not_table.message
         );
+        assert_eq!(not_table.location.unwrap().line, 2);
     }
 }

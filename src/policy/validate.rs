@@ -1,6 +1,6 @@
 //! Semantic checks the schema cannot express, each located.
 
-use super::model::*;
+use super::model::{EnvRule, FsRule, NetRule, Scheme};
 use super::schema::describe;
 use super::source::Parsed;
 use crate::diag::{codes, Diagnostic};
@@ -47,8 +47,13 @@ fn bad_char(what: String, c: char) -> Diagnostic {
     .help("remove it: paths and names with control characters cannot be represented safely")
 }
 
-pub fn layer(l: &Layer, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
-    if let Some(v) = l.version {
+/// The semantic checks. They read each rule on its own from the JSON
+/// value, so a file with schema errors still gets every other error
+/// reported in the same run; a rule that does not deserialise was already
+/// reported by the schema and is skipped here.
+pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
+    let root = &parsed.value;
+    if let Some(v) = root.get("version").and_then(Value::as_i64) {
         if v != 1 {
             out.push(
                 Diagnostic::new(codes::VERSION, format!("unsupported policy version {v}"))
@@ -57,64 +62,64 @@ pub fn layer(l: &Layer, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
             );
         }
     }
-    if let Some(m) = &l.fs {
-        for (ptr, rule) in items(m, "fs") {
-            fs_rule(rule, &ptr, parsed, out);
-        }
+    for (ptr, rule) in items::<FsRule>(root, "fs") {
+        fs_rule(&rule, &ptr, parsed, out);
     }
-    if let Some(m) = &l.net {
-        for (ptr, rule) in items(m, "net") {
-            net_rule(rule, &ptr, parsed, out);
-        }
+    for (ptr, rule) in items::<NetRule>(root, "net") {
+        net_rule(&rule, &ptr, parsed, out);
     }
-    if let Some(m) = &l.env {
-        for (ptr, rule) in items(m, "env") {
-            pattern(&rule.name, &format!("{ptr}/name"), parsed, out);
-        }
+    for (ptr, rule) in items::<EnvRule>(root, "env") {
+        pattern(&rule.name, &format!("{ptr}/name"), parsed, out);
     }
-    if let Some(m) = &l.sensitive_paths {
-        for (ptr, p) in items(m, "sensitive_paths") {
-            pattern(p, &ptr, parsed, out);
-        }
+    for (ptr, p) in items::<String>(root, "sensitive_paths") {
+        pattern(&p, &ptr, parsed, out);
     }
-    if let Some(c) = &l.commands {
+    if let Some(c) = root.get("commands").and_then(Value::as_object) {
         for name in c.keys() {
             if name.trim().is_empty() {
                 let ptr = format!("/commands/{}", super::source::escape_pointer(name));
                 out.push(
                     Diagnostic::new(codes::SCHEMA, "empty command name")
-                        .at(parsed.locate_key(&ptr)),
+                        .at(parsed.locate_key(&ptr))
+                        .help("name the program: `[commands.git]`, or an absolute path in quotes"),
                 );
             }
         }
     }
-    if let Some(p) = &l.process {
-        for (key, roots) in [
-            ("read_roots", &p.read_roots),
-            ("write_roots", &p.write_roots),
-        ] {
-            for (i, r) in roots.iter().flatten().enumerate() {
-                path_text(r, &format!("/process/{key}/{i}"), parsed, out);
+    for key in ["read_roots", "write_roots"] {
+        let list = root.pointer(&format!("/process/{key}"));
+        for (i, r) in list
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if let Some(r) = r.as_str() {
+                let ptr = format!("/process/{key}/{i}");
+                path_text(r, &ptr, parsed, out);
+                climbing(r, &ptr, false, parsed, out);
             }
         }
     }
 }
 
-/// The items of a list-or-merge-table with their pointers.
-fn items<'a, T>(m: &'a Mergeable<T>, key: &str) -> Vec<(String, &'a T)> {
-    match m {
-        Mergeable::List(v) => v
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (format!("/{key}/{i}"), r))
-            .collect(),
-        Mergeable::Merge(t) => t
-            .value
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (format!("/{key}/value/{i}"), r))
-            .collect(),
-    }
+/// The items of a list-or-merge-table that deserialise, with pointers.
+fn items<T: serde::de::DeserializeOwned>(root: &Value, key: &str) -> Vec<(String, T)> {
+    let (list, base) = match root.get(key) {
+        Some(Value::Array(a)) => (a, format!("/{key}")),
+        Some(Value::Object(m)) => match m.get("value") {
+            Some(Value::Array(a)) => (a, format!("/{key}/value")),
+            _ => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            let t = serde_json::from_value(item.clone()).ok()?;
+            Some((format!("{base}/{i}"), t))
+        })
+        .collect()
 }
 
 fn fs_rule(r: &FsRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
@@ -151,16 +156,56 @@ fn fs_rule(r: &FsRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
         }
     }
     path_text(&r.path, &format!("{ptr}/path"), parsed, out);
-    if !t(r.external) && climbs_out(&r.path) {
-        out.push(
-            Diagnostic::new(
-                codes::ESCAPES_WORKSPACE,
-                format!("{:?} climbs above the workspace", r.path),
-            )
-            .at(parsed.locate(&format!("{ptr}/path")))
-            .help("use a path inside the workspace, an absolute path, or `external = true` with an approved symlink"),
-        );
+    if t(r.external) {
+        if !workspace_relative(&r.path) {
+            out.push(
+                Diagnostic::new(
+                    codes::EXTERNAL_INSIDE,
+                    format!(
+                        "external rule {:?} must be a workspace-relative symlink",
+                        r.path
+                    ),
+                )
+                .at(parsed.locate(&format!("{ptr}/external")))
+                .help("external paths are reached through a symlink inside the workspace (sbx mount); grant an absolute or `~` path directly, without `external`"),
+            );
+        }
+    } else {
+        climbing(&r.path, &format!("{ptr}/path"), true, parsed, out);
     }
+}
+
+/// `rule`: an [[fs]] rule, which could be made `external` instead.
+fn climbing(path: &str, ptr: &str, rule: bool, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
+    let Some(base) = climbs_out(path) else { return };
+    let help = match base {
+        Base::Workspace if rule => "use a path inside the workspace, an absolute path, or `external = true` with an approved symlink",
+        Base::Workspace => "use a path inside the workspace or an absolute path",
+        Base::Home => "write the absolute path instead",
+    };
+    let base = match base {
+        Base::Workspace => "the workspace",
+        Base::Home => "the home directory",
+    };
+    out.push(
+        Diagnostic::new(
+            codes::ESCAPES_WORKSPACE,
+            format!("{path:?} climbs above {base}"),
+        )
+        .at(parsed.locate(ptr))
+        .help(help),
+    );
+}
+
+/// Anchored at the workspace: not absolute (`/x`, `C:/x`, `\\server`), not `~`.
+fn workspace_relative(path: &str) -> bool {
+    let b = path.as_bytes();
+    let drive = b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':';
+    !(path.starts_with('/')
+        || path.starts_with('\\')
+        || drive
+        || path == "~"
+        || path.starts_with("~/"))
 }
 
 /// Length and emptiness checks shared by every path-like field.
@@ -171,37 +216,56 @@ fn path_text(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
                 codes::TOO_LONG,
                 format!("path is {} bytes; the limit is {MAX_PATH_BYTES}", p.len()),
             )
-            .at(parsed.locate(ptr)),
+            .at(parsed.locate(ptr))
+            .help("no target accepts longer paths; grant a shorter parent directory instead"),
         );
     }
-    if p.trim().is_empty() {
-        out.push(Diagnostic::new(codes::BAD_PATH, "empty path").at(parsed.locate(ptr)));
+    // "" is refused by the schema (minLength); catch blank ones here.
+    if !p.is_empty() && p.trim().is_empty() {
+        out.push(
+            Diagnostic::new(codes::BAD_PATH, "blank path")
+                .at(parsed.locate(ptr))
+                .help("use `.` for the workspace, `~` for home, or an absolute path"),
+        );
     }
 }
 
-/// A workspace-relative path whose `..` leaves the workspace.
-pub fn climbs_out(path: &str) -> bool {
-    if path.starts_with('/') || path == "~" || path.starts_with("~/") {
-        return false;
-    }
+/// What a relative path is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    Workspace,
+    Home,
+}
+
+/// The base a relative path's `..` climbs above, if any. Both bases are
+/// checked: portable artifacts keep them as `${WORKSPACE}` / `${HOME}`
+/// placeholders, above which nothing can be expressed. Backslashes count
+/// as separators because the policy also compiles for Windows.
+pub fn climbs_out(path: &str) -> Option<Base> {
+    let (base, rest) = match path.strip_prefix("~/").or(path.strip_prefix("~\\")) {
+        Some(rest) => (Base::Home, rest),
+        None if path == "~" || !workspace_relative(path) => return None,
+        None => (Base::Workspace, path),
+    };
     let mut depth: i64 = 0;
-    for part in path.split('/') {
+    for part in rest.split(['/', '\\']) {
         match part {
             "" | "." => {}
             ".." => {
                 depth -= 1;
                 if depth < 0 {
-                    return true;
+                    return Some(base);
                 }
             }
             _ => depth += 1,
         }
     }
-    false
+    None
 }
 
 fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
-    if let Some(h) = &r.host {
+    // An empty host is the schema's to report (minLength).
+    if let Some(h) = r.host.as_ref().filter(|h| !h.is_empty()) {
         let ok = h == "*"
             || h.strip_prefix("*.").unwrap_or(h).split('.').all(|label| {
                 !label.is_empty()
@@ -225,11 +289,20 @@ fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                     codes::BAD_NET,
                     format!("path_prefix {pp:?} must start with `/`"),
                 )
-                .at(parsed.locate(&format!("{ptr}/path_prefix"))),
+                .at(parsed.locate(&format!("{ptr}/path_prefix")))
+                .help(format!(
+                    "write the URL path from its first slash: \"/{}\"",
+                    pp.trim_start_matches('/')
+                )),
             );
         }
     }
-    if r.bind == Some(true) && r.port.is_none() && r.scheme.and_then(Scheme::default_port).is_none()
+    // Denying every bind is meaningful; granting every port is not.
+    let allow = r.allow != Some(false);
+    if allow
+        && r.bind == Some(true)
+        && r.port.is_none()
+        && r.scheme.and_then(Scheme::default_port).is_none()
     {
         out.push(
             Diagnostic::new(codes::BAD_NET, "a bind rule needs a port")
@@ -243,7 +316,8 @@ fn pattern(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     if let Err(e) = crate::runtime::env::check_pattern(p) {
         out.push(
             Diagnostic::new(codes::BAD_PATTERN, format!("invalid glob {p:?}: {e}"))
-                .at(parsed.locate(ptr)),
+                .at(parsed.locate(ptr))
+                .help("globs use `*`, `?`, `[abc]` and `{a,b}`; escape a literal bracket as `[[]`"),
         );
     }
 }
@@ -253,12 +327,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn anchors_for_external() {
+        assert!(workspace_relative("vendor/lib"));
+        assert!(workspace_relative("./x"));
+        assert!(!workspace_relative("/opt"));
+        assert!(!workspace_relative("~/x"));
+        assert!(!workspace_relative("C:/x"));
+        assert!(!workspace_relative("\\\\srv\\share"));
+    }
+
+    #[test]
     fn climbing() {
-        assert!(climbs_out(".."));
-        assert!(climbs_out("a/../../b"));
-        assert!(!climbs_out("a/../b"));
-        assert!(!climbs_out("./x/.."));
-        assert!(!climbs_out("/etc/../x"));
-        assert!(!climbs_out("~/../x"));
+        assert_eq!(climbs_out(".."), Some(Base::Workspace));
+        assert_eq!(climbs_out("a/../../b"), Some(Base::Workspace));
+        assert_eq!(climbs_out("a\\..\\..\\b"), Some(Base::Workspace));
+        assert_eq!(climbs_out("a/../b"), None);
+        assert_eq!(climbs_out("./x/.."), None);
+        assert_eq!(climbs_out("/etc/../x"), None);
+        assert_eq!(climbs_out("C:/a/../../x"), None);
+        assert_eq!(climbs_out("~/../x"), Some(Base::Home));
+        assert_eq!(climbs_out("~/a/../b"), None);
+        assert_eq!(climbs_out("~"), None);
     }
 }

@@ -2,6 +2,8 @@
 
 pub mod env;
 pub mod expand;
+#[cfg(target_os = "linux")]
+pub mod linux;
 pub mod windows;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be

@@ -1,10 +1,158 @@
-//! A machine-independent host for CLI tests: a workspace, a home and a
-//! PATH of fake programs in one temp dir, redacted to `[TMP]` in output.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests.
+#![allow(dead_code)] // each test crate uses a different subset
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Insta settings: snapshots live in `snapshots/` at the crate root, named
+/// without the test module so the names are the same from every test file.
+pub fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(root().join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
+}
+
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The JSON diagnostics document from stderr.
+    pub fn diagnostics(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stderr)
+            .unwrap_or_else(|e| panic!("stderr is not JSON ({e}):\n{}", self.stderr))
+    }
+}
+
+/// The real binary, run in `dir`. The approvals store is pointed at a path
+/// that does not exist, so the user's own approvals never leak in.
+pub fn sbx_in(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_sbx"))
+        .args(args)
+        .current_dir(dir)
+        .env("XDG_STATE_HOME", "/nonexistent/sbx-test-state")
+        .output()
+        .expect("run sbx");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    };
+    assert!(
+        !run.stderr.contains("panicked"),
+        "sbx {args:?} panicked:\n{}",
+        run.stderr
+    );
+    run
+}
+
+/// The real binary, run from the crate root (so file names in output are
+/// the short relative ones).
+pub fn sbx(args: &[&str]) -> Run {
+    sbx_in(root(), args)
+}
+
+/// One compile of the fixtures: its files (relative to the crate root) and
+/// `--tool`, under a stable snapshot name.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub files: Vec<String>,
+    pub tool: Option<String>,
+}
+
+/// Every fixture: each `fixtures/*.toml` (once per tool for the RFD 075
+/// config) and `fixtures/layers/` as one base + team + local compile.
+pub fn fixture_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for path in toml_files(&root().join("fixtures")) {
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let file = format!("fixtures/{stem}.toml");
+        if stem == "rfd075" {
+            for tool in ["cargo_check", "my_script"] {
+                cases.push(Case {
+                    name: format!("{stem}-{tool}"),
+                    files: vec![file.clone()],
+                    tool: Some(tool.into()),
+                });
+            }
+        } else {
+            cases.push(Case {
+                name: stem,
+                files: vec![file],
+                tool: None,
+            });
+        }
+    }
+    cases.push(Case {
+        name: "layers".into(),
+        files: ["base", "team", "local"]
+            .iter()
+            .map(|l| format!("fixtures/layers/{l}.toml"))
+            .collect(),
+        tool: None,
+    });
+    cases
+}
+
+/// `*.toml` directly in `dir`, sorted.
+pub fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Extra arguments a malformed case needs (the file alone is not the case).
+pub fn malformed_args(name: &str) -> &'static [&'static str] {
+    match name {
+        "tool-missing" => &["--tool", "nope"],
+        "tool-not-a-table" => &["--tool", "cargo_check"],
+        _ => &[],
+    }
+}
+
+/// Whether every back end is built into this sbx (`compile --target all`
+/// can only pass when they are; `check` notes the missing ones, SBX029).
+pub fn all_back_ends_built() -> bool {
+    let inputs = sbx::Inputs::from_text("p.toml", "version = 1\n");
+    let opts = sbx::Options {
+        portable: true,
+        ..Default::default()
+    };
+    sbx::compile(&inputs, &sbx::Target::ALL, &opts).is_ok()
+}
+
+/// The errors that only say a back end is missing from this build.
+pub fn only_missing_back_ends(diags: &serde_json::Value) -> bool {
+    diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .all(|d| {
+            d["code"] == "SBX029"
+                && d["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not built into this sbx")
+        })
+}
+
+/// A machine-independent host for CLI tests (lint, explain): a workspace,
+/// a home and a PATH of fake programs in one temp dir, redacted to `[TMP]`.
 pub struct Host {
     _dir: tempfile::TempDir,
     /// Canonical temp root.
@@ -12,15 +160,6 @@ pub struct Host {
     pub ws: PathBuf,
     pub home: PathBuf,
     pub bin: PathBuf,
-}
-
-fn exe(path: &Path) {
-    std::fs::write(path, "#!/bin/sh\nexit 0\n").unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
 }
 
 impl Host {
@@ -95,4 +234,13 @@ macro_rules! snap {
             insta::assert_snapshot!($name, $value);
         })
     };
+}
+
+fn exe(path: &Path) {
+    std::fs::write(path, "#!/bin/sh\nexit 0\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
 }

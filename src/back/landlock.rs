@@ -1,0 +1,587 @@
+//! Linux back end: the IR as a Landlock ruleset (a landlockconfig
+//! document) plus seccomp, env, exec allow-list and limits.
+//!
+//! Landlock rights are additive and attached to open files, so two things
+//! in the policy cannot be expressed exactly: a narrower rule beneath a
+//! broader one, and a rule on a path that does not exist. Both are
+//! reported in the precision report rather than silently approximated.
+
+mod artifact;
+pub mod rights;
+
+pub use artifact::*;
+
+use crate::back::{to_json, EmitError, Emitted, Header};
+use crate::ir::{
+    self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
+};
+use rights::{FsSet, NET, NET_ABI, SCOPES, SCOPE_ABI};
+
+pub const TARGET: &str = "linux";
+pub const TARGET_LANDLOCKCONFIG: &str = "landlockconfig";
+
+/// Syscalls always refused (EPERM): kernel attack surface and root-only
+/// operations no ordinary build or script needs, plus io_uring, whose
+/// operations (sockets, opens) are not seen by seccomp.
+pub const DENY_SYSCALLS: &[&str] = &[
+    "acct",
+    "add_key",
+    "bpf",
+    "clock_adjtime",
+    "clock_settime",
+    "delete_module",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "init_module",
+    "io_uring_enter",
+    "io_uring_register",
+    "io_uring_setup",
+    "ioperm",
+    "iopl",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "open_by_handle_at",
+    "open_tree",
+    "perf_event_open",
+    "pivot_root",
+    "process_vm_readv",
+    "process_vm_writev",
+    "quotactl",
+    "reboot",
+    "request_key",
+    "setdomainname",
+    "sethostname",
+    "settimeofday",
+    "swapoff",
+    "swapon",
+    "syslog",
+    "umount2",
+    "userfaultfd",
+];
+
+/// Capabilities a root child must not keep. CAP_SYS_ADMIN and CAP_PERFMON
+/// read other processes' memory maps and environment past Landlock's
+/// ptrace check (`mm_access` trusts `perfmon_capable()`); CAP_SYS_RESOURCE
+/// lifts the rlimits; the others reach hardware, kernel state, IPC of
+/// other users, or security policy. Kept: the file-permission and
+/// identity capabilities root programs expect (Landlock still applies).
+pub const DROP_CAPABILITIES: &[&str] = &[
+    "CAP_AUDIT_CONTROL",
+    "CAP_AUDIT_READ",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+    "CAP_IPC_OWNER",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_MAC_ADMIN",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MKNOD",
+    "CAP_NET_ADMIN",
+    "CAP_PERFMON",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_SYSLOG",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_WAKE_ALARM",
+];
+
+/// Build the Linux artifact. Never refuses for precision reasons (see
+/// [`emit`]); refuses paths it cannot represent.
+pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
+    let rules = rules(ir)?;
+    let header = Header::new(ir, TARGET);
+    let landlock = landlock_config(ir, &rules)?;
+    let exact_abi = exact_abi(&landlock);
+    let mut precision = ir.precision.clone();
+    precision.extend(linux_precision(ir, &rules, TARGET));
+    Ok(LinuxArtifact {
+        sbx: header.sbx,
+        policy_hash: header.policy_hash,
+        target: header.target,
+        sbx_version: header.sbx_version,
+        enforcement: ir.enforcement,
+        mode: ir.mode,
+        min_abi: ir.linux.min_abi,
+        exact_abi,
+        landlock,
+        seccomp: seccomp(ir),
+        drop_capabilities: DROP_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+        env: ir.env.clone(),
+        exec_allow: ir.commands.as_ref().map(|cmds| {
+            cmds.iter()
+                .map(|c| ExecEntry {
+                    name: c.name.clone(),
+                    path: c.path.clone(),
+                })
+                .collect()
+        }),
+        limits: ir.limits.clone(),
+        precision,
+    })
+}
+
+/// `--target linux`. The precision lines are the lowering's notes plus
+/// this back end's; the caller refuses inexact ones under
+/// `enforcement = "required"` (see [`crate::compile::compile`]).
+pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
+    let art = build(ir)?;
+    Ok(Emitted {
+        text: to_json(&art),
+        precision: art.precision.clone(),
+    })
+}
+
+/// `--target landlockconfig`: the `landlock` member alone. Its precision
+/// also notes what only the Linux artifact adds (seccomp, env, limits).
+pub fn emit_landlockconfig(ir: &Ir) -> Result<Emitted, EmitError> {
+    let rules = rules(ir)?;
+    let doc = landlock_config(ir, &rules)?;
+    let mut precision = ir.precision.clone();
+    precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG));
+    Ok(Emitted {
+        text: to_json(&doc),
+        precision,
+    })
+}
+
+/// One path rule as emitted, with the policy rights it stands for.
+#[derive(Debug, Clone)]
+struct Rule {
+    path: String,
+    rights: FsSet,
+    access: Access,
+    label: String,
+}
+
+/// The grant's policy rights on Linux: with `[commands]`, `execute` only
+/// on the listed executables.
+fn policy_access(ir: &Ir, g: &ir::Grant) -> Access {
+    let listed = matches!(g.source, Source::Command { .. });
+    if ir.commands.is_some() && !listed {
+        Access {
+            execute: false,
+            ..g.access
+        }
+    } else {
+        g.access
+    }
+}
+
+fn is_device(path: &str) -> bool {
+    path_within(path, "/dev")
+}
+
+fn rights_for(access: Access, path: &str, kind: PathKind) -> FsSet {
+    let r = FsSet::from_access(access, is_device(path));
+    if kind == PathKind::File {
+        r.and(FsSet::file_legal())
+    } else {
+        r
+    }
+}
+
+/// The rules that go into the ruleset: existing (or unknown, portable)
+/// grants plus the listed executables, merged per path.
+fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
+    let mut out: Vec<Rule> = Vec::new();
+    let mut add = |r: Rule| match out.iter_mut().find(|o| o.path == r.path) {
+        Some(o) => {
+            o.rights = o.rights.or(r.rights);
+            o.access = o.access.union(r.access);
+        }
+        None => out.push(r),
+    };
+    for g in &ir.fs {
+        let label = g.source.label();
+        check_path(ir.mode, &g.path, &label)?;
+        if g.kind == PathKind::Missing {
+            continue;
+        }
+        let access = policy_access(ir, g);
+        let rights = rights_for(access, &g.path, g.kind);
+        if !rights.is_empty() {
+            add(Rule {
+                path: g.path.clone(),
+                rights,
+                access,
+                label,
+            });
+        }
+    }
+    for c in ir.commands.iter().flatten() {
+        // The lowering may already have granted it (canonical path).
+        let granted = ir
+            .fs
+            .iter()
+            .any(|g| matches!(&g.source, Source::Command { name } if *name == c.name));
+        if let (Some(p), false) = (&c.path, granted) {
+            let label = format!("commands.{}", c.name);
+            check_path(ir.mode, p, &label)?;
+            // exec opens the file for reading too (open_exec: FMODE_READ).
+            add(Rule {
+                path: p.clone(),
+                rights: rights_for(Access::READ_EXEC, p, PathKind::File),
+                access: Access::READ_EXEC,
+                label,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn check_path(mode: PathMode, path: &str, label: &str) -> Result<(), EmitError> {
+    let err = |m: &str| {
+        Err(EmitError {
+            rule: label.to_string(),
+            message: format!("{m}: {path:?}"),
+        })
+    };
+    if path.chars().any(|c| c.is_control()) {
+        return err("path contains a NUL or control character");
+    }
+    let anchored = path.starts_with('/') || (mode == PathMode::Portable && path.starts_with("${"));
+    if !anchored {
+        return err("path is not absolute");
+    }
+    if path.len() > 4095 {
+        return err("path is longer than PATH_MAX (4096)");
+    }
+    Ok(())
+}
+
+fn landlock_config(ir: &Ir, rules: &[Rule]) -> Result<LandlockConfig, EmitError> {
+    let escape = |p: &str| match ir.mode {
+        PathMode::Resolved => escape_template(p),
+        PathMode::Portable => escape_portable(p),
+    };
+    // Group paths with identical rights (landlockconfig style), in order
+    // of the rights' bits so the output is stable.
+    let mut groups: Vec<(FsSet, Vec<String>)> = Vec::new();
+    for r in rules {
+        match groups.iter_mut().find(|(s, _)| *s == r.rights) {
+            Some((_, paths)) => paths.push(escape(&r.path)),
+            None => groups.push((r.rights, vec![escape(&r.path)])),
+        }
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.0));
+    let path_beneath = groups
+        .into_iter()
+        .map(|(s, parent)| PathBeneath {
+            allowed_access: s.names().into_iter().map(String::from).collect(),
+            parent,
+        })
+        .collect();
+
+    let handled_net = handled_net(&ir.net);
+    let mut net_port = Vec::new();
+    for (bit, ports) in [(2u64, &ir.net.connect), (1u64, &ir.net.bind)] {
+        if let Ports::Some(list) = ports {
+            if handled_net & bit != 0 && !list.is_empty() {
+                net_port.push(NetPort {
+                    allowed_access: rights::names_of(NET, bit)
+                        .into_iter()
+                        .map(String::from)
+                        .collect(),
+                    port: list.iter().map(|p| u64::from(*p)).collect(),
+                });
+            }
+        }
+    }
+
+    let scoped = scopes(ir)?;
+    let variable = match ir.mode {
+        PathMode::Resolved => Vec::new(),
+        PathMode::Portable => [ir::WORKSPACE_PARAM, ir::HOME_PARAM, ir::TEMP_PARAM]
+            .into_iter()
+            .filter(|n| {
+                let needle = format!("${{{n}}}");
+                rules.iter().any(|r| r.path.contains(&needle))
+            })
+            .map(|n| Variable {
+                name: n.to_string(),
+                literal: None,
+            })
+            .collect(),
+    };
+    let net_names = rights::names_of(NET, handled_net);
+    let scope_names = rights::names_of(SCOPES, scoped);
+    let mut doc = LandlockConfig {
+        abi: None,
+        variable,
+        ruleset: vec![RulesetAttr {
+            handled_access_fs: Some(FsSet::all().names().into_iter().map(String::from).collect()),
+            handled_access_net: (!net_names.is_empty())
+                .then(|| net_names.into_iter().map(String::from).collect()),
+            scoped: (!scope_names.is_empty())
+                .then(|| scope_names.into_iter().map(String::from).collect()),
+        }],
+        path_beneath,
+        net_port,
+    };
+    doc.abi = Some(exact_abi(&doc));
+    Ok(doc)
+}
+
+/// Which TCP directions the ruleset handles: those not fully allowed.
+fn handled_net(net: &ir::Net) -> u64 {
+    let mut bits = 0;
+    if !matches!(net.bind, Ports::All) {
+        bits |= 1;
+    }
+    if !matches!(net.connect, Ports::All) {
+        bits |= 2;
+    }
+    bits
+}
+
+fn scopes(ir: &Ir) -> Result<u64, EmitError> {
+    match &ir.linux.scopes {
+        None => Ok(SCOPES.iter().fold(0, |a, (_, b)| a | b)),
+        Some(names) => rights::bits_of(SCOPES, names).ok_or_else(|| EmitError {
+            rule: "linux.scopes".into(),
+            message: format!("unknown scope in {names:?} (known: abstract_unix_socket, signal)"),
+        }),
+    }
+}
+
+/// The lowest ABI that knows every handled right and scope.
+pub fn exact_abi(doc: &LandlockConfig) -> u32 {
+    let mut abi = 1;
+    for rs in &doc.ruleset {
+        for n in rs.handled_access_fs.iter().flatten() {
+            if let Some(s) = FsSet::named(n) {
+                abi = abi.max(s.needed_abi());
+            }
+        }
+        if rs
+            .handled_access_net
+            .as_ref()
+            .is_some_and(|v| !v.is_empty())
+        {
+            abi = abi.max(NET_ABI);
+        }
+        if rs.scoped.as_ref().is_some_and(|v| !v.is_empty()) {
+            abi = abi.max(SCOPE_ABI);
+        }
+    }
+    abi
+}
+
+fn seccomp(ir: &Ir) -> Seccomp {
+    Seccomp {
+        errno: "EPERM".into(),
+        deny: DENY_SYSCALLS.iter().map(|s| s.to_string()).collect(),
+        deny_ioctl: vec!["TIOCLINUX".into(), "TIOCSTI".into()],
+        deny_ptrace: vec!["PTRACE_ATTACH".into(), "PTRACE_SEIZE".into()],
+        sockets: (!ir.net.other_protocols).then(|| SocketFilter {
+            errno: "EACCES".into(),
+            allow: ["netlink", "tcp", "udp", "unix"]
+                .into_iter()
+                .filter(|k| *k != "udp" || ir.net.dns)
+                .map(String::from)
+                .collect(),
+        }),
+    }
+}
+
+fn line(rule: String, target: &str, status: Status, reason: String) -> Precision {
+    Precision {
+        rule,
+        target: target.to_string(),
+        status,
+        reason,
+    }
+}
+
+fn access_words(a: Access) -> String {
+    a.names().join(", ")
+}
+
+/// Precision lines for the Landlock part (both targets) and for what
+/// only the Linux artifact enforces (`target` = `landlockconfig` reports
+/// those as missing).
+fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
+    let mut out = Vec::new();
+    for g in &ir.fs {
+        let want = policy_access(ir, g);
+        // What Landlock grants at the rule's path: the union of every
+        // emitted rule at or above it.
+        let covering: Vec<&Rule> = rules
+            .iter()
+            .filter(|r| path_within(&g.path, &r.path))
+            .collect();
+        let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
+        let label = g.source.label();
+        if g.kind == PathKind::Missing {
+            let lost = want.minus(got);
+            if !lost.is_empty() {
+                out.push(line(
+                    label.clone(),
+                    target,
+                    Status::Dropped,
+                    format!(
+                        "{} does not exist, and Landlock can only attach rights to an \
+                         existing file: {} not granted there",
+                        g.path,
+                        access_words(lost)
+                    ),
+                ));
+            }
+        }
+        let extra = got.minus(want);
+        if !extra.is_empty() {
+            let from: Vec<&str> = covering
+                .iter()
+                .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
+                .map(|r| r.label.as_str())
+                .collect();
+            out.push(line(
+                label,
+                target,
+                Status::Wider,
+                format!(
+                    "narrower rule under a broader one cannot be expressed in Landlock \
+                     (rights are additive): {} from {} still apply beneath {}",
+                    access_words(extra),
+                    from.join(", "),
+                    g.path
+                ),
+            ));
+        }
+    }
+    if ir.net.dns {
+        out.push(line(
+            "net".into(),
+            target,
+            Status::Wider,
+            "name resolution needs UDP sockets, and seccomp cannot filter UDP by destination: \
+             UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)"
+                .into(),
+        ));
+    }
+    if let Some(cmds) = &ir.commands {
+        out.push(line(
+            "commands".into(),
+            target,
+            Status::Wider,
+            "the ELF interpreter (ld.so) of each allowed program must be executable, and \
+             running it directly can load any readable program"
+                .into(),
+        ));
+        for c in cmds {
+            if c.args.is_some() {
+                out.push(line(
+                    format!("commands.{}", c.name),
+                    target,
+                    Status::Wider,
+                    "argument prefixes are cooperative only: the kernel allows any arguments"
+                        .into(),
+                ));
+            }
+        }
+        if !ir.env.allow.is_empty() {
+            for c in cmds {
+                if !ir.env.allow.iter().all(|a| c.envs.contains(a)) {
+                    out.push(line(
+                        format!("commands.{}", c.name),
+                        target,
+                        Status::Wider,
+                        "per-command env lists are cooperative only: a listed program \
+                         inherits whatever allowed variables its caller passes"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        if target == TARGET_LANDLOCKCONFIG {
+            out.push(line(
+                "commands".into(),
+                target,
+                Status::Narrower,
+                "the sandboxed program and the ELF interpreters get `execute` from `sbx run` \
+                 at run time; this document does not list them"
+                    .into(),
+            ));
+        }
+    }
+    limits_precision(ir, target, &mut out);
+    if target == TARGET_LANDLOCKCONFIG {
+        if !ir.net.other_protocols {
+            out.push(line(
+                "net".into(),
+                target,
+                Status::Wider,
+                "UDP, raw and other non-TCP sockets are denied by the seccomp filter of the \
+                 linux target, which landlockconfig cannot carry"
+                    .into(),
+            ));
+        }
+        out.push(line(
+            "env".into(),
+            target,
+            Status::Unsupported,
+            "landlockconfig does not filter the environment (the linux target does)".into(),
+        ));
+    }
+    out
+}
+
+fn limits_precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
+    let l = &ir.limits;
+    let lc = target == TARGET_LANDLOCKCONFIG;
+    let mut push = |name: &str, set: bool, status: Status, reason: &str| {
+        if set {
+            let (status, reason) = if lc {
+                (
+                    Status::Unsupported,
+                    "landlockconfig carries no resource limits (the linux target does)",
+                )
+            } else {
+                (status, reason)
+            };
+            out.push(line(
+                format!("limits.{name}"),
+                target,
+                status,
+                reason.to_string(),
+            ));
+        }
+    };
+    push(
+        "max_processes",
+        l.max_processes.is_some(),
+        Status::Wider,
+        "best effort: applied as RLIMIT_NPROC above the user's current task count; \
+         the limit is per user (other processes of the user count), and root ignores it",
+    );
+    push(
+        "max_memory_mib",
+        l.max_memory_mib.is_some(),
+        Status::Narrower,
+        "applied as RLIMIT_AS, which counts reserved address space, not only committed \
+         memory",
+    );
+    if lc {
+        push("cpu_time_s", l.cpu_time_s.is_some(), Status::Exact, "");
+        push("wall_time_s", l.wall_time_s.is_some(), Status::Exact, "");
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+//! The Linux artifact (`--target linux`) and its `landlock` member, a
+//! landlockconfig document. The loader deserialises these same types, so
+//! `sbx run --artifact` accepts exactly what `compile` wrote.
+
+use crate::ir::{self, Enforcement, PathMode, Precision};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxArtifact {
+    pub sbx: u32,
+    pub policy_hash: String,
+    pub target: String,
+    pub sbx_version: String,
+    pub enforcement: Enforcement,
+    /// `portable`: paths hold `${WORKSPACE}`, `${HOME}`, `${TMPDIR}`.
+    pub mode: PathMode,
+    /// `[linux] min_abi`: `sbx run` refuses on an older kernel.
+    pub min_abi: Option<u32>,
+    /// The lowest Landlock ABI that enforces every handled right.
+    pub exact_abi: u32,
+    pub landlock: LandlockConfig,
+    pub seccomp: Seccomp,
+    /// Capabilities the child loses (all sets, bounding included): those
+    /// that bypass Landlock's checks or reach the kernel or hardware
+    /// directly. Only matters when sbx runs as root.
+    pub drop_capabilities: Vec<String>,
+    pub env: ir::Env,
+    /// `None`: any program may be executed (subject to `execute` grants).
+    pub exec_allow: Option<Vec<ExecEntry>>,
+    pub limits: ir::Limits,
+    pub precision: Vec<Precision>,
+}
+
+/// A landlockconfig document (landlock-lsm/landlockconfig JSON schema:
+/// camelCase keys, kernel right names, `${var}` templates, `$$` for `$`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandlockConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abi: Option<u32>,
+    /// Portable mode declares the placeholders without a value: a tool
+    /// composing this document supplies them (unset, their rules vanish).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variable: Vec<Variable>,
+    pub ruleset: Vec<RulesetAttr>,
+    #[serde(default, rename = "pathBeneath", skip_serializing_if = "Vec::is_empty")]
+    pub path_beneath: Vec<PathBeneath>,
+    #[serde(default, rename = "netPort", skip_serializing_if = "Vec::is_empty")]
+    pub net_port: Vec<NetPort>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variable {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub literal: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RulesetAttr {
+    #[serde(
+        default,
+        rename = "handledAccessFs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub handled_access_fs: Option<Vec<String>>,
+    #[serde(
+        default,
+        rename = "handledAccessNet",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub handled_access_net: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoped: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathBeneath {
+    #[serde(rename = "allowedAccess")]
+    pub allowed_access: Vec<String>,
+    pub parent: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetPort {
+    #[serde(rename = "allowedAccess")]
+    pub allowed_access: Vec<String>,
+    pub port: Vec<u64>,
+}
+
+/// The seccomp part, by name: the loader compiles it for the running
+/// architecture (`seccompiler`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seccomp {
+    /// Errno for `deny`, `deny_ioctl` and `deny_ptrace`.
+    pub errno: String,
+    /// Syscalls refused outright.
+    pub deny: Vec<String>,
+    /// `ioctl` requests refused on any descriptor (terminal injection).
+    pub deny_ioctl: Vec<String>,
+    /// `ptrace` requests refused (attaching to an existing process).
+    pub deny_ptrace: Vec<String>,
+    /// `None`: every socket family and type may be created.
+    pub sockets: Option<SocketFilter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketFilter {
+    pub errno: String,
+    /// The only sockets `socket(2)` may create: `unix`, `netlink`, `tcp`
+    /// (AF_INET/AF_INET6, SOCK_STREAM, protocol 0 or IPPROTO_TCP) and, when
+    /// names must resolve, `udp` (SOCK_DGRAM, protocol 0 or IPPROTO_UDP).
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecEntry {
+    pub name: String,
+    /// Absolute executable; `None` when it was not found at compile time
+    /// (the loader looks it up through `PATH` again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Structural checks the landlockconfig schema makes (non-empty lists,
+/// known right names, valid variable names, ports in range), so the
+/// loader refuses a hand-edited artifact that other tools would reject.
+pub fn check_config(doc: &LandlockConfig) -> Result<(), String> {
+    use super::rights::{FsSet, NET, SCOPES};
+    let known = |table: &[(&str, u64)], names: &[String], what: &str| {
+        if names.is_empty() {
+            return Err(format!("empty {what} list"));
+        }
+        match names.iter().find(|n| !table.iter().any(|(t, _)| t == n)) {
+            Some(n) => Err(format!("unknown {what} {n:?}")),
+            None => Ok(()),
+        }
+    };
+    let fs_known = |names: &[String]| {
+        if names.is_empty() {
+            return Err("empty filesystem access list".to_string());
+        }
+        match names.iter().find(|n| FsSet::named(n).is_none()) {
+            Some(n) => Err(format!("unknown filesystem access {n:?}")),
+            None => Ok(()),
+        }
+    };
+    if doc.ruleset.is_empty() {
+        return Err("no ruleset".into());
+    }
+    for rs in &doc.ruleset {
+        if rs.handled_access_fs.is_none() && rs.handled_access_net.is_none() && rs.scoped.is_none()
+        {
+            return Err("empty ruleset".into());
+        }
+        if let Some(v) = &rs.handled_access_fs {
+            fs_known(v)?;
+        }
+        if let Some(v) = &rs.handled_access_net {
+            known(NET, v, "network access")?;
+        }
+        if let Some(v) = &rs.scoped {
+            known(SCOPES, v, "scope")?;
+        }
+    }
+    for pb in &doc.path_beneath {
+        fs_known(&pb.allowed_access)?;
+        if pb.parent.is_empty() {
+            return Err("pathBeneath without parent".into());
+        }
+    }
+    for np in &doc.net_port {
+        known(NET, &np.allowed_access, "network access")?;
+        if np.port.is_empty() {
+            return Err("netPort without port".into());
+        }
+        if let Some(p) = np.port.iter().find(|p| **p > 65535) {
+            return Err(format!("port {p} out of range"));
+        }
+    }
+    for v in &doc.variable {
+        if placeholder_len(&format!("${{{}}}", v.name)).is_none() {
+            return Err(format!("invalid variable name {:?}", v.name));
+        }
+        if v.literal.as_ref().is_some_and(|l| l.is_empty()) {
+            return Err(format!("variable {} has an empty literal list", v.name));
+        }
+    }
+    Ok(())
+}
+
+/// Escape literal text for a landlockconfig template (`$` → `$$`).
+pub fn escape_template(literal: &str) -> String {
+    literal.replace('$', "$$")
+}
+
+/// Escape a portable IR path: keep `${NAME}` placeholders, escape any
+/// other `$`.
+pub fn escape_portable(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        match placeholder_len(after) {
+            Some(n) => out.push_str(&after[..n]),
+            None => out.push_str("$$"),
+        }
+        rest = &after[placeholder_len(after).unwrap_or(1)..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Length of a `${NAME}` at the start of `s` (landlockconfig name rules).
+fn placeholder_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("${")?;
+    let end = body.find('}')?;
+    let name = &body[..end];
+    let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    ok.then_some(end + 3)
+}
+
+/// Parse a landlockconfig template: `$$` → `$`, `${NAME}` → `lookup(NAME)`,
+/// any other `$` is literal.
+pub fn expand_template(s: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        if let Some(tail) = after.strip_prefix("$$") {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix("${") {
+            let end = body
+                .find('}')
+                .ok_or_else(|| format!("unclosed variable reference in {s:?}"))?;
+            let name = &body[..end];
+            let value =
+                lookup(name).ok_or_else(|| format!("unknown variable ${{{name}}} in {s:?}"))?;
+            out.push_str(&value);
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = &after[1..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(n: &str) -> Option<String> {
+        (n == "WORKSPACE").then(|| "/w".to_string())
+    }
+
+    #[test]
+    fn templates_round_trip() {
+        let lit = "/a/$x/${y}/$$";
+        assert_eq!(
+            expand_template(&escape_template(lit), &lookup).unwrap(),
+            lit
+        );
+        let portable = "${WORKSPACE}/cost$/${not-a-var}";
+        let esc = escape_portable(portable);
+        assert_eq!(esc, "${WORKSPACE}/cost$$/$${not-a-var}");
+        assert_eq!(
+            expand_template(&esc, &lookup).unwrap(),
+            "/w/cost$/${not-a-var}"
+        );
+    }
+
+    #[test]
+    fn unknown_or_unclosed_variables_are_errors() {
+        assert!(expand_template("${HOME}/x", &lookup).is_err());
+        assert!(expand_template("${WORKSPACE", &lookup).is_err());
+        assert_eq!(expand_template("$x", &lookup).unwrap(), "$x");
+    }
+}

@@ -1,0 +1,398 @@
+use super::*;
+use crate::ir::*;
+
+fn base(fs: Vec<Grant>) -> Ir {
+    Ir {
+        sbx: FORMAT_VERSION,
+        policy_hash: "sha256:0000".into(),
+        enforcement: Enforcement::BestEffort,
+        mode: PathMode::Resolved,
+        os: Os::Linux,
+        roots: Roots {
+            workspace: "/w".into(),
+            home: "/h".into(),
+            temp: "/t".into(),
+        },
+        fs,
+        net: Net {
+            connect: Ports::None,
+            bind: Ports::None,
+            other_protocols: false,
+            dns: false,
+            rules: vec![],
+        },
+        env: Env {
+            minimal: crate::runtime::env::MINIMAL
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            allow: vec![],
+        },
+        commands: None,
+        limits: Limits::default(),
+        sensitive_paths: vec![],
+        macos: MacosExtras::default(),
+        linux: LinuxExtras::default(),
+        windows: WindowsExtras::default(),
+        precision: vec![],
+    }
+}
+
+fn grant(index: usize, path: &str, access: Access, kind: PathKind) -> Grant {
+    Grant {
+        path: path.into(),
+        access,
+        kind,
+        source: Source::Rule {
+            index,
+            file: "policy.toml".into(),
+            line: index * 4 + 3,
+            column: 1,
+        },
+        aliases: vec![],
+        external: None,
+    }
+}
+
+fn preset(path: &str, access: Access, kind: PathKind) -> Grant {
+    Grant {
+        source: Source::Preset {
+            name: "system_runtime".into(),
+        },
+        ..grant(0, path, access, kind)
+    }
+}
+
+fn typical() -> Ir {
+    base(vec![
+        preset("/dev/null", Access::READ_WRITE, PathKind::File),
+        preset("/usr", Access::READ_EXEC, PathKind::Dir),
+        grant(0, "/w", Access::READ_WRITE, PathKind::Dir),
+        grant(1, "/w/.git", Access::READ, PathKind::Dir),
+    ])
+}
+
+fn snapshot<T: serde::Serialize>(name: &str, value: &T) {
+    insta::with_settings!({snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(name, to_json(value));
+    });
+}
+
+fn statuses(p: &[Precision]) -> Vec<(String, Status)> {
+    p.iter().map(|l| (l.rule.clone(), l.status)).collect()
+}
+
+#[test]
+fn typical_policy_artifact() {
+    let art = build(&typical()).unwrap();
+    check_config(&art.landlock).unwrap();
+    snapshot("linux_artifact_typical", &art);
+}
+
+#[test]
+fn narrowing_under_a_broader_grant_is_wider() {
+    let p = emit(&typical()).unwrap().precision;
+    assert_eq!(
+        statuses(&p),
+        [("fs[1] (policy.toml:7:1)".to_string(), Status::Wider)]
+    );
+    assert!(p[0].reason.contains("create, update, delete from fs[0]"));
+}
+
+#[test]
+fn precision_carries_the_lowering_notes_too() {
+    let mut ir = typical();
+    ir.enforcement = Enforcement::Required;
+    ir.precision.push(Precision {
+        rule: "commands.x".into(),
+        target: "ir".into(),
+        status: Status::Dropped,
+        reason: "not found on PATH at compile time".into(),
+    });
+    let e = emit(&ir).unwrap();
+    assert_eq!(
+        statuses(&e.precision),
+        [
+            ("commands.x".to_string(), Status::Dropped),
+            ("fs[1] (policy.toml:7:1)".to_string(), Status::Wider)
+        ]
+    );
+    let art: LinuxArtifact = serde_json::from_str(&e.text).unwrap();
+    assert_eq!(art.enforcement, Enforcement::Required);
+    assert_eq!(art.precision, e.precision);
+    assert_eq!(
+        emit_landlockconfig(&ir).unwrap().precision[0].rule,
+        "commands.x"
+    );
+    ir.fs.pop();
+    ir.precision.clear();
+    assert!(emit(&ir).unwrap().precision.is_empty());
+}
+
+#[test]
+fn widening_beneath_a_read_only_root_is_exact() {
+    let ir = base(vec![
+        grant(0, "/w", Access::READ, PathKind::Dir),
+        grant(1, "/w/target", Access::READ_WRITE, PathKind::Dir),
+    ]);
+    assert!(emit(&ir).unwrap().precision.is_empty());
+}
+
+#[test]
+fn missing_paths_are_dropped_unless_covered() {
+    let ir = base(vec![
+        grant(0, "/w", Access::READ_WRITE, PathKind::Dir),
+        grant(1, "/w/new", Access::READ, PathKind::Missing),
+        grant(2, "/w/newer", Access::READ_WRITE, PathKind::Missing),
+        grant(3, "/nowhere", Access::READ, PathKind::Missing),
+    ]);
+    let art = build(&ir).unwrap();
+    let parents: Vec<&String> = art
+        .landlock
+        .path_beneath
+        .iter()
+        .flat_map(|p| &p.parent)
+        .collect();
+    assert_eq!(parents, ["/w"]);
+    assert_eq!(
+        statuses(&art.precision),
+        [
+            ("fs[1] (policy.toml:7:1)".to_string(), Status::Wider),
+            ("fs[3] (policy.toml:15:1)".to_string(), Status::Dropped),
+        ]
+    );
+}
+
+#[test]
+fn file_rules_never_carry_directory_rights() {
+    let ir = base(vec![grant(0, "/w/f", Access::READ_WRITE, PathKind::File)]);
+    let art = build(&ir).unwrap();
+    assert_eq!(
+        art.landlock.path_beneath[0].allowed_access,
+        ["write_file", "read_file", "truncate"]
+    );
+}
+
+#[test]
+fn ioctl_only_on_device_paths() {
+    let ir = base(vec![
+        grant(0, "/dev/tty", Access::READ_WRITE, PathKind::File),
+        grant(1, "/w", Access::READ_WRITE, PathKind::Dir),
+    ]);
+    let art = build(&ir).unwrap();
+    let with_ioctl: Vec<&String> = art
+        .landlock
+        .path_beneath
+        .iter()
+        .filter(|p| p.allowed_access.iter().any(|a| a == "ioctl_dev"))
+        .flat_map(|p| &p.parent)
+        .collect();
+    assert_eq!(with_ioctl, ["/dev/tty"]);
+}
+
+#[test]
+fn commands_move_execute_to_the_listed_files() {
+    let mut ir = typical();
+    ir.fs.pop();
+    ir.commands = Some(vec![
+        Command {
+            name: "git".into(),
+            path: Some("/usr/bin/git".into()),
+            args: Some(vec![vec!["status".into()]]),
+            envs: vec![],
+        },
+        Command {
+            name: "nope".into(),
+            path: None,
+            args: None,
+            envs: vec![],
+        },
+    ]);
+    let art = build(&ir).unwrap();
+    for pb in &art.landlock.path_beneath {
+        let exec = pb.allowed_access.iter().any(|a| a == "execute");
+        assert_eq!(exec, pb.parent == ["/usr/bin/git"], "{pb:?}");
+    }
+    assert_eq!(
+        art.exec_allow.as_ref().unwrap()[1],
+        ExecEntry {
+            name: "nope".into(),
+            path: None
+        }
+    );
+    assert_eq!(
+        statuses(&art.precision),
+        [
+            ("commands".to_string(), Status::Wider),
+            ("commands.git".to_string(), Status::Wider)
+        ]
+    );
+    snapshot("linux_artifact_commands", &art);
+    // Allowed env vars not in a command's list: cooperative.
+    ir.env.allow = vec!["AWS_*".into()];
+    let lines = statuses(&build(&ir).unwrap().precision);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[3], ("commands.nope".to_string(), Status::Wider));
+}
+
+#[test]
+fn commands_granted_by_the_lowering_are_not_repeated() {
+    let mut ir = typical();
+    ir.fs.pop();
+    ir.fs.push(Grant {
+        source: Source::Command { name: "sh".into() },
+        ..grant(0, "/usr/bin/dash", Access::READ_EXEC, PathKind::File)
+    });
+    ir.commands = Some(vec![Command {
+        name: "sh".into(),
+        path: Some("/usr/bin/sh".into()),
+        args: None,
+        envs: vec![],
+    }]);
+    let art = build(&ir).unwrap();
+    let exec: Vec<&String> = art
+        .landlock
+        .path_beneath
+        .iter()
+        .filter(|p| p.allowed_access.iter().any(|a| a == "execute"))
+        .flat_map(|p| &p.parent)
+        .collect();
+    assert_eq!(exec, ["/usr/bin/dash"]);
+}
+
+#[test]
+fn tcp_ports_and_dns() {
+    let mut ir = typical();
+    ir.fs.pop();
+    ir.net = Net {
+        connect: Ports::Some(vec![443]),
+        bind: Ports::None,
+        other_protocols: false,
+        dns: true,
+        rules: vec![NetRule {
+            index: 0,
+            file: "policy.toml".into(),
+            line: 9,
+            column: 1,
+            host: "api.example.com".into(),
+            scheme: Some("https".into()),
+            port: Some(443),
+            path_prefix: Some("/v1".into()),
+            bind: false,
+            allow: true,
+        }],
+    };
+    let art = build(&ir).unwrap();
+    assert_eq!(
+        art.landlock.net_port,
+        [NetPort {
+            allowed_access: vec!["connect_tcp".into()],
+            port: vec![443]
+        }]
+    );
+    assert_eq!(
+        art.landlock.ruleset[0].handled_access_net,
+        Some(vec!["bind_tcp".into(), "connect_tcp".into()])
+    );
+    assert_eq!(art.exact_abi, 6);
+    // Host and path_prefix are the lowering's notes; DNS is ours.
+    assert_eq!(
+        statuses(&art.precision),
+        [("net".to_string(), Status::Wider)]
+    );
+    assert_eq!(
+        art.seccomp.sockets.unwrap().allow,
+        ["netlink", "tcp", "udp", "unix"]
+    );
+}
+
+#[test]
+fn unrestricted_network_handles_no_net_and_no_socket_filter() {
+    let mut ir = typical();
+    ir.net.connect = Ports::All;
+    ir.net.bind = Ports::All;
+    ir.net.other_protocols = true;
+    ir.linux.scopes = Some(vec![]);
+    let art = build(&ir).unwrap();
+    assert_eq!(art.landlock.ruleset[0].handled_access_net, None);
+    assert_eq!(art.landlock.ruleset[0].scoped, None);
+    assert!(art.seccomp.sockets.is_none());
+    assert_eq!(art.exact_abi, 5);
+}
+
+#[test]
+fn limits_are_reported() {
+    let mut ir = typical();
+    ir.fs.pop();
+    ir.limits = Limits {
+        max_processes: Some(10),
+        max_memory_mib: Some(512),
+        cpu_time_s: Some(5),
+        wall_time_s: Some(60),
+    };
+    assert_eq!(
+        statuses(&emit(&ir).unwrap().precision),
+        [
+            ("limits.max_processes".to_string(), Status::Wider),
+            ("limits.max_memory_mib".to_string(), Status::Narrower)
+        ]
+    );
+    let lc = emit_landlockconfig(&ir).unwrap().precision;
+    assert!(lc
+        .iter()
+        .filter(|p| p.rule.starts_with("limits."))
+        .all(|p| p.status == Status::Unsupported));
+    assert_eq!(
+        lc.iter().filter(|p| p.rule.starts_with("limits.")).count(),
+        4
+    );
+}
+
+#[test]
+fn portable_paths_keep_placeholders() {
+    let mut ir = base(vec![
+        grant(0, "${WORKSPACE}", Access::READ_WRITE, PathKind::Unknown),
+        grant(1, "${HOME}/co$t", Access::READ, PathKind::Unknown),
+    ]);
+    ir.mode = PathMode::Portable;
+    let art = build(&ir).unwrap();
+    check_config(&art.landlock).unwrap();
+    let parents: Vec<&String> = art
+        .landlock
+        .path_beneath
+        .iter()
+        .flat_map(|p| &p.parent)
+        .collect();
+    assert_eq!(parents, ["${WORKSPACE}", "${HOME}/co$$t"]);
+    let names: Vec<&str> = art
+        .landlock
+        .variable
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(names, ["WORKSPACE", "HOME"]);
+}
+
+#[test]
+fn unrepresentable_paths_are_errors() {
+    for bad in ["/w/a\nb", "relative/x", "/w/\u{0}"] {
+        let ir = base(vec![grant(0, bad, Access::READ, PathKind::Dir)]);
+        let e = build(&ir).unwrap_err();
+        assert_eq!(e.rule, "fs[0] (policy.toml:3:1)", "{bad:?}");
+    }
+    let mut ir = typical();
+    ir.linux.scopes = Some(vec!["ipc".into()]);
+    assert_eq!(build(&ir).unwrap_err().rule, "linux.scopes");
+}
+
+#[test]
+fn output_is_deterministic_and_round_trips() {
+    let a = emit(&typical()).unwrap().text;
+    let b = emit(&typical()).unwrap().text;
+    assert_eq!(a, b);
+    let back: LinuxArtifact = serde_json::from_str(&a).unwrap();
+    assert_eq!(to_json(&back), a);
+    let doc = emit_landlockconfig(&typical()).unwrap().text;
+    let parsed: LandlockConfig = serde_json::from_str(&doc).unwrap();
+    check_config(&parsed).unwrap();
+}

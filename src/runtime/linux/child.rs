@@ -1,0 +1,368 @@
+//! fork, restrict, exec.
+//!
+//! Everything the child needs (C strings, the ruleset descriptor, BPF
+//! programs, rlimits) is built before `fork`. Between `fork` and `execve`
+//! the child only makes async-signal-safe system calls on that prepared
+//! data and never allocates: the parent may be multi-threaded, and another
+//! thread could hold the allocator's lock at the moment of the fork.
+//! (`std::process::Command::pre_exec` would also work, but it offers no
+//! way to report *which* step failed, and the landlock crate's
+//! `restrict_self` allocates on its error paths.)
+
+use std::ffi::{c_char, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The step that failed in the child, reported to the parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Step {
+    Capabilities = 7,
+    Rlimit = 1,
+    NoNewPrivs = 2,
+    Landlock = 3,
+    CloseFds = 4,
+    Seccomp = 5,
+    Exec = 6,
+}
+
+impl Step {
+    fn from_i32(v: i32) -> Option<Step> {
+        [
+            Step::Capabilities,
+            Step::Rlimit,
+            Step::NoNewPrivs,
+            Step::Landlock,
+            Step::CloseFds,
+            Step::Seccomp,
+            Step::Exec,
+        ]
+        .into_iter()
+        .find(|s| *s as i32 == v)
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Step::Capabilities => "dropping capabilities",
+            Step::Rlimit => "setrlimit",
+            Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
+            Step::Landlock => "landlock_restrict_self",
+            Step::CloseFds => "close_range",
+            Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
+            Step::Exec => "execve",
+        }
+    }
+}
+
+/// Everything the child uses, owned by the parent across the fork.
+pub struct Prepared {
+    pub path: CString,
+    // Own the memory the pointer arrays and `fprogs` point into.
+    _argv: Vec<CString>,
+    _envp: Vec<CString>,
+    _filters: Vec<Vec<libc::sock_filter>>,
+    argv_ptrs: Vec<*const c_char>,
+    envp_ptrs: Vec<*const c_char>,
+    pub ruleset: Option<OwnedFd>,
+    fprogs: Vec<libc::sock_fprog>,
+    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+    /// Capabilities removed from every set (bounding too, so a root
+    /// child does not get them back at exec).
+    drop_caps: Vec<u32>,
+    /// Failing to drop them is fatal (we are root and can).
+    caps_fatal: bool,
+    /// A terminal we are the foreground of: the child's group takes it.
+    tty: Option<RawFd>,
+    /// Highest descriptor to mark close-on-exec if `close_range` is
+    /// missing (kernels before 5.11).
+    max_fd: libc::c_int,
+}
+
+impl Prepared {
+    pub fn new(
+        path: CString,
+        argv: Vec<CString>,
+        envp: Vec<CString>,
+        ruleset: Option<OwnedFd>,
+        filters: Vec<seccompiler::BpfProgram>,
+        rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+        drop_caps: Vec<u32>,
+    ) -> Prepared {
+        let ptrs = |v: &[CString]| {
+            v.iter()
+                .map(|c| c.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        let filters: Vec<Vec<libc::sock_filter>> = filters
+            .into_iter()
+            .map(|p| {
+                p.into_iter()
+                    .map(|i| libc::sock_filter {
+                        code: i.code,
+                        jt: i.jt,
+                        jf: i.jf,
+                        k: i.k,
+                    })
+                    .collect()
+            })
+            .collect();
+        let fprogs = filters
+            .iter()
+            .map(|f| libc::sock_fprog {
+                len: f.len() as u16,
+                filter: f.as_ptr() as *mut libc::sock_filter,
+            })
+            .collect();
+        Prepared {
+            argv_ptrs: ptrs(&argv),
+            envp_ptrs: ptrs(&envp),
+            path,
+            _argv: argv,
+            _envp: envp,
+            _filters: filters,
+            ruleset,
+            fprogs,
+            rlimits,
+            drop_caps,
+            // SAFETY: geteuid has no preconditions.
+            caps_fatal: unsafe { libc::geteuid() } == 0,
+            tty: foreground_tty(),
+            max_fd: max_fd(),
+        }
+    }
+
+    pub fn tty(&self) -> Option<RawFd> {
+        self.tty
+    }
+}
+
+fn max_fd() -> libc::c_int {
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: lim is a valid out-parameter.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur
+    } else {
+        1024
+    };
+    soft.min(1 << 20) as libc::c_int
+}
+
+fn foreground_tty() -> Option<RawFd> {
+    // SAFETY: plain queries on stdio descriptors.
+    (0..3).find(|fd| unsafe { libc::isatty(*fd) == 1 && libc::tcgetpgrp(*fd) == libc::getpgrp() })
+}
+
+/// Why the child did not start.
+#[derive(Debug)]
+pub struct SpawnError {
+    pub step: Option<Step>,
+    pub error: io::Error,
+}
+
+/// Fork and exec. On success the child runs in its own process group
+/// (`pid` is also the group id) and owns the terminal if we did.
+pub fn spawn(p: &Prepared) -> Result<libc::pid_t, SpawnError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(SpawnError {
+            step: None,
+            error: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors were just created and are owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+
+    // SAFETY: the child branch only calls async-signal-safe functions on
+    // data prepared before the fork, then execs or _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(SpawnError {
+            step: None,
+            error: io::Error::last_os_error(),
+        });
+    }
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe { child(p, wr.as_raw_fd()) }
+    }
+    drop(wr);
+    // Also set the group here so a kill right after spawn reaches it.
+    // SAFETY: pid is our child.
+    unsafe { libc::setpgid(pid, pid) };
+
+    let mut buf = [0u8; 8];
+    let n = read_full(rd.as_raw_fd(), &mut buf);
+    if n == 8 {
+        let step = Step::from_i32(i32::from_ne_bytes(buf[..4].try_into().unwrap()));
+        let errno = i32::from_ne_bytes(buf[4..].try_into().unwrap());
+        let mut status = 0;
+        // SAFETY: reap our own child, which has _exit'ed or is about to.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        return Err(SpawnError {
+            step,
+            error: io::Error::from_raw_os_error(errno),
+        });
+    }
+    Ok(pid)
+}
+
+fn read_full(fd: RawFd, buf: &mut [u8]) -> usize {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the unfilled tail of buf.
+        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    got
+}
+
+/// Report `step` and errno to the parent and exit. Async-signal-safe.
+unsafe fn fail(wr: RawFd, step: Step) -> ! {
+    let errno = *libc::__errno_location();
+    let mut buf = [0u8; 8];
+    buf[..4].copy_from_slice(&(step as i32).to_ne_bytes());
+    buf[4..].copy_from_slice(&errno.to_ne_bytes());
+    libc::write(wr, buf.as_ptr().cast(), 8);
+    libc::_exit(if step == Step::Exec { 127 } else { 125 })
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+/// Remove `p.drop_caps` from the ambient, bounding, effective, permitted
+/// and inheritable sets. Async-signal-safe (syscalls on stack data).
+unsafe fn drop_caps(p: &Prepared, wr: RawFd) {
+    if p.drop_caps.is_empty() {
+        return;
+    }
+    // EINVAL on kernels without ambient capabilities: nothing to clear.
+    libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    );
+    for &cap in &p.drop_caps {
+        if libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 1
+            && libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+            && p.caps_fatal
+        {
+            fail(wr, Step::Capabilities);
+        }
+    }
+    let mut hdr = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    if libc::syscall(
+        libc::SYS_capget,
+        &mut hdr as *mut CapHeader,
+        data.as_mut_ptr(),
+    ) != 0
+    {
+        fail(wr, Step::Capabilities);
+    }
+    for &cap in &p.drop_caps {
+        let (i, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
+        if i < 2 {
+            data[i].effective &= !bit;
+            data[i].permitted &= !bit;
+            data[i].inheritable &= !bit;
+        }
+    }
+    if libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) != 0 {
+        fail(wr, Step::Capabilities);
+    }
+}
+
+/// The child side. No allocation, no locks, no Rust std I/O.
+unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
+    libc::setpgid(0, 0);
+    if let Some(tty) = p.tty {
+        // Take the terminal for the new group; SIGTTOU would stop us,
+        // since we are not (yet) its foreground group.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::tcsetpgrp(tty, libc::getpid());
+    }
+    // Rust ignores SIGPIPE; programs expect the default. Handlers the
+    // parent installed are reset by execve itself.
+    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    let mut empty: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut empty);
+    libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+
+    drop_caps(p, wr);
+    for (res, lim) in &p.rlimits {
+        if libc::setrlimit(*res, lim) != 0 {
+            fail(wr, Step::Rlimit);
+        }
+    }
+    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        fail(wr, Step::NoNewPrivs);
+    }
+    if let Some(fd) = &p.ruleset {
+        if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
+            fail(wr, Step::Landlock);
+        }
+        libc::close(fd.as_raw_fd());
+    }
+    // Descriptors opened before the sandbox bypass it: none but stdio may
+    // survive exec. The error pipe is close-on-exec already.
+    if libc::syscall(
+        libc::SYS_close_range,
+        3u32,
+        u32::MAX,
+        libc::CLOSE_RANGE_CLOEXEC,
+    ) != 0
+    {
+        if *libc::__errno_location() != libc::ENOSYS {
+            fail(wr, Step::CloseFds);
+        }
+        for fd in 3..p.max_fd {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    for prog in &p.fprogs {
+        if libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0u32,
+            prog as *const libc::sock_fprog,
+        ) != 0
+        {
+            fail(wr, Step::Seccomp);
+        }
+    }
+    libc::execve(p.path.as_ptr(), p.argv_ptrs.as_ptr(), p.envp_ptrs.as_ptr());
+    fail(wr, Step::Exec)
+}

@@ -1,0 +1,329 @@
+//! `sbx run` on Linux: apply a Linux artifact (Landlock + seccomp +
+//! no_new_privs + env filter + limits) to a child between fork and exec.
+
+mod child;
+mod kernel;
+mod limits;
+mod plan;
+mod program;
+mod report;
+mod seccomp;
+mod wait;
+
+#[cfg(test)]
+mod tests;
+
+use crate::back::landlock::{check_config, LinuxArtifact};
+use crate::ir::{Enforcement, Precision, Status, FORMAT_VERSION};
+use crate::runtime::env::EnvFilter;
+use crate::runtime::expand::Values;
+use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use kernel::kernel_abi;
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Print what is enforced to stderr before the command starts.
+    pub report: bool,
+    /// `${WORKSPACE}` for portable artifacts (default: current directory).
+    pub workspace: Option<PathBuf>,
+    /// `${HOME}` for portable artifacts (default: `$HOME`).
+    pub home: Option<PathBuf>,
+    /// Use at most this Landlock ABI (testing degradation; 0 = none).
+    pub landlock_abi: Option<u32>,
+}
+
+/// Parse and check an artifact written by `sbx compile --target linux`.
+pub fn parse_artifact(text: &str) -> Result<LinuxArtifact, String> {
+    let art: LinuxArtifact =
+        serde_json::from_str(text).map_err(|e| format!("not a Linux artifact: {e}"))?;
+    check_artifact(&art)?;
+    Ok(art)
+}
+
+fn check_artifact(art: &LinuxArtifact) -> Result<(), String> {
+    if art.sbx != FORMAT_VERSION {
+        return Err(format!(
+            "artifact format {} is not supported (expected {FORMAT_VERSION})",
+            art.sbx
+        ));
+    }
+    if art.target != crate::back::landlock::TARGET {
+        return Err(format!(
+            "artifact target is {:?}, not \"linux\"",
+            art.target
+        ));
+    }
+    check_config(&art.landlock).map_err(|e| format!("invalid landlock member: {e}"))
+}
+
+/// `sbx run --artifact FILE -- CMD`: the file's text.
+pub fn run_json(text: &str, argv: &[OsString], opts: &RunOptions) -> i32 {
+    match parse_artifact(text) {
+        Ok(art) => run(&art, argv, opts),
+        Err(e) => {
+            eprintln!("sbx: {e}");
+            EXIT_SBX_FAILED
+        }
+    }
+}
+
+/// Run `argv` under `art`; returns `sbx run`'s exit code (CLI.md): the
+/// child's code, 128+N for signal N, 126/127 when exec fails, 125 when
+/// sbx failed or the sandbox could not be applied as required (then
+/// nothing was started).
+pub fn run(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> i32 {
+    match start(art, argv, opts) {
+        Ok(code) => code,
+        Err((code, msg)) => {
+            eprintln!("sbx: {msg}");
+            code
+        }
+    }
+}
+
+type Fail = (i32, String);
+
+fn fail(msg: impl Into<String>) -> Fail {
+    (EXIT_SBX_FAILED, msg.into())
+}
+
+fn utf8(p: &Path) -> Result<String, Fail> {
+    p.to_str()
+        .map(String::from)
+        .ok_or_else(|| fail(format!("path {} is not valid UTF-8", p.display())))
+}
+
+fn cstring(b: &[u8]) -> Result<CString, Fail> {
+    CString::new(b).map_err(|_| fail("argument or environment contains a NUL byte"))
+}
+
+/// Executables that get `execute`: the program and the listed commands,
+/// each with the interpreters the kernel opens to start it. Listed
+/// commands not found are reported.
+fn exec_files(
+    art: &LinuxArtifact,
+    program: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<(Vec<String>, Vec<Precision>), Fail> {
+    let mut lines = Vec::new();
+    let mut paths = program::exec_chain(program);
+    for e in art.exec_allow.iter().flatten() {
+        let found = match &e.path {
+            Some(p) => Some(PathBuf::from(p)),
+            None => program::resolve(OsStr::new(&e.name), path_var),
+        };
+        match found {
+            Some(p) => paths.extend(program::exec_chain(&p)),
+            None => lines.push(Precision {
+                rule: format!("commands.{}", e.name),
+                target: "linux".into(),
+                status: Status::Dropped,
+                reason: format!("{} was not found through PATH: it cannot be run", e.name),
+            }),
+        }
+    }
+    let mut files = Vec::new();
+    for p in &paths {
+        let s = utf8(p)?;
+        if !files.contains(&s) {
+            files.push(s);
+        }
+    }
+    Ok((files, lines))
+}
+
+/// Values for a portable artifact's placeholders.
+fn values(opts: &RunOptions) -> Result<Values, Fail> {
+    let cwd = || std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")));
+    let workspace = match &opts.workspace {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => cwd()?.join(w),
+        None => cwd()?,
+    };
+    let home = match &opts.home {
+        Some(h) => h.clone(),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+    };
+    let temp = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    Ok(Values {
+        workspace: utf8(&workspace)?,
+        home: utf8(&home)?,
+        temp: utf8(&temp)?,
+    })
+}
+
+fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i32, Fail> {
+    check_artifact(art).map_err(fail)?;
+    let name = argv.first().ok_or_else(|| fail("no command given"))?;
+
+    let filter = EnvFilter::new(&art.env, false).map_err(|e| fail(format!("env: {e}")))?;
+    let env = filter.apply(std::env::vars_os());
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+
+    let program = program::resolve(name, path_var.as_deref()).ok_or_else(|| {
+        (
+            EXIT_NOT_FOUND,
+            format!("{}: command not found", name.to_string_lossy()),
+        )
+    })?;
+    if !program.exists() {
+        return Err((
+            EXIT_NOT_FOUND,
+            format!("{}: No such file or directory", program.display()),
+        ));
+    }
+
+    let (exec_files, lines) = exec_files(art, &program, path_var.as_deref())?;
+    let values = values(opts)?;
+
+    let kabi = kernel_abi();
+    let mut plan = plan::plan(
+        &art.landlock,
+        kabi,
+        opts.landlock_abi,
+        &values,
+        &exec_files,
+        &mut |p| kernel::open_path(p),
+    )
+    .map_err(fail)?;
+    plan.lines.splice(0..0, lines);
+
+    let filters = seccomp::build(&art.seccomp);
+    let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
+
+    if opts.report {
+        eprint!(
+            "{}",
+            report::text(
+                art,
+                &plan,
+                &report::Extras {
+                    seccomp: &seccomp_count,
+                    exec_files: &exec_files,
+                    forced_abi: opts.landlock_abi,
+                    // SAFETY: getuid has no preconditions.
+                    root: unsafe { libc::getuid() } == 0,
+                }
+            )
+        );
+    }
+
+    if let Some(min) = art.min_abi {
+        if plan.abi < min {
+            return Err(fail(format!(
+                "Landlock ABI {} is older than the policy's min_abi = {min}: nothing was run",
+                plan.abi
+            )));
+        }
+    }
+    let mut problems: Vec<String> = art
+        .precision
+        .iter()
+        .chain(plan.lines.iter())
+        .filter(|p| p.status.is_inexact())
+        .map(|p| format!("{} ({:?}): {}", p.rule, p.status, p.reason))
+        .collect();
+    if let Err(e) = &seccomp_count {
+        problems.push(format!("seccomp cannot be applied: {e}"));
+    }
+    if art.enforcement == Enforcement::Required && !problems.is_empty() {
+        return Err(fail(format!(
+            "enforcement = \"required\" but the sandbox would not be exact, nothing was run:\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+    if plan.abi == 0 {
+        // Best effort without Landlock: one warning, then run.
+        eprintln!(
+            "sbx: warning: Landlock is {}: filesystem and network rules are NOT enforced",
+            match opts.landlock_abi {
+                Some(0) => "disabled (ABI limited to 0)",
+                _ => "not available on this kernel (is `landlock` in the lsm= boot parameter?)",
+            }
+        );
+    }
+    if let Err(e) = &seccomp_count {
+        eprintln!("sbx: warning: seccomp not applied: {e}");
+    }
+
+    let ruleset = kernel::create(&plan).map_err(fail)?;
+    drop(plan); // close the O_PATH descriptors before forking
+
+    let argv_c = argv
+        .iter()
+        .map(|a| cstring(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let envp_c = env
+        .iter()
+        .map(|(k, v)| {
+            let mut b = k.as_bytes().to_vec();
+            b.push(b'=');
+            b.extend_from_slice(v.as_bytes());
+            cstring(&b)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let prepared = child::Prepared::new(
+        cstring(program.as_os_str().as_bytes())?,
+        argv_c,
+        envp_c,
+        ruleset,
+        filters.unwrap_or_default(),
+        limits::rlimits(&art.limits),
+        limits::capabilities(&art.drop_capabilities).map_err(fail)?,
+    );
+
+    let wall = art.limits.wall_time_s.map(Duration::from_secs);
+    let not_ours = if wall.is_some() {
+        // Orphaned descendants come back to us, so the tree kill finds
+        // processes that left the group.
+        // SAFETY: plain prctl on ourselves.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        wait::own_children()
+    } else {
+        Vec::new()
+    };
+
+    let pid = match child::spawn(&prepared) {
+        Ok(pid) => pid,
+        Err(e) => {
+            return Err(match e.step {
+                Some(child::Step::Exec) => {
+                    let code = if e.error.kind() == std::io::ErrorKind::NotFound {
+                        EXIT_NOT_FOUND
+                    } else {
+                        EXIT_NOT_EXECUTABLE
+                    };
+                    (code, format!("{}: {}", program.display(), e.error))
+                }
+                Some(step) => fail(format!(
+                    "{} failed: {}: nothing was run",
+                    step.describe(),
+                    e.error
+                )),
+                None => fail(format!("cannot start the command: {}", e.error)),
+            });
+        }
+    };
+    let forwarding = wait::Forwarding::install(pid);
+    let out = wait::wait(pid, prepared.tty(), wall, &not_ours);
+    drop(forwarding);
+    if out.timed_out {
+        eprintln!(
+            "sbx: wall_time_s = {} reached: killed the process tree",
+            art.limits.wall_time_s.unwrap_or_default()
+        );
+    }
+    Ok(wait::exit_code(out.status))
+}

@@ -1,0 +1,175 @@
+//! `sbx run --report`: what is enforced, printed before the command
+//! starts. A pure function of the plan so every ABI can be snapshotted.
+
+use super::plan::{Enforced, Plan};
+use crate::back::landlock::rights::{self, NET, SCOPES};
+use crate::back::landlock::LinuxArtifact;
+use crate::ir::Precision;
+use std::fmt::Write;
+
+pub struct Extras<'a> {
+    /// Seccomp programs compiled, or why not.
+    pub seccomp: &'a Result<usize, String>,
+    /// Executables given `execute` at run time (program, commands,
+    /// interpreters).
+    pub exec_files: &'a [String],
+    pub forced_abi: Option<u32>,
+    /// The child runs as root (Landlock does not remove capabilities).
+    pub root: bool,
+}
+
+fn status_word(p: &Precision) -> String {
+    format!("{:?}", p.status).to_lowercase()
+}
+
+pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
+    let mut s = String::new();
+    let enforced = match plan.enforced {
+        Enforced::Fully => "fully enforced",
+        Enforced::Partially => "partially enforced",
+        Enforced::Not => "not enforced",
+    };
+    let forced = match x.forced_abi {
+        Some(f) if f < plan.kernel_abi => format!(" (limited to ABI {f})"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "sbx: landlock: kernel ABI {}{forced}, using ABI {}: {enforced} (artifact needs ABI {} to be exact)",
+        plan.kernel_abi, plan.abi, art.exact_abi
+    );
+    if plan.abi > 0 {
+        let _ = writeln!(
+            s,
+            "sbx:   handled fs: {}",
+            plan.handled_fs.names().join(" ")
+        );
+        let net = rights::names_of(NET, plan.handled_net);
+        let scopes = rights::names_of(SCOPES, plan.scoped);
+        let _ = writeln!(
+            s,
+            "sbx:   handled net: {}; scopes: {}",
+            words(&net),
+            words(&scopes)
+        );
+        for r in &plan.rules {
+            let _ = writeln!(s, "sbx:   allow {}: {}", r.path, r.rights.names().join(" "));
+        }
+        for (port, bits) in &plan.ports {
+            let _ = writeln!(
+                s,
+                "sbx:   allow tcp port {port}: {}",
+                rights::names_of(NET, *bits).join(" ")
+            );
+        }
+    }
+    let lines: Vec<&Precision> = art
+        .precision
+        .iter()
+        .chain(plan.lines.iter())
+        .filter(|p| p.status.is_inexact())
+        .collect();
+    if lines.is_empty() {
+        let _ = writeln!(s, "sbx: precision: every rule is exact");
+    } else {
+        let _ = writeln!(s, "sbx: precision: {} approximation(s)", lines.len());
+        for p in lines {
+            let _ = writeln!(
+                s,
+                "sbx:   {} {} ({}): {}",
+                status_word(p),
+                p.rule,
+                p.target,
+                p.reason
+            );
+        }
+    }
+    match x.seccomp {
+        Ok(n) => {
+            let sc = &art.seccomp;
+            let _ = write!(
+                s,
+                "sbx: seccomp: {n} filter(s); {} syscalls, ioctl {}, ptrace {} denied ({})",
+                sc.deny.len(),
+                sc.deny_ioctl.join(" "),
+                sc.deny_ptrace.join(" "),
+                sc.errno
+            );
+            match &sc.sockets {
+                Some(f) => {
+                    let _ = writeln!(
+                        s,
+                        "; sockets limited to {} ({})",
+                        f.allow.join(" "),
+                        f.errno
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "; sockets unrestricted");
+                }
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "sbx: seccomp: not applied: {e}");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "sbx: env: {}{}",
+        art.env.minimal.join(" "),
+        if art.env.allow.is_empty() {
+            String::new()
+        } else {
+            format!(" + {}", art.env.allow.join(" "))
+        }
+    );
+    let _ = writeln!(
+        s,
+        "sbx: exec: {}; executables given execute: {}",
+        match &art.exec_allow {
+            Some(_) => "only the listed commands and the program",
+            None => "any file with an execute grant",
+        },
+        words(&x.exec_files.iter().map(String::as_str).collect::<Vec<_>>())
+    );
+    let l = &art.limits;
+    let mut lim = Vec::new();
+    if let Some(v) = l.cpu_time_s {
+        lim.push(format!("cpu_time_s={v} (RLIMIT_CPU)"));
+    }
+    if let Some(v) = l.max_memory_mib {
+        lim.push(format!("max_memory_mib={v} (RLIMIT_AS)"));
+    }
+    if let Some(v) = l.max_processes {
+        lim.push(format!("max_processes={v} (RLIMIT_NPROC, per user)"));
+    }
+    if let Some(v) = l.wall_time_s {
+        lim.push(format!("wall_time_s={v} (process tree killed)"));
+    }
+    let _ = writeln!(
+        s,
+        "sbx: limits: {}",
+        words(&lim.iter().map(String::as_str).collect::<Vec<_>>())
+    );
+    let _ = writeln!(
+        s,
+        "sbx: note: connecting to pathname UNIX sockets is not restricted (that needs \
+         Landlock ABI 9, not used)"
+    );
+    if x.root {
+        let _ = writeln!(
+            s,
+            "sbx: note: the child runs as root and keeps its capabilities (it bypasses file \
+             permission bits, not Landlock, and may chmod/chown files it can reach)"
+        );
+    }
+    s
+}
+
+fn words(v: &[&str]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(" ")
+    }
+}

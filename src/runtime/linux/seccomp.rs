@@ -1,0 +1,295 @@
+//! The artifact's seccomp section compiled to BPF for the running
+//! architecture (before fork; the child only installs the programs).
+//!
+//! Two filters, because `seccompiler` has one match action per filter:
+//! privileged or filter-bypassing syscalls get EPERM, sockets the policy
+//! does not allow get EACCES (the errno Landlock uses for a denied
+//! connect). The kernel runs every installed filter, so they combine.
+
+use crate::back::landlock::Seccomp;
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+
+pub fn errno(name: &str) -> Option<i32> {
+    match name {
+        "EPERM" => Some(libc::EPERM),
+        "EACCES" => Some(libc::EACCES),
+        "ENOSYS" => Some(libc::ENOSYS),
+        _ => None,
+    }
+}
+
+fn syscall(name: &str) -> Option<i64> {
+    use libc::*;
+    let n = match name {
+        "acct" => SYS_acct,
+        "add_key" => SYS_add_key,
+        "bpf" => SYS_bpf,
+        "clock_adjtime" => SYS_clock_adjtime,
+        "clock_settime" => SYS_clock_settime,
+        "delete_module" => SYS_delete_module,
+        "finit_module" => SYS_finit_module,
+        "fsconfig" => SYS_fsconfig,
+        "fsmount" => SYS_fsmount,
+        "fsopen" => SYS_fsopen,
+        "fspick" => SYS_fspick,
+        "init_module" => SYS_init_module,
+        "io_uring_enter" => SYS_io_uring_enter,
+        "io_uring_register" => SYS_io_uring_register,
+        "io_uring_setup" => SYS_io_uring_setup,
+        #[cfg(target_arch = "x86_64")]
+        "ioperm" => SYS_ioperm,
+        #[cfg(target_arch = "x86_64")]
+        "iopl" => SYS_iopl,
+        "kexec_file_load" => SYS_kexec_file_load,
+        "kexec_load" => SYS_kexec_load,
+        "keyctl" => SYS_keyctl,
+        "mount" => SYS_mount,
+        "mount_setattr" => SYS_mount_setattr,
+        "move_mount" => SYS_move_mount,
+        "open_by_handle_at" => SYS_open_by_handle_at,
+        "open_tree" => SYS_open_tree,
+        "perf_event_open" => SYS_perf_event_open,
+        "pivot_root" => SYS_pivot_root,
+        "process_vm_readv" => SYS_process_vm_readv,
+        "process_vm_writev" => SYS_process_vm_writev,
+        "quotactl" => SYS_quotactl,
+        "reboot" => SYS_reboot,
+        "request_key" => SYS_request_key,
+        "setdomainname" => SYS_setdomainname,
+        "sethostname" => SYS_sethostname,
+        "settimeofday" => SYS_settimeofday,
+        "swapoff" => SYS_swapoff,
+        "swapon" => SYS_swapon,
+        "syslog" => SYS_syslog,
+        "umount2" => SYS_umount2,
+        "userfaultfd" => SYS_userfaultfd,
+        _ => return None,
+    };
+    Some(n)
+}
+
+/// Syscalls that exist only on some architectures: absent here means
+/// nothing to deny.
+const ARCH_SPECIFIC: &[&str] = &["ioperm", "iopl"];
+
+fn ioctl_request(name: &str) -> Option<u64> {
+    match name {
+        "TIOCSTI" => Some(libc::TIOCSTI),
+        "TIOCLINUX" => Some(libc::TIOCLINUX),
+        _ => None,
+    }
+}
+
+fn ptrace_request(name: &str) -> Option<u64> {
+    match name {
+        "PTRACE_ATTACH" => Some(libc::PTRACE_ATTACH as u64),
+        "PTRACE_SEIZE" => Some(libc::PTRACE_SEIZE as u64),
+        _ => None,
+    }
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    // Dword: the kernel reads these arguments as 32-bit ints.
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+}
+
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conds).map_err(|e| e.to_string())
+}
+
+fn arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|_| {
+        format!(
+            "seccomp: architecture {} is not supported",
+            std::env::consts::ARCH
+        )
+    })
+}
+
+fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, String> {
+    let f = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno as u32),
+        arch()?,
+    )
+    .map_err(|e| format!("seccomp: {e}"))?;
+    BpfProgram::try_from(f).map_err(|e| format!("seccomp: {e}"))
+}
+
+/// Compile the section; unknown names are errors (the artifact is not
+/// what this sbx wrote).
+pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
+    let deny_errno =
+        errno(&s.errno).ok_or_else(|| format!("seccomp: unknown errno {}", s.errno))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for name in &s.deny {
+        match syscall(name) {
+            Some(n) => {
+                rules.insert(n, vec![]);
+            }
+            None if ARCH_SPECIFIC.contains(&name.as_str()) => {}
+            None => return Err(format!("seccomp: unknown syscall {name}")),
+        }
+    }
+    let mut ioctl = Vec::new();
+    for name in &s.deny_ioctl {
+        let req = ioctl_request(name).ok_or_else(|| format!("seccomp: unknown ioctl {name}"))?;
+        ioctl.push(rule(vec![cond(1, SeccompCmpOp::Eq, req)?])?);
+    }
+    if !ioctl.is_empty() {
+        rules.insert(libc::SYS_ioctl, ioctl);
+    }
+    let mut ptrace = Vec::new();
+    for name in &s.deny_ptrace {
+        let req = ptrace_request(name).ok_or_else(|| format!("seccomp: unknown ptrace {name}"))?;
+        ptrace.push(rule(vec![cond(0, SeccompCmpOp::Eq, req)?])?);
+    }
+    if !ptrace.is_empty() {
+        rules.insert(libc::SYS_ptrace, ptrace);
+    }
+    let mut progs = vec![compile(rules, deny_errno)?];
+    if let Some(sock) = &s.sockets {
+        let e =
+            errno(&sock.errno).ok_or_else(|| format!("seccomp: unknown errno {}", sock.errno))?;
+        progs.push(compile(socket_rules(&sock.allow)?, e)?);
+    }
+    if let Some(x32) = x32_guard(deny_errno) {
+        progs.push(x32);
+    }
+    Ok(progs)
+}
+
+/// Rules matching every `socket(2)` call *not* in the allow-list.
+fn socket_rules(allow: &[String]) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let mut families: Vec<u64> = Vec::new();
+    // Allowed IP socket types, with the protocols each may use.
+    let mut ip: Vec<(u64, u64)> = Vec::new();
+    for a in allow {
+        match a.as_str() {
+            "unix" => families.push(libc::AF_UNIX as u64),
+            "netlink" => families.push(libc::AF_NETLINK as u64),
+            "tcp" => ip.push((libc::SOCK_STREAM as u64, libc::IPPROTO_TCP as u64)),
+            "udp" => ip.push((libc::SOCK_DGRAM as u64, libc::IPPROTO_UDP as u64)),
+            other => return Err(format!("seccomp: unknown socket kind {other}")),
+        }
+    }
+    let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
+    if !ip.is_empty() {
+        families.extend(inet);
+    }
+    let mut rules = Vec::new();
+    // Any family outside the list.
+    let not_listed: Vec<SeccompCondition> = families
+        .iter()
+        .map(|f| cond(0, SeccompCmpOp::Ne, *f))
+        .collect::<Result<_, _>>()?;
+    if not_listed.is_empty() {
+        // Nothing allowed: a condition that always holds.
+        rules.push(rule(vec![cond(0, SeccompCmpOp::MaskedEq(0), 0)?])?);
+    } else {
+        rules.push(rule(not_listed)?);
+    }
+    if !ip.is_empty() {
+        // The type is `type & 0xf`, so SOCK_NONBLOCK and SOCK_CLOEXEC do
+        // not matter. Protocol 0 or the type's own: raw, SCTP and MPTCP
+        // sockets are not what Landlock's TCP rules cover.
+        for fam in inet {
+            for t in 0u64..16 {
+                match ip.iter().find(|(ty, _)| *ty == t) {
+                    None => rules.push(rule(vec![
+                        cond(0, SeccompCmpOp::Eq, fam)?,
+                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
+                    ])?),
+                    Some((_, proto)) => rules.push(rule(vec![
+                        cond(0, SeccompCmpOp::Eq, fam)?,
+                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
+                        cond(2, SeccompCmpOp::Ne, 0)?,
+                        cond(2, SeccompCmpOp::Ne, *proto)?,
+                    ])?),
+                }
+            }
+        }
+    }
+    Ok(BTreeMap::from([(libc::SYS_socket, rules)]))
+}
+
+/// On x86_64, x32 syscalls share the architecture tag but set bit 30 of
+/// the number: refuse them all, or `socket` would have a second number
+/// no rule matches.
+#[cfg(target_arch = "x86_64")]
+fn x32_guard(errno: i32) -> Option<BpfProgram> {
+    use seccompiler::sock_filter;
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x05 | 0x10;
+    const JGE_K: u16 = 0x05 | 0x30;
+    const RET_K: u16 = 0x06;
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    let ins = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    Some(vec![
+        ins(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+        ins(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+        ins(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+        ins(JGE_K, 0, 1, 0x4000_0000),
+        ins(
+            RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
+        ),
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ])
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn x32_guard(_errno: i32) -> Option<BpfProgram> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::back::landlock::SocketFilter;
+
+    fn section(sockets: bool) -> Seccomp {
+        Seccomp {
+            errno: "EPERM".into(),
+            deny: crate::back::landlock::DENY_SYSCALLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            deny_ioctl: vec!["TIOCSTI".into()],
+            deny_ptrace: vec!["PTRACE_ATTACH".into()],
+            sockets: sockets.then(|| SocketFilter {
+                errno: "EACCES".into(),
+                allow: vec!["unix".into(), "tcp".into()],
+            }),
+        }
+    }
+
+    #[test]
+    fn compiles_every_listed_syscall() {
+        assert_eq!(
+            build(&section(false)).unwrap().len(),
+            1 + usize::from(cfg!(target_arch = "x86_64"))
+        );
+        assert_eq!(
+            build(&section(true)).unwrap().len(),
+            2 + usize::from(cfg!(target_arch = "x86_64"))
+        );
+    }
+
+    #[test]
+    fn unknown_names_are_refused() {
+        let mut s = section(false);
+        s.deny.push("frobnicate".into());
+        assert!(build(&s).unwrap_err().contains("frobnicate"));
+        let mut s = section(true);
+        s.sockets.as_mut().unwrap().allow.push("bluetooth".into());
+        assert!(build(&s).is_err());
+    }
+}

@@ -1,0 +1,227 @@
+//! Waiting for the sandboxed child: exit status, terminal hand-back,
+//! signal forwarding and the wall-clock limit.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+/// The child's process group, for the forwarding signal handler.
+static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let g = CHILD_GROUP.load(Ordering::SeqCst);
+    if g > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(-g, sig) };
+    }
+}
+
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Signals sent to sbx (not through the terminal, which the child's
+/// group owns) reach the child's group too, while the guard lives.
+pub struct Forwarding {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl Forwarding {
+    pub fn install(group: libc::pid_t) -> Forwarding {
+        CHILD_GROUP.store(group, Ordering::SeqCst);
+        let mut old = Vec::new();
+        for sig in FORWARDED {
+            // SAFETY: installing a handler that only calls kill.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = forward as extern "C" fn(libc::c_int) as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        Forwarding { old }
+    }
+}
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restoring what sigaction returned.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+        CHILD_GROUP.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Give the terminal's foreground to `group` without being stopped for
+/// it (we may be in the background at that point).
+fn hand_tty(tty: RawFd, group: libc::pid_t) {
+    // SAFETY: blocking SIGTTOU for this thread around one ioctl.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        libc::tcsetpgrp(tty, group);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
+}
+
+/// `sbx run`'s exit code for a wait status (CLI.md).
+pub fn exit_code(status: libc::c_int) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        super::super::EXIT_SBX_FAILED
+    }
+}
+
+/// Wait for `pid` to terminate. With a terminal, a stopped child (^Z)
+/// stops sbx too so the shell's job control sees it, and `fg` resumes
+/// both.
+fn wait_status(pid: libc::pid_t, tty: Option<RawFd>) -> libc::c_int {
+    let flags = if tty.is_some() { libc::WUNTRACED } else { 0 };
+    loop {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return libc::W_EXITCODE(super::super::EXIT_SBX_FAILED, 0);
+        }
+        if libc::WIFSTOPPED(status) {
+            // A child that called PTRACE_TRACEME made us its tracer: pass
+            // the signal on and keep going.
+            // SAFETY: fails harmlessly (ESRCH) when we are not the tracer.
+            let sig = libc::WSTOPSIG(status);
+            if unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, sig) } == 0 {
+                continue;
+            }
+            if let Some(t) = tty {
+                // SAFETY: process-group and signal calls on our own groups.
+                unsafe {
+                    hand_tty(t, libc::getpgrp());
+                    libc::kill(0, libc::SIGSTOP);
+                    hand_tty(t, pid);
+                    libc::kill(-pid, libc::SIGCONT);
+                }
+            }
+            continue;
+        }
+        return status;
+    }
+}
+
+pub struct Outcome {
+    pub status: libc::c_int,
+    pub timed_out: bool,
+}
+
+/// Wait for the child; past `wall`, kill its whole tree.
+pub fn wait(
+    pid: libc::pid_t,
+    tty: Option<RawFd>,
+    wall: Option<Duration>,
+    not_ours: &[libc::pid_t],
+) -> Outcome {
+    let out = match wall {
+        None => Outcome {
+            status: wait_status(pid, tty),
+            timed_out: false,
+        },
+        Some(limit) => {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let waiter = std::thread::spawn(move || {
+                let _ = tx.send(wait_status(pid, tty));
+            });
+            let out = match rx.recv_timeout(limit) {
+                Ok(status) => Outcome {
+                    status,
+                    timed_out: false,
+                },
+                Err(_) => {
+                    kill_tree(pid, not_ours);
+                    Outcome {
+                        status: rx
+                            .recv()
+                            .unwrap_or(libc::W_EXITCODE(super::super::EXIT_SBX_FAILED, 0)),
+                        timed_out: true,
+                    }
+                }
+            };
+            let _ = waiter.join();
+            out
+        }
+    };
+    if let Some(t) = tty {
+        // SAFETY: getpgrp has no preconditions.
+        hand_tty(t, unsafe { libc::getpgrp() });
+    }
+    out
+}
+
+/// Direct children of `pid`, from every thread's `children` file.
+fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let dir = if pid == 0 {
+        "/proc/self/task".to_string()
+    } else {
+        format!("/proc/{pid}/task")
+    };
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if let Ok(s) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(
+                s.split_whitespace()
+                    .filter_map(|p| p.parse::<libc::pid_t>().ok()),
+            );
+        }
+    }
+    out
+}
+
+/// Our own children right now (taken before fork, so the tree kill
+/// spares processes that were never the sandbox's).
+pub fn own_children() -> Vec<libc::pid_t> {
+    children(0)
+}
+
+/// Stop the child's tree top-down (a stopped process cannot fork), then
+/// kill everything found. Descendants that left the process group are
+/// found through `/proc/PID/task/TID/children`, and orphans through our
+/// own children list (we are their subreaper).
+fn kill_tree(pid: libc::pid_t, not_ours: &[libc::pid_t]) {
+    // SAFETY: signals to the child's group, which we created.
+    unsafe { libc::kill(-pid, libc::SIGSTOP) };
+    let mut seen: Vec<libc::pid_t> = Vec::new();
+    let mut frontier: Vec<libc::pid_t> = vec![pid];
+    for _ in 0..64 {
+        frontier.extend(own_children().into_iter().filter(|c| !not_ours.contains(c)));
+        frontier.retain(|p| !seen.contains(p));
+        frontier.sort_unstable();
+        frontier.dedup();
+        if frontier.is_empty() {
+            break;
+        }
+        let mut next = Vec::new();
+        for p in frontier.drain(..) {
+            // SAFETY: p is the child or one of its descendants.
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+            seen.push(p);
+            next.extend(children(p));
+        }
+        frontier = next;
+    }
+    for p in &seen {
+        // SAFETY: as above.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}

@@ -1,0 +1,86 @@
+//! The build-time example (`examples/build-profiles/`). Its generation code
+//! (`generate.rs`, which its build.rs includes) runs here in-process, and
+//! `cargo test --all-targets` compiles the same code as the
+//! `build_profiles` example. Building the standalone crate compiles every
+//! dependency a second time (13 minutes on 2 shared cores, measured), so
+//! that test is opt-in:
+//!
+//! ```sh
+//! cargo test --test example_build -- --ignored
+//! ```
+
+mod common;
+
+mod generate {
+    include!("../examples/build-profiles/generate.rs");
+}
+
+use common::{all_back_ends_built, root};
+use sbx::Target;
+
+#[test]
+fn generates_every_target_in_portable_mode() {
+    let out = tempfile::tempdir().unwrap();
+    let skipped = generate::generate(&root().join("fixtures/minimal.toml"), out.path()).unwrap();
+    if all_back_ends_built() {
+        assert!(skipped.is_empty(), "{skipped:?}");
+    }
+    for (t, why) in &skipped {
+        assert_ne!(*t, Target::Ir, "{why}");
+        assert!(why.contains("not built into this sbx"), "{t:?}: {why}");
+    }
+    for t in Target::ALL {
+        let text = std::fs::read_to_string(out.path().join(t.file_name())).unwrap();
+        let was_skipped = skipped.iter().any(|(s, _)| *s == t);
+        assert_eq!(text.is_empty(), was_skipped, "{}", t.name());
+    }
+    // The IR is what `sbx compile --target ir --portable` prints for the
+    // same file, named as the build script names it.
+    let ir = std::fs::read_to_string(out.path().join("ir.json")).unwrap();
+    let inputs = sbx::Inputs::from_text(
+        "minimal.toml",
+        &std::fs::read_to_string(root().join("fixtures/minimal.toml")).unwrap(),
+    );
+    let opts = sbx::Options {
+        portable: true,
+        ..Default::default()
+    };
+    let want = sbx::compile(&inputs, &[Target::Ir], &opts).unwrap();
+    assert_eq!(ir, want.artifacts[0].text);
+    let v: serde_json::Value = serde_json::from_str(&ir).unwrap();
+    assert_eq!(v["mode"], "portable");
+    assert!(!ir.contains(root().to_str().unwrap()), "build path leaked");
+}
+
+#[test]
+fn invalid_policy_fails_with_the_check_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = root().join("tests/malformed/fs-no-capability.toml");
+    let err = generate::generate(&policy, dir.path()).unwrap_err();
+    assert!(err.contains("error[SBX004]"), "{err}");
+    assert!(err.contains('^'), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Build and run the standalone crate exactly as a user would.
+#[test]
+#[ignore = "compiles every dependency again; run with --ignored"]
+fn standalone_crate_builds_and_prints_the_ir() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let target = root().join("target/example-build");
+    let manifest = root().join("examples/build-profiles/Cargo.toml");
+    let status = std::process::Command::new(&cargo)
+        .args(["build", "--manifest-path"])
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = std::process::Command::new(target.join("debug/build-profiles"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("== ir\n{\n  \"sbx\": 1,"), "{stdout}");
+    assert!(stdout.contains("\"mode\": \"portable\""), "{stdout}");
+}

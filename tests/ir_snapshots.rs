@@ -1,0 +1,107 @@
+//! IR and diagnostics snapshots for every fixture, in portable mode (no
+//! host paths), lowered in-process for a fixed OS so that the snapshots do
+//! not depend on the machine running the tests.
+
+mod common;
+
+use common::{fixture_cases, root, sbx, settings, Case};
+use sbx::compile::{self, Inputs, Options, Target};
+use sbx::ir::Os;
+
+fn inputs(case: &Case) -> Inputs {
+    let mut sources = Vec::new();
+    for f in &case.files {
+        let path = camino::Utf8PathBuf::from_path_buf(root().join(f)).unwrap();
+        let mut s = sbx::policy::read_file(&path).unwrap();
+        s.name = f.clone(); // relative, as the user would type it
+        sources.push(s);
+    }
+    Inputs { sources }
+}
+
+fn options(case: &Case) -> Options {
+    Options {
+        tool: case.tool.clone(),
+        portable: true,
+        ..Options::default()
+    }
+}
+
+/// The IR JSON and the diagnostics (JSON) of one fixture for one OS.
+fn lower(case: &Case, os: Os) -> (String, String) {
+    let inputs = inputs(case);
+    let opts = options(case);
+    let (policy, mut diags) = compile::load(&inputs, &opts)
+        .unwrap_or_else(|f| panic!("{}: {:?}", case.name, f.diagnostics));
+    let lowered = compile::lower_for(&policy, &opts, os)
+        .unwrap_or_else(|f| panic!("{}: {:?}", case.name, f.diagnostics));
+    diags.extend(lowered.diagnostics);
+    let ir = compile::emit(&lowered.ir, Target::Ir).unwrap();
+    (ir.text, sbx::diag::render_json(&diags))
+}
+
+fn os_name(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "linux",
+        Os::Macos => "macos",
+        Os::Windows => "windows",
+    }
+}
+
+/// Every fixture for Linux; the ones whose point is the per-OS presets
+/// also for macOS and Windows.
+fn oses(case: &Case) -> Vec<Os> {
+    match case.name.as_str() {
+        "default" | "presets" => vec![Os::Linux, Os::Macos, Os::Windows],
+        _ => vec![Os::Linux],
+    }
+}
+
+#[test]
+fn fixtures() {
+    settings().bind(|| {
+        for case in fixture_cases() {
+            for os in oses(&case) {
+                let (ir, diags) = lower(&case, os);
+                let name = format!("{}__{}", os_name(os), case.name);
+                insta::assert_snapshot!(format!("ir__{name}"), ir);
+                insta::assert_snapshot!(format!("diagnostics__{name}"), diags);
+            }
+        }
+    });
+}
+
+/// The CLI gives the same IR as the library for the host OS.
+#[test]
+fn cli_matches_library() {
+    for case in fixture_cases() {
+        let mut args = vec!["compile"];
+        args.extend(case.files.iter().map(String::as_str));
+        args.extend(["--target", "ir", "--portable"]);
+        if let Some(t) = &case.tool {
+            args.extend(["--tool", t]);
+        }
+        let r = sbx(&args);
+        assert_eq!(r.code, 0, "{}: {}", case.name, r.stderr);
+        assert_eq!(r.stdout, lower(&case, Os::host()).0, "{}", case.name);
+    }
+}
+
+/// Portable IR never contains a host path: only placeholders.
+#[test]
+fn portable_ir_has_no_host_paths() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let cwd = root().to_str().unwrap().to_string();
+    for case in fixture_cases() {
+        let (ir, _) = lower(&case, Os::host());
+        assert!(!ir.contains(&cwd), "{}: {cwd} in IR", case.name);
+        if home.len() > 1 {
+            assert!(!ir.contains(&format!("\"{home}")), "{}", case.name);
+        }
+        let v: serde_json::Value = serde_json::from_str(&ir).unwrap();
+        assert_eq!(v["mode"], "portable");
+        assert_eq!(v["roots"]["workspace"], "${WORKSPACE}");
+        assert_eq!(v["roots"]["home"], "${HOME}");
+        assert_eq!(v["roots"]["temp"], "${TMPDIR}");
+    }
+}

@@ -1,0 +1,772 @@
+//! One function per escape attempt. Each returns `Err(explanation)`.
+
+use crate::fixture::{check, expect, Fx, Out};
+use std::ffi::OsString;
+use std::net::{TcpListener, UdpSocket};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::time::Duration;
+
+type Case = fn(&Fx) -> Result<(), String>;
+
+pub const ALL: &[(&str, Case)] = &[
+    ("read_write_outside", read_write_outside),
+    ("symlink_in_workspace_to_outside", symlink_to_outside),
+    ("hard_link_and_rename_out", hard_link_and_rename_out),
+    ("truncate_read_only_file", truncate_read_only),
+    ("proc_parent_environ", proc_parent_environ),
+    ("root_capabilities_dropped", capabilities),
+    ("tcp_connect_denied_vs_allowed_port", tcp_ports),
+    ("udp_raw_packet_mptcp_sockets", udp_and_other_sockets),
+    ("udp_allowed_with_unrestricted_network", udp_unrestricted),
+    ("abstract_unix_socket_outside", abstract_unix_socket),
+    ("kill_process_outside", kill_outside),
+    ("exec_unlisted_binary", exec_allow_list),
+    ("exec_allow_list_script_program", exec_allow_list_script),
+    ("env_has_no_parent_secret", env_filtered),
+    ("dev_null_writable", dev_null),
+    ("exit_code_propagation", exit_codes),
+    ("inherited_descriptor_closed", inherited_fd),
+    ("ptrace_tiocsti_io_uring", ptrace_ioctl_io_uring),
+    ("wall_time_kills_the_tree", wall_time),
+    ("terminal_ctrl_c_and_ctrl_z", terminal),
+    ("forced_lower_abis_degrade", forced_abis),
+    ("no_landlock_best_effort_vs_required", no_landlock),
+    ("required_refuses_inexact_policy", required_inexact),
+    ("portable_artifact_expands_placeholders", portable_artifact),
+];
+
+fn read_write_outside(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect(
+        "read outside",
+        &fx.run(&p, &[], &["read", &fx.path("outside/secret")]),
+        "EACCES",
+    )?;
+    expect(
+        "write outside",
+        &fx.run(&p, &[], &["write", &fx.path("outside/new")]),
+        "EACCES",
+    )?;
+    expect(
+        "read workspace",
+        &fx.run(&p, &[], &["read", &fx.path("ws/data")]),
+        "OK",
+    )?;
+    expect(
+        "write workspace",
+        &fx.run(&p, &[], &["write", &fx.path("ws/new")]),
+        "OK",
+    )
+}
+
+fn symlink_to_outside(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect(
+        "read ws/link_out",
+        &fx.run(&p, &[], &["read", &fx.path("ws/link_out")]),
+        "EACCES",
+    )?;
+    expect(
+        "read ws/link_in",
+        &fx.run(&p, &[], &["read", &fx.path("ws/link_in")]),
+        "OK",
+    )?;
+    // A link made inside the sandbox is no better.
+    let fresh = fx.path("ws/fresh");
+    expect(
+        "make link",
+        &fx.run(&p, &[], &["symlink", &fx.path("outside/secret"), &fresh]),
+        "OK",
+    )?;
+    expect(
+        "read fresh link",
+        &fx.run(&p, &[], &["read", &fresh]),
+        "EACCES",
+    )
+}
+
+fn hard_link_and_rename_out(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    expect(
+        "link out",
+        &r(&["link", &fx.path("ws/data"), &fx.path("outside/x")]),
+        "EACCES",
+    )?;
+    expect(
+        "rename out",
+        &r(&["rename", &fx.path("ws/a"), &fx.path("outside/a")]),
+        "EACCES",
+    )?;
+    // Pulling an outside file in would make it writable through the
+    // workspace: refused as a cross-hierarchy move.
+    expect(
+        "link in",
+        &r(&["link", &fx.path("outside/secret"), &fx.path("ws/stolen")]),
+        "EXDEV",
+    )?;
+    // A rename also removes the source: not granted outside.
+    expect(
+        "rename in",
+        &r(&["rename", &fx.path("outside/secret"), &fx.path("ws/stolen")]),
+        "EACCES",
+    )?;
+    // The file would gain `execute` under execdir/: EXDEV, so that
+    // tools fall back to copying.
+    expect(
+        "rename to more rights",
+        &r(&["rename", &fx.path("ws/c"), &fx.path("execdir/c")]),
+        "EXDEV",
+    )?;
+    expect(
+        "link within",
+        &r(&["link", &fx.path("ws/data"), &fx.path("ws/sub/data2")]),
+        "OK",
+    )?;
+    expect(
+        "rename within",
+        &r(&["rename", &fx.path("ws/b"), &fx.path("ws/sub/b")]),
+        "OK",
+    )?;
+    check(fx.root.join("outside/secret").exists(), || {
+        "outside/secret moved".into()
+    })
+}
+
+fn truncate_read_only(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect(
+        "truncate ro",
+        &fx.run(&p, &[], &["truncate", &fx.path("ro/file")]),
+        "EACCES",
+    )?;
+    expect(
+        "O_TRUNC ro",
+        &fx.run(&p, &[], &["open-trunc", &fx.path("ro/file")]),
+        "EACCES",
+    )?;
+    expect(
+        "read ro",
+        &fx.run(&p, &[], &["read", &fx.path("ro/file")]),
+        "OK",
+    )?;
+    expect(
+        "truncate ws",
+        &fx.run(&p, &[], &["truncate", &fx.path("ws/data")]),
+        "OK",
+    )?;
+    check(
+        std::fs::read_to_string(fx.root.join("ro/file")).unwrap() == "ro-data",
+        || "ro/file changed".into(),
+    )
+}
+
+fn proc_parent_environ(fx: &Fx) -> Result<(), String> {
+    // The preset grants /proc read-only; Landlock's ptrace rule keeps
+    // other domains' environ out, provided a root child has lost
+    // CAP_SYS_ADMIN and CAP_PERFMON (which `mm_access` trusts first).
+    let p = fx.policy("best_effort", "");
+    expect(
+        "parent environ",
+        &fx.run(&p, &[], &["read-proc-parent", "environ"]),
+        "EACCES",
+    )?;
+    expect(
+        "parent maps",
+        &fx.run(&p, &[], &["read-proc-parent", "maps"]),
+        "EACCES",
+    )?;
+    expect(
+        "own environ",
+        &fx.run(&p, &[], &["read", "/proc/self/environ"]),
+        "OK",
+    )?;
+    expect(
+        "parent stat",
+        &fx.run(&p, &[], &["read-proc-parent", "stat"]),
+        "OK",
+    )
+}
+
+fn capabilities(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let out = fx.run(&p, &[], &["caps"]);
+    let mut it = out
+        .stdout
+        .split_whitespace()
+        .map(|h| u64::from_str_radix(h, 16));
+    let (Some(Ok(eff)), Some(Ok(bnd))) = (it.next(), it.next()) else {
+        return Err(format!("caps: {out:?}"));
+    };
+    for (name, bit) in [
+        ("CAP_SYS_ADMIN", 21),
+        ("CAP_PERFMON", 38),
+        ("CAP_SYS_MODULE", 16),
+    ] {
+        check(eff & (1 << bit) == 0 && bnd & (1 << bit) == 0, || {
+            format!("{name} kept: eff {eff:x} bnd {bnd:x}")
+        })?;
+    }
+    // A root child keeps root's file semantics (Landlock still applies).
+    let root = unsafe { libc::geteuid() } == 0;
+    check(!root || eff & (1 << 1) != 0, || {
+        format!("CAP_DAC_OVERRIDE lost: {eff:x}")
+    })
+}
+
+fn tcp_ports(fx: &Fx) -> Result<(), String> {
+    let ok = TcpListener::bind("127.0.0.1:0").unwrap();
+    let denied = TcpListener::bind("127.0.0.1:0").unwrap();
+    let okp = ok.local_addr().unwrap().port().to_string();
+    let deniedp = denied.local_addr().unwrap().port().to_string();
+    let p = fx.policy(
+        "best_effort",
+        &format!("\n[[net]]\nhost = \"*\"\nport = {okp}\n"),
+    );
+    expect(
+        "connect denied port",
+        &fx.run(&p, &[], &["connect-tcp", &deniedp]),
+        "EACCES",
+    )?;
+    expect(
+        "connect allowed port",
+        &fx.run(&p, &[], &["connect-tcp", &okp]),
+        "OK",
+    )?;
+    // The denied listener is live: without a sandbox the same connect works.
+    expect(
+        "unsandboxed",
+        &fx.unsandboxed(&["connect-tcp", &deniedp]),
+        "OK",
+    )
+}
+
+fn udp_listener() -> (UdpSocket, String) {
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let port = u.local_addr().unwrap().port().to_string();
+    (u, port)
+}
+
+fn udp_and_other_sockets(fx: &Fx) -> Result<(), String> {
+    let (u, port) = udp_listener();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcpp = tcp.local_addr().unwrap().port().to_string();
+    let p = fx.policy(
+        "best_effort",
+        &format!("\n[[net]]\nhost = \"*\"\nport = {tcpp}\n"),
+    );
+    let sock = |f: i32, t: i32, pr: i32| {
+        fx.run(
+            &p,
+            &[],
+            &["socket", &f.to_string(), &t.to_string(), &pr.to_string()],
+        )
+    };
+    expect("udp send", &fx.run(&p, &[], &["udp-send", &port]), "EACCES")?;
+    let mut buf = [0u8; 8];
+    check(u.recv(&mut buf).is_err(), || {
+        "the listener got a datagram".into()
+    })?;
+    expect(
+        "raw icmp",
+        &sock(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+        "EACCES",
+    )?;
+    expect(
+        "packet",
+        &sock(libc::AF_PACKET, libc::SOCK_RAW, 0),
+        "EACCES",
+    )?;
+    expect(
+        "mptcp",
+        &sock(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
+        "EACCES",
+    )?;
+    expect(
+        "udp6 cloexec",
+        &sock(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0),
+        "EACCES",
+    )?;
+    expect(
+        "vsock",
+        &sock(libc::AF_VSOCK, libc::SOCK_STREAM, 0),
+        "EACCES",
+    )?;
+    // Same policy: TCP (with flags), unix datagrams and TCP connects work.
+    expect(
+        "tcp nonblock",
+        &sock(libc::AF_INET6, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0),
+        "OK",
+    )?;
+    expect(
+        "unix dgram",
+        &sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0),
+        "OK",
+    )?;
+    expect(
+        "tcp connect",
+        &fx.run(&p, &[], &["connect-tcp", &tcpp]),
+        "OK",
+    )
+}
+
+fn udp_unrestricted(fx: &Fx) -> Result<(), String> {
+    let (u, port) = udp_listener();
+    let p = fx.policy("best_effort", "\n[[net]]\nhost = \"*\"\n");
+    expect("udp send", &fx.run(&p, &[], &["udp-send", &port]), "OK")?;
+    let mut buf = [0u8; 8];
+    let n = u.recv(&mut buf).map_err(|e| format!("no datagram: {e}"))?;
+    check(&buf[..n] == b"ping", || "wrong datagram".into())
+}
+
+fn abstract_unix_socket(fx: &Fx) -> Result<(), String> {
+    let name = format!("sbx-escape-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _l = UnixListener::bind_addr(&addr).unwrap();
+    let p = fx.policy("best_effort", "");
+    expect(
+        "connect outside",
+        &fx.run(&p, &[], &["abstract-connect", &name]),
+        "EPERM",
+    )?;
+    expect(
+        "inside",
+        &fx.run(&p, &[], &["abstract-self", &format!("{name}-in")]),
+        "OK",
+    )?;
+    expect(
+        "unsandboxed",
+        &fx.unsandboxed(&["abstract-connect", &name]),
+        "OK",
+    )
+}
+
+fn victim() -> std::process::Child {
+    std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep")
+}
+
+fn kill_outside(fx: &Fx) -> Result<(), String> {
+    let mut v = victim();
+    let pid = v.id().to_string();
+    let p = fx.policy("best_effort", "");
+    let r = expect(
+        "kill outside",
+        &fx.run(&p, &[], &["kill", &pid, "15"]),
+        "EPERM",
+    )
+    .and_then(|_| {
+        expect(
+            "kill own child",
+            &fx.run(&p, &[], &["kill-own-child"]),
+            "OK",
+        )
+    });
+    let alive = v.try_wait().unwrap().is_none();
+    let _ = v.kill();
+    let _ = v.wait();
+    r?;
+    check(alive, || "the victim died".into())
+}
+
+fn exec_allow_list(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "\n[commands.true]\n");
+    expect(
+        "exec env",
+        &fx.run(&p, &[], &["exec", "/usr/bin/env"]),
+        "EACCES",
+    )?;
+    // /usr is granted read+execute by the preset: only [commands] removes it.
+    let out = fx.run(&p, &[], &["exec", "/usr/bin/true"]);
+    check(out.code == 0 && out.stdout.is_empty(), || {
+        format!("exec true: {out:?}")
+    })
+}
+
+fn exec_allow_list_script(fx: &Fx) -> Result<(), String> {
+    // The sandboxed program is a script: it and its interpreter chain may
+    // run, what it calls may not unless listed.
+    let script = fx.root.join("ws/job.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ntrue && echo listed-ok\nexec /usr/bin/env\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let p = fx.policy("best_effort", "\n[commands.true]\n");
+    let args: Vec<OsString> = vec![
+        "run".into(),
+        p.into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "--".into(),
+        script.into(),
+    ];
+    let out = fx.sbx(&args, None);
+    check(
+        out.stdout.trim() == "listed-ok"
+            && out.code == 126
+            && out.stderr.contains("Permission denied"),
+        || format!("script: {out:?}"),
+    )
+}
+
+fn env_filtered(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "\n[[env]]\nname = \"AWS_*\"\n");
+    let out = fx.run(&p, &[], &["env"]);
+    let names: Vec<&str> = out.stdout.lines().collect();
+    check(
+        out.code == 0 && names == ["AWS_REGION", "HOME", "LANG", "PATH", "USER"],
+        || format!("env names: {names:?}\n{}", out.stderr),
+    )
+}
+
+fn dev_null(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect(
+        "write /dev/null",
+        &fx.run(&p, &[], &["write", "/dev/null"]),
+        "OK",
+    )?;
+    expect(
+        "write /dev/kmsg",
+        &fx.run(&p, &[], &["write", "/dev/kmsg"]),
+        "EACCES",
+    )
+}
+
+fn code(what: &str, out: &Out, want: i32) -> Result<(), String> {
+    check(out.code == want, || {
+        format!("{what}: exit {} != {want}: {out:?}", out.code)
+    })
+}
+
+fn exit_codes(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    code("exit 42", &fx.run(&p, &[], &["exit", "42"]), 42)?;
+    code("exit 0", &fx.run(&p, &[], &["exit", "0"]), 0)?;
+    code("SIGTERM", &fx.run(&p, &[], &["signal", "15"]), 143)?;
+    code("SIGKILL", &fx.run(&p, &[], &["signal", "9"]), 137)?;
+    let run = |cmd: &str| {
+        let args: Vec<OsString> = vec![
+            "run".into(),
+            p.clone().into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            cmd.into(),
+        ];
+        fx.sbx(&args, None)
+    };
+    code("not found", &run("sbx-no-such-command"), 127)?;
+    code("missing path", &run(&fx.path("ws/nope")), 127)?;
+    // Exists but has no execute bit (even root needs one).
+    code("not executable", &run(&fx.path("ws/data")), 126)
+}
+
+fn inherited_fd(fx: &Fx) -> Result<(), String> {
+    let f = std::fs::File::open(fx.root.join("outside/secret")).unwrap();
+    let p = fx.policy("best_effort", "");
+    let args = |n: &str| -> Vec<OsString> {
+        vec![
+            "run".into(),
+            p.clone().into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+            "fd".into(),
+            n.into(),
+        ]
+    };
+    use std::os::fd::AsRawFd;
+    expect("fd 5", &fx.sbx(&args("5"), Some(f.as_raw_fd())), "EBADF")?;
+    expect("fd 1", &fx.sbx(&args("1"), Some(f.as_raw_fd())), "OK")
+}
+
+fn ptrace_ioctl_io_uring(fx: &Fx) -> Result<(), String> {
+    let mut v = victim();
+    let pid = v.id().to_string();
+    let p = fx.policy("best_effort", "");
+    let r = (|| {
+        expect(
+            "ptrace attach",
+            &fx.run(&p, &[], &["ptrace-attach", &pid]),
+            "EPERM",
+        )?;
+        expect(
+            "ptrace traceme",
+            &fx.run(&p, &[], &["ptrace-traceme"]),
+            "OK",
+        )?;
+        expect("TIOCSTI", &fx.run(&p, &[], &["ioctl-tiocsti"]), "EPERM")?;
+        // Other ioctls reach the kernel (stdin is /dev/null, not a tty).
+        expect("TCGETS", &fx.run(&p, &[], &["ioctl-tcgets"]), "ENOTTY")?;
+        expect("io_uring", &fx.run(&p, &[], &["io-uring"]), "EPERM")?;
+        expect("io_uring unsandboxed", &fx.unsandboxed(&["io-uring"]), "OK")
+    })();
+    let _ = v.kill();
+    let _ = v.wait();
+    r
+}
+
+fn wall_time(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "\n[limits]\nwall_time_s = 1\n");
+    let out = fx.run(&p, &[], &["spawn-sleeper", "30"]);
+    code("killed", &out, 137)?;
+    check(out.elapsed < Duration::from_secs(10), || {
+        format!("took {:?}", out.elapsed)
+    })?;
+    check(out.stderr.contains("wall_time_s = 1 reached"), || {
+        out.stderr.clone()
+    })?;
+    let pid: i32 = out.stdout.trim().parse().map_err(|_| format!("{out:?}"))?;
+    // The grandchild left the process group; it must be gone too (a
+    // zombie awaiting its reaper is dead).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let dead = state.is_empty()
+        || state
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z');
+    check(dead, || format!("grandchild {pid} still running: {state}"))
+}
+
+fn forced_abis(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    // ABI 2 has no TRUNCATE right: truncation is not restricted at all.
+    let out = fx.run(
+        &p,
+        &["--landlock-abi", "2", "--report"],
+        &["truncate", &fx.path("ro/file")],
+    );
+    expect("truncate at ABI 2", &out, "OK")?;
+    check(
+        out.stderr.contains("using ABI 2: partially enforced")
+            && out.stderr.contains("wider landlock.truncate"),
+        || out.stderr.clone(),
+    )?;
+    // ABI 1 has no REFER: every cross-directory rename fails.
+    expect(
+        "rename at ABI 1",
+        &fx.run(
+            &p,
+            &["--landlock-abi", "1"],
+            &["rename", &fx.path("ws/a"), &fx.path("ws/sub/a")],
+        ),
+        "EXDEV",
+    )?;
+    // ABI 5 has no scopes.
+    let name = format!("sbx-escape-abi-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _l = UnixListener::bind_addr(&addr).unwrap();
+    expect(
+        "abstract at ABI 5",
+        &fx.run(&p, &["--landlock-abi", "5"], &["abstract-connect", &name]),
+        "OK",
+    )?;
+    // While the real ABI still denies all three.
+    expect(
+        "truncate",
+        &fx.run(&p, &[], &["truncate", &fx.path("ro/file")]),
+        "EACCES",
+    )?;
+    expect(
+        "abstract",
+        &fx.run(&p, &[], &["abstract-connect", &name]),
+        "EPERM",
+    )
+}
+
+fn no_landlock(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let out = fx.run(
+        &p,
+        &["--landlock-abi", "0"],
+        &["read", &fx.path("outside/secret")],
+    );
+    expect("best effort without Landlock", &out, "OK")?;
+    check(out.stderr.matches("warning: Landlock").count() == 1, || {
+        out.stderr.clone()
+    })?;
+    let req = fx.policy("required", "");
+    let marker = fx.path("ws/marker");
+    let out = fx.run(&req, &["--landlock-abi", "0"], &["write", &marker]);
+    code("required without Landlock", &out, 125)?;
+    check(!Path::new(&marker).exists(), || "the command ran".into())?;
+    // The same required policy runs on the real kernel.
+    expect(
+        "required, real ABI",
+        &fx.run(&req, &[], &["write", &marker]),
+        "OK",
+    )
+}
+
+use std::path::Path;
+
+fn required_inexact(fx: &Fx) -> Result<(), String> {
+    // A read-only carve-out under the writable workspace: Landlock cannot
+    // express it.
+    let extra = "\n[[fs]]\npath = \"sub\"\nread = true\n";
+    let p = fx.policy("required", extra);
+    let marker = fx.path("ws/marker");
+    let out = fx.run(&p, &[], &["write", &marker]);
+    code("run", &out, 125)?;
+    check(out.stderr.contains("required"), || out.stderr.clone())?;
+    check(!Path::new(&marker).exists(), || "the command ran".into())?;
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        p.clone().into(),
+        "--target".into(),
+        "linux".into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+    ];
+    code("compile", &fx.sbx(&compile, None), 1)?;
+    // best_effort runs it, and the carve-out really is writable (wider).
+    let be = fx.policy("best_effort", extra);
+    expect(
+        "best effort",
+        &fx.run(&be, &[], &["write", &fx.path("ws/sub/x")]),
+        "OK",
+    )
+}
+
+fn portable_artifact(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let art = fx.root.join("linux.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        p.into(),
+        "--target".into(),
+        "linux".into(),
+        "--portable".into(),
+        "-o".into(),
+        art.clone().into(),
+    ];
+    code("compile", &fx.sbx(&compile, None), 0)?;
+    let text = std::fs::read_to_string(&art).unwrap();
+    check(text.contains("${WORKSPACE}"), || text.clone())?;
+    let run = |op: &str, path: &str| {
+        let args: Vec<OsString> = vec![
+            "run".into(),
+            "--artifact".into(),
+            art.clone().into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+            op.into(),
+            path.into(),
+        ];
+        fx.sbx(&args, None)
+    };
+    expect("write ws", &run("write", &fx.path("ws/new")), "OK")?;
+    expect(
+        "read outside",
+        &run("read", &fx.path("outside/secret")),
+        "EACCES",
+    )
+}
+
+/// A pseudo-terminal pair: (master, slave path).
+fn pty() -> (std::fs::File, String) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: standard posix_openpt sequence; the fd is owned by the File.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0 && libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let mut buf = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, buf.as_mut_ptr(), buf.len()), 0);
+        let name = std::ffi::CStr::from_ptr(buf.as_ptr())
+            .to_str()
+            .unwrap()
+            .to_string();
+        (std::fs::File::from_raw_fd(m), name)
+    }
+}
+
+/// Start `sbx run` as the session leader of a fresh terminal, the way a
+/// shell runs a foreground job.
+fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
+    use std::os::unix::process::CommandExt;
+    let (master, slave) = pty();
+    let tty = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&slave)
+            .unwrap()
+    };
+    let mut c = std::process::Command::new(crate::fixture::SBX);
+    c.arg("run")
+        .arg(p)
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .arg("--")
+        .args(cmd)
+        .stdin(tty())
+        .stdout(tty())
+        .stderr(tty());
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setsid();
+            if libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    (c.spawn().unwrap(), master)
+}
+
+fn wait_status(pid: i32, flags: i32) -> i32 {
+    let mut st = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut st, flags) };
+    st
+}
+
+fn terminal(fx: &Fx) -> Result<(), String> {
+    use std::io::Write;
+    let p = fx.policy("best_effort", "");
+    // ^C reaches the child's group, which owns the terminal.
+    let (child, mut master) = on_terminal(fx, &p, &["sleep", "30"]);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(800));
+    master.write_all(b"\x03").unwrap();
+    let start = std::time::Instant::now();
+    let st = wait_status(pid, 0);
+    check(
+        libc::WIFEXITED(st)
+            && libc::WEXITSTATUS(st) == 130
+            && start.elapsed() < Duration::from_secs(5),
+        || format!("^C: status {st:#x} after {:?}", start.elapsed()),
+    )?;
+    // ^Z stops the child, and sbx stops too so a shell sees the job
+    // stopped; SIGCONT to sbx's group (what `fg` does) resumes both.
+    let (child, mut master) = on_terminal(fx, &p, &["sh", "-c", "sleep 1; exit 5"]);
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(400));
+    master.write_all(b"\x1a").unwrap();
+    let st = wait_status(pid, libc::WUNTRACED);
+    check(libc::WIFSTOPPED(st), || {
+        format!("^Z: sbx not stopped: {st:#x}")
+    })?;
+    // SAFETY: sbx leads its own session and group.
+    unsafe { libc::kill(-pid, libc::SIGCONT) };
+    let st = wait_status(pid, 0);
+    check(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 5, || {
+        format!("after fg: status {st:#x}")
+    })
+}

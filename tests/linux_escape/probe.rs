@@ -1,0 +1,265 @@
+//! The sandboxed side: one operation per run, printed as `OK` or the
+//! errno's name, so the harness can assert the exact error.
+
+use std::ffi::CString;
+use std::io::Write;
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn errno_name(e: i32) -> String {
+    let n = match e {
+        libc::EACCES => "EACCES",
+        libc::EPERM => "EPERM",
+        libc::EXDEV => "EXDEV",
+        libc::ENOENT => "ENOENT",
+        libc::EBADF => "EBADF",
+        libc::ENOTTY => "ENOTTY",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSYS => "ENOSYS",
+        libc::EEXIST => "EEXIST",
+        libc::ESRCH => "ESRCH",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        libc::EROFS => "EROFS",
+        libc::ENOEXEC => "ENOEXEC",
+        _ => return format!("errno{e}"),
+    };
+    n.to_string()
+}
+
+/// `OK` for a non-negative result, else the errno's name.
+fn res(r: i64) -> String {
+    if r < 0 {
+        errno_name(errno())
+    } else {
+        "OK".into()
+    }
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn num<T: std::str::FromStr>(s: &str) -> T {
+    s.parse().ok().expect("number")
+}
+
+fn loopback(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn abstract_addr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: plain-old-data struct.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (i, b) in name.bytes().enumerate() {
+        a.sun_path[i + 1] = b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+    (a, len as libc::socklen_t)
+}
+
+/// Run one operation; returns what to print.
+unsafe fn op(args: &[String]) -> String {
+    let a = |i: usize| args[i].as_str();
+    match a(0) {
+        "read" => {
+            let fd = libc::open(c(a(1)).as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return res(-1);
+            }
+            let mut buf = [0u8; 64];
+            res(libc::read(fd, buf.as_mut_ptr().cast(), 64) as i64)
+        }
+        "write" => {
+            let fd = libc::open(
+                c(a(1)).as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC,
+                0o644,
+            );
+            if fd < 0 {
+                return res(-1);
+            }
+            res(libc::write(fd, b"x".as_ptr().cast(), 1) as i64)
+        }
+        "read-proc-parent" => {
+            let p = format!("/proc/{}/{}", libc::getppid(), a(1));
+            op(&["read".to_string(), p])
+        }
+        "open-trunc" => res(libc::open(c(a(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC).into()),
+        "truncate" => res(libc::truncate(c(a(1)).as_ptr(), 0).into()),
+        "link" => res(libc::link(c(a(1)).as_ptr(), c(a(2)).as_ptr()).into()),
+        "rename" => res(libc::rename(c(a(1)).as_ptr(), c(a(2)).as_ptr()).into()),
+        "symlink" => res(libc::symlink(c(a(1)).as_ptr(), c(a(2)).as_ptr()).into()),
+        "connect-tcp" => {
+            let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            if s < 0 {
+                return res(-1);
+            }
+            let sa = loopback(num(a(1)));
+            res(libc::connect(
+                s,
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+            .into())
+        }
+        "bind-tcp" => {
+            let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            let sa = loopback(num(a(1)));
+            res(libc::bind(
+                s,
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            )
+            .into())
+        }
+        "udp-send" => {
+            let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+            if s < 0 {
+                return res(-1);
+            }
+            let sa = loopback(num(a(1)));
+            res(libc::sendto(
+                s,
+                b"ping".as_ptr().cast(),
+                4,
+                0,
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as u32,
+            ) as i64)
+        }
+        "socket" => res(libc::socket(num(a(1)), num(a(2)), num(a(3))).into()),
+        "abstract-connect" => {
+            let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let (sa, len) = abstract_addr(a(1));
+            res(libc::connect(s, (&sa as *const libc::sockaddr_un).cast(), len).into())
+        }
+        "abstract-self" => {
+            // Listener and client both inside the sandbox: allowed.
+            let l = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let (sa, len) = abstract_addr(a(1));
+            if libc::bind(l, (&sa as *const libc::sockaddr_un).cast(), len) < 0
+                || libc::listen(l, 1) < 0
+            {
+                return res(-1);
+            }
+            let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            res(libc::connect(s, (&sa as *const libc::sockaddr_un).cast(), len).into())
+        }
+        "kill" => res(libc::kill(num(a(1)), num(a(2))).into()),
+        "kill-own-child" => {
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::pause();
+                libc::_exit(0);
+            }
+            let r = libc::kill(pid, libc::SIGTERM);
+            let mut st = 0;
+            libc::waitpid(pid, &mut st, 0);
+            res(r.into())
+        }
+        "ptrace-attach" => res(libc::ptrace(
+            libc::PTRACE_ATTACH,
+            num::<libc::pid_t>(a(1)),
+            0,
+            0,
+        )),
+        "ptrace-traceme" => {
+            // In a child, so that sbx never becomes our tracer.
+            let pid = libc::fork();
+            if pid == 0 {
+                let r = libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+                libc::_exit(if r < 0 { errno() } else { 0 });
+            }
+            let mut st = 0;
+            libc::waitpid(pid, &mut st, 0);
+            match libc::WEXITSTATUS(st) {
+                0 => "OK".into(),
+                e => errno_name(e),
+            }
+        }
+        "ioctl-tiocsti" => {
+            let ch: libc::c_char = b'x' as libc::c_char;
+            res(libc::ioctl(0, libc::TIOCSTI, &ch).into())
+        }
+        "ioctl-tcgets" => {
+            let mut t: libc::termios = std::mem::zeroed();
+            res(libc::ioctl(0, libc::TCGETS, &mut t).into())
+        }
+        "io-uring" => {
+            let mut params = [0u8; 120];
+            res(libc::syscall(
+                libc::SYS_io_uring_setup,
+                1u32,
+                params.as_mut_ptr(),
+            ))
+        }
+        "env" => {
+            let mut names: Vec<String> = std::env::vars_os()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names.join("\n")
+        }
+        "caps" => {
+            // CapEff and CapBnd from /proc/self/status, as hex.
+            let st = std::fs::read_to_string("/proc/self/status").unwrap();
+            let get = |k: &str| {
+                st.lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            };
+            format!("{} {}", get("CapEff:"), get("CapBnd:"))
+        }
+        "fd" => res(libc::fcntl(num(a(1)), libc::F_GETFD).into()),
+        "exit" => {
+            std::process::exit(num(a(1)));
+        }
+        "signal" => {
+            libc::kill(libc::getpid(), num(a(1)));
+            "not killed".into()
+        }
+        "exec" => {
+            let argv: Vec<CString> = args[1..].iter().map(|s| c(s)).collect();
+            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
+            ptrs.push(std::ptr::null());
+            libc::execv(argv[0].as_ptr(), ptrs.as_ptr());
+            res(-1)
+        }
+        "spawn-sleeper" => {
+            // A grandchild that leaves the process group, then sleep.
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::setsid();
+                libc::sleep(num(a(1)));
+                libc::_exit(0);
+            }
+            println!("{pid}");
+            let _ = std::io::stdout().flush();
+            libc::sleep(num(a(1)));
+            "slept".into()
+        }
+        other => format!("unknown probe op {other}"),
+    }
+}
+
+pub fn main(args: &[String]) -> ! {
+    // SAFETY: each op is a handful of libc calls on valid arguments.
+    let out = unsafe { op(args) };
+    println!("{out}");
+    let _ = std::io::stdout().flush();
+    std::process::exit(0)
+}
