@@ -101,7 +101,9 @@ fn check_valid_exits_0() {
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(only_missing_back_ends(&doc), "{}", r.stderr);
         let notes = doc["diagnostics"].as_array().unwrap();
-        assert!(notes.iter().any(|d| d["code"] == "SBX029" && d["severity"] == "note"));
+        assert!(notes
+            .iter()
+            .any(|d| d["code"] == "SBX029" && d["severity"] == "note"));
     }
 }
 

@@ -69,10 +69,6 @@ pub fn explain_code(code: &str) -> Option<String> {
     Some(s)
 }
 
-fn read(paths: &[Utf8PathBuf]) -> Result<Inputs, Vec<Diagnostic>> {
-    Inputs::read(paths).map_err(|f| f.diagnostics)
-}
-
 fn render(format: CheckFormat, diags: &[Diagnostic], files: &Files, fallback: Option<&str>) {
     match format {
         CheckFormat::Human => {
@@ -109,27 +105,27 @@ pub fn run(a: CheckArgs) -> i32 {
         }
     }
     let fallback = a.policy.last().map(|p| p.as_str());
-    let inputs = match read(&a.policy) {
+    let inputs = match Inputs::read(&a.policy) {
         Ok(i) => i,
-        Err(d) => {
-            render(a.format, &d, &Files::default(), fallback);
-            return 2;
+        Err(f) => {
+            render(a.format, &f.diagnostics, &Files::default(), fallback);
+            return f.exit_code;
         }
     };
     let mut files = inputs.files();
     let baseline = if a.baseline.is_empty() {
         None
     } else {
-        match read(&a.baseline) {
+        match Inputs::read(&a.baseline) {
             Ok(b) => {
                 for s in &b.sources {
                     files.add(&s.name, &s.text);
                 }
                 Some(b)
             }
-            Err(d) => {
-                render(a.format, &d, &files, fallback);
-                return 2;
+            Err(f) => {
+                render(a.format, &f.diagnostics, &files, fallback);
+                return f.exit_code;
             }
         }
     };
