@@ -265,15 +265,10 @@ pub fn lower_for(
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
     let out = match target {
         Target::Ir => Ok(back::ir_json::emit(ir)),
+        Target::Macos => back::sbpl::emit(ir),
         Target::Linux => back::landlock::emit(ir),
         Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
         Target::Windows => back::windows::emit(ir),
-        Target::Macos => {
-            return Err(Diagnostic::new(
-                codes::NO_BACKEND,
-                format!("the {} back end is not built into this sbx", target.name()),
-            ))
-        }
     };
     out.map_err(|e: back::EmitError| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
 }

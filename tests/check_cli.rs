@@ -7,13 +7,8 @@
 mod common;
 use common::Host;
 
-/// Notes about back ends missing from this build are not what these
-/// snapshots are about.
-const NO_BACKEND: &[&str] = &["--allow", "SBX029"];
-
 fn check(h: &Host, policy: &str, extra: &[&str]) -> (i32, String, String) {
     let mut args = vec!["check", policy];
-    args.extend_from_slice(NO_BACKEND);
     args.extend_from_slice(extra);
     h.sbx(&args)
 }

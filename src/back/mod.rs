@@ -5,6 +5,7 @@ use serde::Serialize;
 
 pub mod ir_json;
 pub mod landlock;
+pub mod sbpl;
 pub mod windows;
 
 /// What an emitter produces: the artifact text and the precision report

@@ -46,7 +46,11 @@ pub fn run(a: RunArgs) -> i32 {
     {
         linux(a)
     }
-    #[cfg(not(any(windows, target_os = "linux")))]
+    #[cfg(target_os = "macos")]
+    {
+        macos(a)
+    }
+    #[cfg(not(any(windows, target_os = "linux", target_os = "macos")))]
     {
         let _ = (
             &a.policy,
@@ -93,6 +97,20 @@ fn linux(a: RunArgs) -> i32 {
 /// already printed.
 #[cfg(target_os = "linux")]
 fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
+    let ir = host_ir(a, sbx::ir::Os::Linux)?;
+    match sbx::back::landlock::build(&ir) {
+        Ok(art) => Some(art),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
+/// The policy lowered for this host (resolved paths, `[commands]` found
+/// on PATH), diagnostics printed; `None` when it does not compile.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
     use sbx::compile::{self, Inputs, Options};
     let policy = a.policy.as_ref()?;
     let inputs = match Inputs::read(std::slice::from_ref(policy)) {
@@ -128,18 +146,13 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
         }
     };
     super::report(&diags, &files, false);
-    let lowered = match compile::lower_for(&policy, &opts, sbx::ir::Os::Linux) {
-        Ok(l) => l,
+    match compile::lower_for(&policy, &opts, os) {
+        Ok(l) => {
+            super::report(&l.diagnostics, &files, false);
+            Some(l.ir)
+        }
         Err(f) => {
             super::report(&f.diagnostics, &files, false);
-            return None;
-        }
-    };
-    super::report(&lowered.diagnostics, &files, false);
-    match sbx::back::landlock::build(&lowered.ir) {
-        Ok(art) => Some(art),
-        Err(e) => {
-            eprintln!("error: {e}");
             None
         }
     }
@@ -194,4 +207,31 @@ fn windows(a: RunArgs) -> i32 {
         report: a.report,
     };
     sbx::runtime::windows::run(&spec, &a.command, &opts)
+}
+
+/// macOS: the policy is lowered for this host and emitted with the
+/// program as a literal; an artifact is a profile `sbx compile --target
+/// macos` wrote (or a hand-written one).
+#[cfg(target_os = "macos")]
+fn macos(a: RunArgs) -> i32 {
+    use sbx::runtime::macos::{self as mac, RunOptions};
+    let _ = a.landlock_abi;
+    let opts = RunOptions {
+        report: a.report,
+        workspace: a.workspace.clone().map(Into::into),
+        home: a.home.clone().map(Into::into),
+    };
+    if let Some(path) = &a.artifact {
+        return match std::fs::read_to_string(path) {
+            Ok(text) => mac::run_artifact(&text, &a.command, &opts),
+            Err(e) => {
+                eprintln!("error: cannot read {path}: {e}");
+                FAILED
+            }
+        };
+    }
+    match host_ir(&a, sbx::ir::Os::Macos) {
+        Some(ir) => mac::run(&ir, &a.command, &opts),
+        None => FAILED,
+    }
 }

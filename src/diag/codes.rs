@@ -241,10 +241,6 @@ path = "."
 read = true
 write = true
 "#;
-    NO_BACKEND = "SBX029", Error, "back end not built in",
-        "This sbx was built without the back end for a target, so it cannot compile for it. `sbx check` reports it as a note and checks the other targets.",
-        example = r#"sbx compile policy.toml --target windows
-"#;
 }
 
 pub fn lookup(code: &str) -> Option<&'static CodeInfo> {

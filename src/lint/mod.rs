@@ -142,13 +142,6 @@ pub fn check(
                 }
                 reports.extend(e.precision);
             }
-            Err(d) if d.code == codes::NO_BACKEND => diags.push(
-                Diagnostic::new(
-                    codes::NO_BACKEND,
-                    format!("not checked for {}: {}", t.name(), d.message),
-                )
-                .severity(Severity::Note),
-            ),
             Err(d) => diags.push(d),
         }
     }

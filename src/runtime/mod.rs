@@ -4,6 +4,8 @@ pub mod env;
 pub mod expand;
 #[cfg(target_os = "linux")]
 pub mod linux;
+#[cfg(unix)]
+pub mod macos;
 pub mod windows;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be

@@ -6,7 +6,8 @@
 //!   `trace` forms. Anything else (`define`, `import`, `if`, helper calls) is a
 //!   [`ProfileError`], because it could add rules the evaluator cannot see.
 //! * Rules whose operations cannot cover a [`FileOp`] are skipped unread.
-//! * Filters: `literal`, `path`, `subpath`, `prefix`, `regex`, `require-all`,
+//! * Filters: `literal`, `path`, `subpath`, `prefix`, `regex`, `path-ancestors`
+//!   (the path itself and every directory above it), `require-all`,
 //!   `require-any`, `require-not`; values may be strings, `(param "NAME")`,
 //!   `string-append` and `regex-quote`. Several filters in one rule match if
 //!   any matches. Other filters (`vnode-type`, `extension`, helpers, variables)
@@ -167,6 +168,8 @@ enum Filter {
     Subpath(String),
     Prefix(String),
     Regex(Regex),
+    /// The path and each of its ancestors, up to `/`.
+    Ancestors(String),
     All(Vec<Filter>),
     Any(Vec<Filter>),
     Not(Box<Filter>),
@@ -426,6 +429,7 @@ impl Filter {
             Filter::Subpath(p) => yes(in_subpath(p, path)),
             Filter::Prefix(p) => yes(path.starts_with(p.as_str())),
             Filter::Regex(r) => yes(r.is_match(path)),
+            Filter::Ancestors(p) => yes(in_subpath(path, p)),
             Filter::Any(fs) => any(fs.iter().map(|f| f.matches(path))),
             Filter::All(fs) => {
                 let mut maybe = None;
@@ -498,7 +502,7 @@ fn filter(d: &Datum, params: &BTreeMap<String, String>) -> Result<Filter, Profil
         args.iter().map(|a| filter(a, params)).collect()
     };
     Ok(match head {
-        "literal" | "path" | "subpath" | "prefix" | "regex" => {
+        "literal" | "path" | "subpath" | "prefix" | "regex" | "path-ancestors" => {
             if args.is_empty() {
                 return Err(error_at(d, format!("({head}) needs a value")));
             }
@@ -509,6 +513,7 @@ fn filter(d: &Datum, params: &BTreeMap<String, String>) -> Result<Filter, Profil
                     Value::Text(v) => match head {
                         "subpath" => Filter::Subpath(v),
                         "prefix" => Filter::Prefix(v),
+                        "path-ancestors" => Filter::Ancestors(v),
                         "regex" => Filter::Regex(
                             pattern::compile(&v)
                                 .map_err(|e| error_at(a, format!("invalid regex {v:?}: {e}")))?,
@@ -676,6 +681,20 @@ mod tests {
         assert_eq!(d(&p, Write, "/tmp/sbx"), "allow@3");
         assert_eq!(d(&p, Write, "/tmp/sbx-other/f"), "allow@3");
         assert_eq!(d(&p, Write, "/tmp/sb"), "deny@1");
+    }
+
+    #[test]
+    fn path_ancestors_match_the_path_and_its_parents() {
+        let p = profile_with(
+            "(deny default)\n(allow file-read-metadata (path-ancestors (param \"W\")))",
+            &[("W", "/Users/a/ws")],
+        );
+        for yes in ["/", "/Users", "/Users/a", "/Users/a/ws"] {
+            assert_eq!(d(&p, ReadMetadata, yes), "allow@2", "{yes}");
+        }
+        for no in ["/Users/a/ws/x", "/Users/ab", "/Users/a/w", "/tmp"] {
+            assert_eq!(d(&p, ReadMetadata, no), "deny@1", "{no}");
+        }
     }
 
     #[test]

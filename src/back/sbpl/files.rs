@@ -1,0 +1,499 @@
+//! Filesystem rules: the IR's grants in an order where SBPL's "last
+//! matching rule wins" gives the IR's "most specific grant wins".
+//!
+//! Grants are emitted shallow first. Each grant first denies what the
+//! grants above it allow and it lacks, then allows its own rights, so a
+//! deeper grant always overrides a shallower one. Two Seatbelt details
+//! shape the operation lists:
+//!
+//! * It is disputed whether a specific operation (`file-write-unlink`)
+//!   beats a later wildcard (`file-write*`). Every rule list is built so
+//!   both readings agree: once a grant uses specific write operations, all
+//!   rules that can overlap it below spell the specific ones out too.
+//! * Paths are names, not objects: moving a directory moves the paths
+//!   below it. Creating, deleting or renaming a directory that contains a
+//!   grant lacking create or delete is therefore denied (see `protect`).
+
+use super::paths::{filter, Match, Spelling};
+use super::{esc_err, Rule};
+use crate::back::EmitError;
+use crate::ir::{Access, Grant, Ir, PathKind, PathMode};
+use std::collections::{HashMap, HashSet};
+
+pub(super) const READ_OPS: &[&str] = &["file-read*", "file-test-existence"];
+pub(super) const EXEC_OPS: &[&str] = &["process-exec*", "file-map-executable"];
+const WRITE_ALL: &str = "file-write*";
+const CREATE_OPS: &[&str] = &["file-write-create"];
+/// Changing an existing file: contents and metadata.
+const UPDATE_OPS: &[&str] = &[
+    "file-write-data",
+    "file-write-times",
+    "file-write-mode",
+    "file-write-xattr",
+    "file-write-flags",
+    "file-write-acl",
+    "file-write-finderinfo",
+    "file-write-owner",
+];
+const DELETE_OPS: &[&str] = &["file-write-unlink"];
+/// Under `file-write*` but none of create/update/delete: granted only
+/// with all three write rights.
+const EXTRA_OPS: &[&str] = &[
+    "file-write-setugid",
+    "file-write-mount",
+    "file-write-umount",
+];
+
+/// The filesystem part of the profile.
+#[derive(Debug, Default)]
+pub(super) struct Files {
+    /// Deny/allow pairs per grant, shallow first.
+    pub grants: Vec<Rule>,
+    /// Execute (and read, for `#!` scripts) of the sandboxed program.
+    pub program: Option<Rule>,
+    /// Directories above granted paths: `stat` must work on them for
+    /// `realpath`, `getcwd` and friends.
+    pub traversal: Vec<String>,
+    /// Create/unlink denies on directories that contain protected paths.
+    pub protect: Vec<Rule>,
+    /// Parameters the rules read, in first-use order.
+    pub params: Vec<&'static str>,
+}
+
+struct Node<'a> {
+    grant: &'a Grant,
+    label: String,
+    spellings: Vec<Spelling>,
+}
+
+/// Every spelling of every grant, for most-specific-wins lookups in
+/// O(depth): walk a path up until a granted spelling is found.
+struct Index<'a> {
+    nodes: Vec<Node<'a>>,
+    by_text: HashMap<String, usize>,
+}
+
+impl Index<'_> {
+    /// The grant that decides `s` (the IR's `decide`), in emission order.
+    fn decide(&self, s: &Spelling) -> Option<usize> {
+        let mut text = s.text();
+        loop {
+            if let Some(&i) = self.by_text.get(&text) {
+                return Some(i);
+            }
+            text = parent_text(&text)?.to_string();
+        }
+    }
+
+    fn access_at(&self, s: &Spelling) -> Access {
+        self.decide(s)
+            .map_or(Access::NONE, |i| self.nodes[i].grant.access)
+    }
+}
+
+/// `/a/b` → `/a`, `/a` → `/`, `${W}/a` → `${W}`; `None` at a root.
+fn parent_text(t: &str) -> Option<&str> {
+    match t.rfind('/') {
+        Some(0) if t.len() > 1 => Some("/"),
+        Some(i) if i > 0 => Some(&t[..i]),
+        _ => None,
+    }
+}
+
+/// A list without repeats, in first-seen order.
+#[derive(Default)]
+struct Unique {
+    list: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Unique {
+    fn push(&mut self, f: String) {
+        if self.seen.insert(f.clone()) {
+            self.list.push(f);
+        }
+    }
+}
+
+pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
+    let mut nodes = Vec::with_capacity(ir.fs.len());
+    for g in &ir.fs {
+        let label = g.source.label();
+        let mut spellings = Vec::new();
+        for p in std::iter::once(&g.path).chain(&g.aliases) {
+            let s = Spelling::parse(p).ok_or_else(|| EmitError {
+                rule: label.clone(),
+                message: format!(
+                    "path {p:?} is neither absolute nor rooted at a portable parameter"
+                ),
+            })?;
+            if !spellings.contains(&s) {
+                spellings.push(s);
+            }
+        }
+        nodes.push(Node {
+            grant: g,
+            label,
+            spellings,
+        });
+    }
+    nodes.sort_by(|a, b| {
+        (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
+    });
+    let mut by_text = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for s in &n.spellings {
+            by_text.entry(s.text()).or_insert(i);
+        }
+    }
+    let index = Index { nodes, by_text };
+    let nodes = &index.nodes;
+
+    let mut out = Files::default();
+    for n in nodes {
+        for s in &n.spellings {
+            if let Some(p) = s.param {
+                if !out.params.contains(&p) {
+                    out.params.push(p);
+                }
+            }
+        }
+    }
+    // Per grant: it, or a grant above it, uses specific write operations.
+    let mut specific = Vec::with_capacity(nodes.len());
+    // Rights and specific-ness of the grants emitted so far that may
+    // contain a parameter's directory at run time. Assumed layout
+    // (docs/macos.md): any parameter may lie below an absolute path except
+    // the device nodes of /dev; the workspace may lie below home or temp;
+    // home and temp lie below no other parameter; no absolute path lies
+    // below a parameter (nobody sets HOME=/).
+    let (mut abs, mut abs_specific) = (Access::NONE, false);
+    let (mut roots, mut roots_specific) = (Access::NONE, false);
+    for (i, n) in nodes.iter().enumerate() {
+        // What the rules emitted so far allow here: the nearest grant that
+        // certainly contains this one, plus any that might at run time.
+        let mut nearest: Option<usize> = None;
+        let mut spell = partial_write(n.grant.access);
+        for s in &n.spellings {
+            let above = s
+                .ancestors()
+                .first()
+                .and_then(|a| index.decide(a))
+                .filter(|&j| j < i);
+            if let Some(j) = above {
+                spell |= specific[j];
+                nearest = nearest.max(Some(j));
+            }
+        }
+        let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
+        let rooted = |p: Option<&str>| {
+            n.spellings
+                .iter()
+                .any(|s| s.param.is_some() && (p.is_none() || s.param == p))
+        };
+        if rooted(None) {
+            inherited = inherited.union(abs);
+            spell |= abs_specific;
+        }
+        if rooted(Some(crate::ir::WORKSPACE_PARAM)) {
+            inherited = inherited.union(roots);
+            spell |= roots_specific;
+        }
+        specific.push(spell);
+        let access = n.grant.access;
+        for s in &n.spellings {
+            match s.param {
+                None if !crate::ir::path_within(&s.rest, "/dev") => {
+                    abs = abs.union(access);
+                    abs_specific |= spell;
+                }
+                Some(p) if p != crate::ir::WORKSPACE_PARAM => {
+                    roots = roots.union(access);
+                    roots_specific |= spell;
+                }
+                _ => {}
+            }
+        }
+
+        let lost = inherited.minus(access);
+        let mut comment = Some(format!(
+            "{}: {} ({})",
+            n.label,
+            n.grant.path,
+            rights_text(access)
+        ));
+        if !lost.is_empty() {
+            let mut filters = Unique::default();
+            for s in &n.spellings {
+                // The literal as well as the subpath: the directory itself
+                // must not be created where it does not exist yet.
+                filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
+                filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
+            }
+            out.grants.push(Rule {
+                allow: false,
+                ops: deny_ops(lost, access, spell),
+                filters: filters.list,
+                comment: comment.take(),
+            });
+        }
+        if !access.is_empty() {
+            let m = if n.grant.kind == PathKind::File {
+                Match::Literal
+            } else {
+                Match::Subpath
+            };
+            let mut filters = Unique::default();
+            for s in &n.spellings {
+                filters.push(filter(m, s).map_err(node_err(n))?);
+            }
+            out.grants.push(Rule {
+                allow: true,
+                ops: allow_ops(access, spell),
+                filters: filters.list,
+                comment,
+            });
+        }
+    }
+
+    out.program = program_rule(ir, program, &mut out.params)?;
+    out.traversal = traversal(&index)?;
+    out.protect = protect(ir, &index)?;
+    Ok(out)
+}
+
+fn node_err<'a>(n: &'a Node) -> impl Fn(crate::sbpl::EscapeError) -> EmitError + 'a {
+    esc_err(&n.label)
+}
+
+fn push(v: &mut Vec<String>, f: String) {
+    if !v.contains(&f) {
+        v.push(f);
+    }
+}
+
+fn full_write(a: Access) -> bool {
+    a.create && a.update && a.delete
+}
+
+fn partial_write(a: Access) -> bool {
+    a.writes() && !full_write(a)
+}
+
+fn specific_writes(a: Access) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if a.create {
+        v.extend(CREATE_OPS);
+    }
+    if a.update {
+        v.extend(UPDATE_OPS);
+    }
+    if a.delete {
+        v.extend(DELETE_OPS);
+    }
+    v
+}
+
+fn all_specific_writes() -> Vec<&'static str> {
+    let mut v = specific_writes(Access::READ_WRITE);
+    v.extend(EXTRA_OPS);
+    v
+}
+
+/// Operations that grant `a`. `spell`: name every specific write operation
+/// next to `file-write*`.
+pub(super) fn allow_ops(a: Access, spell: bool) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if a.read {
+        v.extend(READ_OPS);
+    }
+    if full_write(a) {
+        v.push(WRITE_ALL);
+        if spell {
+            v.extend(all_specific_writes());
+        }
+    } else {
+        v.extend(specific_writes(a));
+    }
+    if a.execute {
+        v.extend(EXEC_OPS);
+    }
+    v
+}
+
+/// Operations that take `lost` away from a grant that keeps `kept`.
+pub(super) fn deny_ops(lost: Access, kept: Access, spell: bool) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if lost.read {
+        v.extend(READ_OPS);
+    }
+    if lost.writes() {
+        if !kept.writes() {
+            v.push(WRITE_ALL);
+            if spell {
+                v.extend(all_specific_writes());
+            }
+        } else {
+            v.extend(specific_writes(lost));
+            v.extend(EXTRA_OPS);
+        }
+    }
+    if lost.execute {
+        v.extend(EXEC_OPS);
+    }
+    v
+}
+
+fn rights_text(a: Access) -> String {
+    if a.is_empty() {
+        "no access".into()
+    } else {
+        a.names().join(", ")
+    }
+}
+
+/// The program `sbx run` starts (literal spellings), or with `[commands]`
+/// in a compiled profile the `PROGRAM` parameter `sandbox-exec -D` sets.
+fn program_rule(
+    ir: &Ir,
+    program: &[String],
+    params: &mut Vec<&'static str>,
+) -> Result<Option<Rule>, EmitError> {
+    let label = "sandboxed program";
+    let err = |e| esc_err(label)(e);
+    let mut filters = Vec::new();
+    if !program.is_empty() {
+        for p in program {
+            let s = Spelling::parse(p)
+                .filter(|s| s.param.is_none())
+                .ok_or_else(|| EmitError {
+                    rule: label.into(),
+                    message: format!("program path {p:?} is not absolute"),
+                })?;
+            push(&mut filters, filter(Match::Literal, &s).map_err(err)?);
+        }
+    } else if ir.commands.is_some() {
+        params.push(super::PROGRAM_PARAM);
+        filters.push(format!(
+            "(literal (param {}))",
+            crate::sbpl::escape_string(super::PROGRAM_PARAM).map_err(err)?
+        ));
+    } else {
+        return Ok(None);
+    }
+    let mut ops = vec!["process-exec*"];
+    ops.extend(READ_OPS);
+    Ok(Some(Rule {
+        allow: true,
+        ops,
+        filters,
+        comment: Some(
+            "The sandboxed program itself (read too, so `#!` scripts can be interpreted)".into(),
+        ),
+    }))
+}
+
+/// Directories above every granted path, where `stat` must work; those
+/// the policy already lets the process read are left out. `/` itself is
+/// in the baseline.
+fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
+    let mut out = Unique::default();
+    let mut seen = HashSet::new();
+    let mut roots = Vec::new();
+    for n in &index.nodes {
+        for s in &n.spellings {
+            for a in s.ancestors() {
+                let root = a.param.is_none() && a.rest == "/";
+                if root || !seen.insert(a.text()) || index.access_at(&a).read {
+                    continue;
+                }
+                out.push(filter(Match::Literal, &a).map_err(node_err(n))?);
+            }
+            if let Some(p) = s.param {
+                if !roots.contains(&p) {
+                    roots.push(p);
+                }
+            }
+        }
+    }
+    for p in roots {
+        let s = Spelling {
+            param: Some(p),
+            rest: String::new(),
+        };
+        out.push(filter(Match::Ancestors, &s).map_err(esc_err(p))?);
+    }
+    Ok(out.list)
+}
+
+/// Deny creating, deleting and renaming a directory when a grant below it
+/// lacks that right: renaming `ws/a` would move a read-only `ws/a/b/.git`
+/// out of its protection, and renaming a prepared directory onto a missing
+/// `ws/a` would create one. Only where the policy would otherwise allow
+/// it, except at and above a parameter's directory in portable mode,
+/// where that is unknown until run time.
+fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
+    let portable = ir.mode == PathMode::Portable;
+    let mut lists = [Unique::default(), Unique::default()];
+    let mut done: [HashSet<String>; 2] = Default::default();
+    for n in &index.nodes {
+        let a = n.grant.access;
+        for (k, lacks) in [!a.create, !a.delete].into_iter().enumerate() {
+            if !lacks {
+                continue;
+            }
+            for s in &n.spellings {
+                for anc in s.ancestors() {
+                    // Each directory is looked at once per right.
+                    if !done[k].insert(anc.text()) {
+                        continue;
+                    }
+                    let at = index.access_at(&anc);
+                    let allowed = if k == 0 { at.create } else { at.delete };
+                    // Whether a parameter's directory is granted from
+                    // outside its root is unknown until run time.
+                    if allowed || anc.param.is_some() && portable {
+                        lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
+                    }
+                }
+                if portable && s.param.is_some() {
+                    let root = Spelling {
+                        param: s.param,
+                        rest: String::new(),
+                    };
+                    lists[k].push(filter(Match::Ancestors, &root).map_err(node_err(n))?);
+                }
+            }
+        }
+    }
+    let [create, unlink] = lists.map(|u| u.list);
+    let mut out = Vec::new();
+    if !create.is_empty() && create == unlink {
+        out.push(Rule {
+            allow: false,
+            ops: vec!["file-write-create", "file-write-unlink"],
+            filters: create,
+            comment: Some(
+                "Directories that contain protected paths: no creating, deleting or renaming them"
+                    .into(),
+            ),
+        });
+        return Ok(out);
+    }
+    for (filters, op, what) in [
+        (create, "file-write-create", "creating (or renaming onto)"),
+        (unlink, "file-write-unlink", "deleting or renaming"),
+    ] {
+        if !filters.is_empty() {
+            out.push(Rule {
+                allow: false,
+                ops: vec![op],
+                filters,
+                comment: Some(format!(
+                    "Directories that contain protected paths: no {what} them"
+                )),
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,202 @@
+//! `--target macos`: the IR as an SBPL profile for `/usr/bin/sandbox-exec`.
+//!
+//! Layout (docs/macos.md explains each part): header comments, `(version
+//! 1)`, `(deny default)`, the baseline ordinary programs need, network,
+//! filesystem grants (shallow first, each denying what it lacks before
+//! allowing what it has), the sandboxed program, baseline file access,
+//! directory protection, and the precision report as comments.
+
+mod files;
+mod net;
+mod paths;
+mod precision;
+mod render;
+
+use super::{EmitError, Emitted};
+use crate::ir::{self, Ir, PathMode, Precision};
+use crate::sbpl::{escape_string, EscapeError};
+use minijinja::value::Value;
+use render::{comment, sbpl};
+use serde::{Deserialize, Serialize};
+
+/// The target name in precision reports.
+pub const TARGET: &str = "macos";
+/// `sandbox-exec -D PROGRAM=…`: the program a profile compiled with
+/// `[commands]` lets run besides the listed executables.
+pub const PROGRAM_PARAM: &str = "PROGRAM";
+/// Prefix of the header line that carries [`Meta`] as JSON.
+pub const META_PREFIX: &str = ";; sbx-meta: ";
+
+/// Choices that are not in the IR.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Absolute spellings of the program `sbx run` starts. Given, they
+    /// are allowed to run as literals; otherwise a profile with
+    /// `[commands]` reads them from the `PROGRAM` parameter.
+    pub program: Vec<String>,
+}
+
+/// What `sbx run --artifact profile.sb` needs besides the SBPL: the
+/// parameters to pass and the parts of the policy a profile cannot hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    pub sbx: u32,
+    pub target: String,
+    pub policy_hash: String,
+    /// `-D NAME=value` parameters the profile reads.
+    pub params: Vec<String>,
+    pub env: ir::Env,
+    pub limits: ir::Limits,
+}
+
+impl Meta {
+    /// The metadata line of a profile sbx wrote, if any.
+    pub fn read(profile: &str) -> Option<Result<Meta, serde_json::Error>> {
+        profile
+            .lines()
+            .take_while(|l| l.starts_with(";;") || l.is_empty())
+            .find_map(|l| l.strip_prefix(META_PREFIX))
+            .map(serde_json::from_str)
+    }
+}
+
+/// One `(allow|deny ops… filters…)` form; filters are finished SBPL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub allow: bool,
+    pub ops: Vec<&'static str>,
+    pub filters: Vec<String>,
+    pub comment: Option<String>,
+}
+
+/// An escaping failure, blamed on `rule`.
+fn esc_err(rule: &str) -> impl Fn(EscapeError) -> EmitError + '_ {
+    move |e| EmitError {
+        rule: rule.to_string(),
+        message: format!("cannot be written as an SBPL string: {e}"),
+    }
+}
+
+pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
+    emit_with(ir, &Options::default())
+}
+
+pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
+    let precision = precision::report(ir);
+    let fs = files::build(ir, &opts.program)?;
+    let network = net::build(ir)?;
+    let mut mach = Vec::new();
+    for (i, name) in ir.macos.mach_lookup.iter().enumerate() {
+        let label = format!("macos.mach_lookup[{i}]");
+        if name.contains("${") {
+            return Err(EmitError {
+                rule: label,
+                message: format!(
+                    "{name:?}: `${{` would be expanded by the sandbox compiler; not a Mach service name"
+                ),
+            });
+        }
+        mach.push(sbpl(escape_string(name).map_err(esc_err(&label))?));
+    }
+    let meta = Meta {
+        sbx: ir::FORMAT_VERSION,
+        target: TARGET.into(),
+        policy_hash: ir.policy_hash.clone(),
+        params: fs.params.iter().map(|p| p.to_string()).collect(),
+        env: ir.env.clone(),
+        limits: ir.limits.clone(),
+    };
+    let ctx = Value::from_iter([
+        ("version", sbpl(env!("CARGO_PKG_VERSION"))),
+        ("hash", comment(&ir.policy_hash)),
+        (
+            "mode",
+            sbpl(match ir.mode {
+                PathMode::Portable => "portable",
+                PathMode::Resolved => "resolved",
+            }),
+        ),
+        (
+            "usage",
+            Value::from(
+                usage(&fs.params)
+                    .iter()
+                    .map(|l| comment(l))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "meta",
+            comment(&serde_json::to_string(&meta).expect("meta serialises")),
+        ),
+        ("pty", Value::from(ir.macos.allow_pty)),
+        ("mach_lookup", Value::from(mach)),
+        ("network", render::rules(&network.rules)),
+        ("outbound", Value::from(network.outbound)),
+        ("dns", Value::from(network.dns)),
+        ("grants", render::rules(&fs.grants)),
+        (
+            "program",
+            fs.program.as_ref().map_or(Value::from(()), render::rule),
+        ),
+        (
+            "traversal",
+            Value::from(
+                fs.traversal
+                    .iter()
+                    .map(|f| sbpl(f.as_str()))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        ("protect", render::rules(&fs.protect)),
+        (
+            "precision",
+            Value::from(
+                precision
+                    .iter()
+                    .map(|p| comment(&precision_line(p)))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+    ]);
+    let text = render::render(ctx).map_err(|e| EmitError {
+        rule: "SBPL template".into(),
+        message: e.to_string(),
+    })?;
+    Ok(Emitted { text, precision })
+}
+
+fn precision_line(p: &Precision) -> String {
+    let status = serde_json::to_value(p.status)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    format!("{status:<11} {} [{}]: {}", p.rule, p.target, p.reason)
+}
+
+/// How to run the profile, for the header.
+fn usage(params: &[&'static str]) -> Vec<String> {
+    let mut cmd = "/usr/bin/sandbox-exec -f profile.sb".to_string();
+    for p in params {
+        cmd.push_str(&format!(" -D {p}=…"));
+    }
+    cmd.push_str(" -- COMMAND [ARGS…]");
+    let mut lines = vec![format!("Run: {cmd}")];
+    for p in params {
+        let what = match *p {
+            ir::WORKSPACE_PARAM => "the workspace directory",
+            ir::HOME_PARAM => "the home directory",
+            ir::TEMP_PARAM => "the temporary directory ($TMPDIR)",
+            PROGRAM_PARAM => "absolute path of COMMAND, which [commands] does not list",
+            _ => "",
+        };
+        lines.push(format!("  {p:<9} {what}"));
+    }
+    if !params.is_empty() {
+        lines.push(
+            "Values are absolute paths with symlinks resolved (realpath); `sbx run` fills them in."
+                .into(),
+        );
+    }
+    lines
+}

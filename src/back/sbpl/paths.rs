@@ -1,0 +1,231 @@
+//! IR paths as SBPL path filters: absolute strings, or `(param "NAME")`
+//! plus a suffix in portable mode. Every string goes through
+//! [`escape_string`]; nothing here writes a path without it.
+
+use crate::ir::{HOME_PARAM, TEMP_PARAM, WORKSPACE_PARAM};
+use crate::sbpl::{escape_string, EscapeError};
+
+/// One spelling of a grant's path: `/abs/path`, or `${PARAM}` + `rest`
+/// (`rest` is empty or starts with `/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Spelling {
+    pub param: Option<&'static str>,
+    pub rest: String,
+}
+
+/// How a filter matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Match {
+    /// The path itself.
+    Literal,
+    /// The path and everything below it.
+    Subpath,
+    /// The path and every directory above it (`path-ancestors`); only
+    /// used for a bare parameter, whose ancestors are unknown until run time.
+    Ancestors,
+}
+
+impl Spelling {
+    /// Read an IR path; `None` if it is neither absolute nor rooted at a
+    /// portable parameter.
+    pub fn parse(p: &str) -> Option<Spelling> {
+        if p.starts_with('/') {
+            return Some(Spelling {
+                param: None,
+                rest: p.to_string(),
+            });
+        }
+        for name in [WORKSPACE_PARAM, HOME_PARAM, TEMP_PARAM] {
+            let Some(rest) = p.strip_prefix(&format!("${{{name}}}")) else {
+                continue;
+            };
+            if rest.is_empty() || rest.starts_with('/') {
+                return Some(Spelling {
+                    param: Some(name),
+                    rest: rest.to_string(),
+                });
+            }
+        }
+        None
+    }
+
+    /// The IR text again (`${WORKSPACE}/x`, `/x`).
+    pub fn text(&self) -> String {
+        match self.param {
+            Some(p) => format!("${{{p}}}{}", self.rest),
+            None => self.rest.clone(),
+        }
+    }
+
+    /// Components below `/`. A parameter counts as the depth it usually
+    /// has on macOS (`/Users/me` = 2, a workspace below it, `$TMPDIR` =
+    /// `/private/var/folders/xx/yyyy/T` = 6), so emission order matches
+    /// nesting for the usual layout; docs/macos.md says so.
+    pub fn depth(&self) -> usize {
+        let base = match self.param {
+            None => 0,
+            Some(HOME_PARAM) => 2,
+            Some(WORKSPACE_PARAM) => 3,
+            Some(_) => 6,
+        };
+        base + self.rest.split('/').filter(|c| !c.is_empty()).count()
+    }
+
+    /// Strict ancestors, nearest first, as far as they are known: up to
+    /// `/` for absolute paths, up to the bare parameter otherwise.
+    pub fn ancestors(&self) -> Vec<Spelling> {
+        let mut out = Vec::new();
+        let mut rest = self.rest.as_str();
+        loop {
+            let parent = match rest.rfind('/') {
+                Some(0) if self.param.is_none() => {
+                    if rest == "/" {
+                        break;
+                    }
+                    "/"
+                }
+                Some(i) => &rest[..i],
+                None => break,
+            };
+            out.push(Spelling {
+                param: self.param,
+                rest: parent.to_string(),
+            });
+            rest = parent;
+            if rest.is_empty() {
+                break;
+            }
+        }
+        out
+    }
+
+    fn needs_regex(&self) -> bool {
+        // The sandbox compiler expands `${NAME}` inside path strings
+        // (Apple's own profiles use `${HOME}`, `${ANY_UUID}`): a name that
+        // contains `${` is matched by a regex, where it can be quoted.
+        self.rest.contains("${")
+    }
+}
+
+/// `(literal "…")`, `(subpath (string-append (param "WORKSPACE") "/x"))`,
+/// `(regex …)` or `(path-ancestors (param "HOME"))`.
+pub(super) fn filter(m: Match, s: &Spelling) -> Result<String, EscapeError> {
+    if m == Match::Ancestors {
+        let value = match s.param {
+            Some(p) if s.rest.is_empty() => format!("(param {})", escape_string(p)?),
+            _ => escape_string(&s.rest)?,
+        };
+        return Ok(format!("(path-ancestors {value})"));
+    }
+    if s.needs_regex() {
+        let tail = match m {
+            Match::Literal => "$",
+            _ => "(/|$)",
+        };
+        let quoted = format!("{}{tail}", regex_quote(&s.rest));
+        return Ok(match s.param {
+            None => format!("(regex {})", escape_string(&format!("^{quoted}"))?),
+            Some(p) => format!(
+                "(regex (string-append {} (regex-quote (param {})) {}))",
+                escape_string("^")?,
+                escape_string(p)?,
+                escape_string(&quoted)?
+            ),
+        });
+    }
+    let head = match m {
+        Match::Literal => "literal",
+        _ => "subpath",
+    };
+    let value = match s.param {
+        None => escape_string(&s.rest)?,
+        Some(p) if s.rest.is_empty() => format!("(param {})", escape_string(p)?),
+        Some(p) => format!(
+            "(string-append (param {}) {})",
+            escape_string(p)?,
+            escape_string(&s.rest)?
+        ),
+    };
+    Ok(format!("({head} {value})"))
+}
+
+/// Backslash before every POSIX ERE metacharacter. `$` and `{` are among
+/// them, so the result never contains `${`.
+fn regex_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if ".^$*+?()[]{}|\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(p: &str) -> Spelling {
+        Spelling::parse(p).unwrap()
+    }
+
+    #[test]
+    fn parses_absolute_and_parameter_paths() {
+        assert_eq!(sp("/a/b").param, None);
+        assert_eq!(sp("${WORKSPACE}").param, Some("WORKSPACE"));
+        assert_eq!(sp("${HOME}/.cargo").rest, "/.cargo");
+        assert_eq!(Spelling::parse("${WORKSPACEX}/a"), None);
+        assert_eq!(Spelling::parse("${NOPE}"), None);
+        assert_eq!(Spelling::parse("rel"), None);
+        assert_eq!(sp("${TMPDIR}/x").text(), "${TMPDIR}/x");
+    }
+
+    #[test]
+    fn ancestors_stop_at_the_root_that_is_known() {
+        let names =
+            |p: &str| -> Vec<String> { sp(p).ancestors().iter().map(Spelling::text).collect() };
+        assert_eq!(names("/a/b/c"), ["/a/b", "/a", "/"]);
+        assert_eq!(names("/a"), ["/"]);
+        assert!(names("/").is_empty());
+        assert_eq!(
+            names("${WORKSPACE}/a/b"),
+            ["${WORKSPACE}/a", "${WORKSPACE}"]
+        );
+        assert!(names("${HOME}").is_empty());
+    }
+
+    #[test]
+    fn filters() {
+        let f = |m, p: &str| filter(m, &sp(p)).unwrap();
+        assert_eq!(f(Match::Subpath, "/a b"), r#"(subpath "/a b")"#);
+        assert_eq!(f(Match::Literal, r#"/q"\"#), r#"(literal "/q\"\\")"#);
+        assert_eq!(
+            f(Match::Subpath, "${WORKSPACE}"),
+            r#"(subpath (param "WORKSPACE"))"#
+        );
+        assert_eq!(
+            f(Match::Literal, "${HOME}/.x"),
+            r#"(literal (string-append (param "HOME") "/.x"))"#
+        );
+        assert_eq!(
+            f(Match::Ancestors, "${HOME}"),
+            r#"(path-ancestors (param "HOME"))"#
+        );
+        assert_eq!(
+            f(Match::Subpath, "/w/${HOME}.d"),
+            r#"(regex "^/w/\\$\\{HOME\\}\\.d(/|$)")"#
+        );
+        assert_eq!(
+            f(Match::Literal, "${WORKSPACE}/${X}"),
+            r#"(regex (string-append "^" (regex-quote (param "WORKSPACE")) "/\\$\\{X\\}$"))"#
+        );
+    }
+
+    #[test]
+    fn quoted_regexes_never_contain_a_variable_reference() {
+        for s in ["${A}", "$${", "a$", "{$}", "\\${"] {
+            assert!(!regex_quote(s).contains("${"), "{s}");
+        }
+    }
+}

@@ -1,0 +1,268 @@
+use super::*;
+use crate::compile::{load, lower_for, Inputs, Options};
+use crate::ir::Os;
+
+fn lower(toml: &str, portable: bool, ws: &Path) -> Ir {
+    let opts = Options {
+        workspace: Some(ws.to_str().unwrap().into()),
+        home: Some("/Users/sbx-run".into()),
+        portable,
+        ..Options::default()
+    };
+    let (policy, _) = load(&Inputs::from_text("p.toml", toml), &opts).unwrap();
+    lower_for(&policy, &opts, Os::Macos).unwrap().ir
+}
+
+fn argv(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
+}
+
+#[test]
+fn programs_are_found_like_execvp() {
+    let d = tempfile::tempdir().unwrap();
+    let plain = d.path().join("plain");
+    std::fs::write(&plain, "x").unwrap();
+    let path = OsString::from(format!("{}:/bin:/usr/bin", d.path().display()));
+    assert_eq!(
+        resolve_program("sh".as_ref(), Some(&path))
+            .unwrap()
+            .parent(),
+        Some(Path::new("/bin"))
+            .filter(|_| Path::new("/bin/sh").exists())
+            .or(Some(Path::new("/usr/bin")))
+    );
+    assert_eq!(
+        resolve_program("plain".as_ref(), Some(&path))
+            .unwrap_err()
+            .0,
+        EXIT_NOT_EXECUTABLE
+    );
+    assert_eq!(
+        resolve_program("nope-sbx".as_ref(), Some(&path))
+            .unwrap_err()
+            .0,
+        EXIT_NOT_FOUND
+    );
+    assert_eq!(
+        resolve_program(plain.as_os_str(), None).unwrap_err().0,
+        EXIT_NOT_EXECUTABLE
+    );
+    // Relative PATH entries are never searched.
+    assert_eq!(
+        resolve_program("sh".as_ref(), Some(OsStr::new(".")))
+            .unwrap_err()
+            .0,
+        EXIT_NOT_FOUND
+    );
+}
+
+#[test]
+fn resolved_plans_allow_the_program_by_name() {
+    let ws = tempfile::tempdir().unwrap();
+    let ir = lower(
+        "version = 1\n[commands.definitely-not-installed-sbx]\n",
+        false,
+        ws.path(),
+    );
+    let p = plan(
+        &ir,
+        &argv(&["/bin/sh", "-c", "true"]),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    assert!(p.params.is_empty());
+    assert!(p.profile.contains("(literal \"/bin/sh\")"), "{}", p.profile);
+    assert!(!p.profile.contains("PROGRAM"));
+    assert_eq!(p.args, argv(&["-c", "true"]));
+    let allowed = ["PATH", "HOME", "USER", "LANG"];
+    for (k, _) in &p.env {
+        let k = k.to_str().unwrap();
+        assert!(
+            allowed.contains(&k) || k.starts_with("LC_"),
+            "{k} forwarded"
+        );
+    }
+    let args = sandbox_exec_args(Path::new("/x/profile.sb"), &p);
+    assert_eq!(
+        args,
+        argv(&["-f", "/x/profile.sb", "--", "/bin/sh", "-c", "true"])
+    );
+}
+
+#[test]
+fn portable_plans_fill_in_resolved_parameters() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ir = lower("version = 1\n[commands.x]\n", true, ws.path());
+    let opts = RunOptions {
+        workspace: Some(ws.path().to_path_buf()),
+        home: Some(home.path().to_path_buf()),
+        report: false,
+    };
+    let p = plan(&ir, &argv(&["/bin/sh"]), &opts).unwrap();
+    let names: Vec<&str> = p.params.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["HOME", "WORKSPACE", "TMPDIR"]);
+    let get = |k: &str| &p.params.iter().find(|(n, _)| n == k).unwrap().1;
+    assert_eq!(
+        Path::new(get("WORKSPACE")),
+        std::fs::canonicalize(ws.path()).unwrap()
+    );
+    assert_eq!(
+        Path::new(get("HOME")),
+        std::fs::canonicalize(home.path()).unwrap()
+    );
+    // The program is a literal in a profile sbx run emits itself.
+    assert!(p.profile.contains("(literal \"/bin/sh\")"));
+
+    // The same policy as a compiled artifact reads PROGRAM too.
+    let text = sbpl::emit(&ir).unwrap().text;
+    let a = plan_artifact(&text, &argv(&["/bin/sh", "-x"]), &opts).unwrap();
+    let names: Vec<&str> = a.params.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["HOME", "WORKSPACE", "TMPDIR", "PROGRAM"]);
+    assert_eq!(a.args, argv(&["-x"]));
+}
+
+#[test]
+fn artifacts_that_cannot_be_run_are_refused() {
+    let o = RunOptions::default();
+    let bad = plan_artifact(
+        "(version 1)\n(allow file-read* (subpath \"/x)\n",
+        &argv(&["/bin/sh"]),
+        &o,
+    );
+    assert_eq!(bad.unwrap_err().0, EXIT_SBX_FAILED);
+    let unknown = plan_artifact(
+        "(version 1)\n(deny default)\n(allow file-read* (subpath (param \"OTHER\")))\n",
+        &argv(&["/bin/sh"]),
+        &o,
+    );
+    assert!(unknown.unwrap_err().1.contains("OTHER"));
+    let linux = ";; sbx-meta: {\"sbx\":1,\"target\":\"linux\",\"policy_hash\":\"x\",\"params\":[],\"env\":{\"minimal\":[],\"allow\":[]},\"limits\":{}}\n(version 1)\n";
+    assert!(plan_artifact(linux, &argv(&["/bin/sh"]), &o)
+        .unwrap_err()
+        .1
+        .contains("linux"));
+    // A hand-written profile gets the minimal environment.
+    let hand = plan_artifact("(version 1)\n(allow default)\n", &argv(&["/bin/sh"]), &o).unwrap();
+    assert!(hand.params.is_empty());
+    assert!(hand.limits == Limits::default());
+}
+
+#[test]
+fn required_enforcement_refuses_approximations() {
+    let ws = tempfile::tempdir().unwrap();
+    let ir = lower(
+        "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\nport = 443\n",
+        false,
+        ws.path(),
+    );
+    let (code, msg) = plan(&ir, &argv(&["/bin/sh"]), &RunOptions::default()).unwrap_err();
+    assert_eq!(code, EXIT_SBX_FAILED);
+    assert!(msg.contains("net[0]"), "{msg}");
+}
+
+fn plan_with(profile: &str) -> Plan {
+    Plan {
+        profile: profile.into(),
+        params: Vec::new(),
+        program: "/bin/sh".into(),
+        args: Vec::new(),
+        env: Vec::new(),
+        limits: Limits::default(),
+        precision: Vec::new(),
+    }
+}
+
+#[test]
+fn the_profile_file_is_private_and_out_of_the_sandbox_reach() {
+    use std::os::unix::fs::MetadataExt;
+    let base = tempfile::tempdir().unwrap();
+    let canon = std::fs::canonicalize(base.path()).unwrap();
+    let text = "(version 1)\n(deny default)\n";
+    let f = write_private(&plan_with(text), &[base.path().to_path_buf()]).unwrap();
+    assert!(f.path.starts_with(&canon));
+    assert_eq!(std::fs::read_to_string(&f.path).unwrap(), text);
+    assert_eq!(std::fs::metadata(&f.path).unwrap().mode() & 0o777, 0o600);
+    let dir = f.path.parent().unwrap().to_path_buf();
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    drop(f);
+    assert!(!dir.exists());
+
+    // A base the sandbox may write to is skipped for the next one.
+    let other = tempfile::tempdir().unwrap();
+    let writable = format!(
+        "(version 1)\n(deny default)\n(allow file-write* (subpath {}))\n",
+        crate::sbpl::escape_string(canon.to_str().unwrap()).unwrap()
+    );
+    let f = write_private(
+        &plan_with(&writable),
+        &[base.path().to_path_buf(), other.path().to_path_buf()],
+    )
+    .unwrap();
+    assert!(f
+        .path
+        .starts_with(std::fs::canonicalize(other.path()).unwrap()));
+    // Renaming a directory above the file is as bad as writing it.
+    let parent = canon.parent().unwrap().to_str().unwrap();
+    let movable = format!(
+        "(version 1)\n(deny default)\n(allow file-write-unlink (literal {}))\n",
+        crate::sbpl::escape_string(parent).unwrap()
+    );
+    assert!(write_private(&plan_with(&movable), &[base.path().to_path_buf()]).is_err());
+}
+
+fn sh(script: &str, env: &[(&str, &str)], limits: Limits) -> i32 {
+    let env: Vec<(OsString, OsString)> = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    spawn_and_wait(Path::new("/bin/sh"), &argv(&["-c", script]), &env, &limits).unwrap()
+}
+
+#[test]
+fn exit_codes_signals_env_and_limits() {
+    assert_eq!(sh("exit 7", &[], Limits::default()), 7);
+    assert_eq!(
+        sh("kill -TERM $$", &[], Limits::default()),
+        128 + libc::SIGTERM
+    );
+    // Exactly the given environment.
+    assert_eq!(
+        sh(
+            "[ \"$FOO\" = bar ] && [ -z \"$HOME\" ]",
+            &[("FOO", "bar")],
+            Limits::default()
+        ),
+        0
+    );
+    let cpu = Limits {
+        cpu_time_s: Some(3),
+        ..Limits::default()
+    };
+    assert_eq!(sh("[ \"$(ulimit -t)\" = 3 ]", &[], cpu), 0);
+    let wall = Limits {
+        wall_time_s: Some(1),
+        ..Limits::default()
+    };
+    let t = std::time::Instant::now();
+    let d = tempfile::tempdir().unwrap();
+    let pidfile = d.path().join("pid");
+    let script = format!("sleep 30 & echo $! > '{}'; sleep 30", pidfile.display());
+    assert_eq!(sh(&script, &[], wall), 128 + libc::SIGKILL);
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    // The whole group died, the background child too.
+    let bg: libc::pid_t = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // SAFETY: probing a pid with signal 0. A killed orphan may stay a
+    // zombie when init does not reap (containers): that is dead too.
+    let zombie = std::fs::read_to_string(format!("/proc/{bg}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    });
+    let alive = unsafe { libc::kill(bg, 0) } == 0 && !zombie;
+    assert!(!alive, "background child {bg} survived");
+    let err = spawn_and_wait(Path::new("/nonexistent/sbx"), &[], &[], &Limits::default());
+    assert_eq!(err.unwrap_err().0, EXIT_SBX_FAILED);
+}
