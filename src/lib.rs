@@ -11,6 +11,7 @@ pub mod back;
 pub mod compile;
 pub mod diag;
 pub mod explain;
+pub mod external;
 pub mod ir;
 pub mod lint;
 pub mod lower;

@@ -596,6 +596,11 @@ enum Placement {
 }
 
 fn placement(ir: &Ir, g: &ir::Grant) -> Placement {
+    // An approved external target (RFD D43): the user consented to this
+    // directory by approving it, so it is re-ACLed like the workspace.
+    if g.external.is_some() {
+        return Placement::Acl;
+    }
     let r = &ir.roots;
     if [&r.workspace, &r.home, &r.temp]
         .iter()
@@ -904,6 +909,43 @@ mod tests {
         assert_eq!(ac.grants[0].deny, Access::NONE);
         let net = s.precision.iter().find(|p| p.rule == "net").unwrap();
         assert_eq!(net.status, Status::Exact);
+    }
+
+    #[test]
+    fn approved_external_target_gets_an_acl_grant() {
+        let mut ir = base();
+        ir.windows.appcontainer = true;
+        let target = "D:/code/forks/x";
+        let source = Source::Rule {
+            index: 1,
+            file: "sbx.toml".into(),
+            line: 9,
+            column: 1,
+        };
+        ir.fs.push(Grant {
+            path: target.into(),
+            access: Access::READ,
+            kind: PathKind::Dir,
+            source: source.clone(),
+            aliases: vec![],
+            external: Some(External {
+                rule_path: "fork".into(),
+                canonical_target: target.into(),
+            }),
+        });
+        // The same directory without an approval stays outside the ACL set.
+        let mut plain = ir.clone();
+        plain.fs[1].external = None;
+        assert_eq!(spec(&plain).appcontainer.unwrap().grants.len(), 1);
+        let s = spec(&ir);
+        let g = &s.appcontainer.unwrap().grants[1];
+        assert_eq!((g.path.as_str(), g.allow), (target, Access::READ));
+        let note = s
+            .precision
+            .iter()
+            .find(|p| p.rule == source.label() && p.target == TARGET)
+            .unwrap();
+        assert_eq!(note.status, Status::Exact, "{note:?}");
     }
 
     #[test]

@@ -130,12 +130,12 @@ pub fn run(a: CheckArgs) -> i32 {
         }
     };
     let mut opts = options(&a.common, a.portable);
-    // A corrupt approvals store is a warning: it reads as empty.
+    // A corrupt (or misplaced) approvals store is a warning: it reads as empty.
     let mut first = Vec::new();
-    match load_approvals(a.approvals.as_ref()) {
-        Ok((list, warning)) => {
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
             opts.approvals = list;
-            first.extend(warning);
+            first.extend(warnings);
         }
         Err(d) => {
             render(a.format, &[d], &files, fallback);

@@ -169,11 +169,11 @@ pub fn run(a: ExplainArgs) -> i32 {
     };
     let files = inputs.files();
     let mut opts = options(&a.common, false);
-    match load_approvals(a.approvals.as_ref()) {
-        Ok((list, warning)) => {
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
             opts.approvals = list;
-            if let Some(w) = warning {
-                eprint!("{}", diag::render_human(&[w], &files, false));
+            if !warnings.is_empty() {
+                eprint!("{}", diag::render_human(&warnings, &files, false));
             }
         }
         Err(d) => {

@@ -1,7 +1,9 @@
 //! Argument parsing and the per-command drivers.
 
+mod approve;
 mod check;
 mod explain;
+mod mount;
 mod run;
 mod sbpl;
 
@@ -47,6 +49,17 @@ enum Cmd {
         #[arg(short, long)]
         output: Option<Utf8PathBuf>,
     },
+    /// Reach a directory outside the workspace through a symlink in it
+    /// (RFD D43): create the symlink, add the rule, record the approval.
+    #[command(
+        after_help = "Example:\n  sbx mount fork=~/code/forks/x --policy sbx.toml\n  sbx mount fs_modify_file:vendor/x=../x:rw --policy conversation.toml"
+    )]
+    Mount(mount::MountArgs),
+    /// List unapproved, retargeted and broken external rules; approve them.
+    #[command(
+        after_help = "Example:\n  sbx approve sbx.toml\n  sbx approve sbx.toml --yes   # in scripts"
+    )]
+    Approve(approve::ApproveArgs),
     /// Work with SBPL (macOS sandbox profile) files.
     #[command(subcommand)]
     Sbpl(SbplCmd),
@@ -133,6 +146,8 @@ pub fn main() -> i32 {
         Cmd::Check(a) => check::run(a),
         Cmd::Explain(a) => explain::run(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
+        Cmd::Mount(a) => mount::run(a),
+        Cmd::Approve(a) => approve::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
@@ -197,10 +212,10 @@ fn run_compile(a: CompileArgs) -> i32 {
     }
     let mut opts = options(&a.common, a.portable);
     let mut diags = Vec::new();
-    match load_approvals(a.approvals.as_ref()) {
-        Ok((list, warning)) => {
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
             opts.approvals = list;
-            diags.extend(warning);
+            diags.extend(warnings);
         }
         Err(d) => return fail(io_failure(d), &files, json),
     }
@@ -253,17 +268,22 @@ fn io_failure(d: Diagnostic) -> Failure {
 }
 
 /// The approvals store: `--approvals FILE`, else the user-local default.
-/// A corrupt store is a warning (it reads as empty).
+/// A corrupt store, or one inside the workspace, is a warning (it reads
+/// as empty).
 fn load_approvals(
     path: Option<&Utf8PathBuf>,
-) -> Result<(Vec<sbx::lower::Approval>, Option<Diagnostic>), Diagnostic> {
-    let Some(path) = path.cloned().or_else(sbx::approvals::default_path) else {
-        return Ok((Vec::new(), None));
+    opts: &Options,
+) -> Result<(Vec<sbx::lower::Approval>, Vec<Diagnostic>), Diagnostic> {
+    let Ok(ws) = sbx::external::host_workspace(opts) else {
+        return Ok((Vec::new(), Vec::new())); // lowering reports the unusable workspace
     };
-    match sbx::approvals::read(&path) {
-        Ok((store, warning)) => Ok((
-            store.approvals(),
-            warning.map(|w| io_error(w).severity(diag::Severity::Warning)),
+    match sbx::external::load_approvals(path.map(|p| p.as_path()), &ws) {
+        Ok((list, warnings)) => Ok((
+            list,
+            warnings
+                .into_iter()
+                .map(|w| io_error(w).severity(diag::Severity::Warning))
+                .collect(),
         )),
         Err(e) => Err(io_error(e)),
     }

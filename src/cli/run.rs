@@ -23,6 +23,9 @@ pub struct RunArgs {
     /// Home directory (default: $HOME).
     #[arg(long)]
     home: Option<Utf8PathBuf>,
+    /// Approvals store for external paths (RFD D43).
+    #[arg(long, requires = "policy")]
+    approvals: Option<Utf8PathBuf>,
     /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
@@ -58,6 +61,7 @@ pub fn run(a: RunArgs) -> i32 {
             &a.tool,
             &a.workspace,
             &a.home,
+            &a.approvals,
             a.report,
             a.landlock_abi,
             &a.command,
@@ -121,23 +125,23 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
         }
     };
     let files = inputs.files();
-    let approvals = match super::load_approvals(None) {
-        Ok((list, warning)) => {
-            super::report(warning.as_slice(), &files, false);
-            list
+    let mut opts = Options {
+        workspace: a.workspace.clone(),
+        home: a.home.clone(),
+        tool: a.tool.clone(),
+        portable: false,
+        approvals: Vec::new(),
+    };
+    match super::load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
+            super::report(&warnings, &files, false);
+            opts.approvals = list;
         }
         Err(d) => {
             super::report(&[d], &files, false);
             return None;
         }
-    };
-    let opts = Options {
-        workspace: a.workspace.clone(),
-        home: a.home.clone(),
-        tool: a.tool.clone(),
-        portable: false,
-        approvals,
-    };
+    }
     let (policy, diags) = match compile::load(&inputs, &opts) {
         Ok(x) => x,
         Err(f) => {
@@ -177,11 +181,21 @@ fn windows(a: RunArgs) -> i32 {
                 Ok(i) => i,
                 Err(f) => return super::fail(f, &Default::default(), false).max(FAILED),
             };
-            let opts = Options {
+            let mut opts = Options {
                 workspace: a.workspace.clone(),
                 tool: a.tool.clone(),
                 ..Options::default()
             };
+            match super::load_approvals(a.approvals.as_ref(), &opts) {
+                Ok((list, warnings)) => {
+                    super::report(&warnings, &inputs.files(), false);
+                    opts.approvals = list;
+                }
+                Err(d) => {
+                    super::report(&[d], &inputs.files(), false);
+                    return FAILED;
+                }
+            }
             match compile::compile(&inputs, &[Target::Windows], &opts) {
                 Ok(mut out) => {
                     super::report(&out.diagnostics, &inputs.files(), false);

@@ -81,7 +81,7 @@ write = true
 delete = false
 "#;
     ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace or home",
-        "A relative path may not use `..` to leave the workspace (unless the rule is `external = true`, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.",
+        "A relative path may not use `..` to leave the workspace (an `external = true` rule neither: it names a symlink inside the workspace, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.",
         example = r#"[[fs]]
 path = "../sibling"
 read = true

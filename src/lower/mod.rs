@@ -4,7 +4,7 @@
 pub mod paths;
 pub mod presets;
 
-use crate::diag::{codes, Diagnostic, Location};
+use crate::diag::{codes, Diagnostic, Location, Severity};
 use crate::ir::{
     self, Access, Grant, Ir, Os, PathKind, PathMode, Ports, Precision, Source, Status,
 };
@@ -74,18 +74,7 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
             temp: format!("${{{}}}", ir::TEMP_PARAM),
         }
     } else {
-        let fix = |p: &str| {
-            let p = if opts.os == Os::Windows {
-                p.replace('\\', "/")
-            } else {
-                p.to_string()
-            };
-            if resolve {
-                canonicalise(&p).0
-            } else {
-                normalise(&p)
-            }
-        };
+        let fix = |p: &str| root_path(p, opts.os, resolve);
         ir::Roots {
             workspace: fix(&opts.workspace),
             home: fix(&opts.home),
@@ -241,6 +230,34 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
     })
 }
 
+/// The rights an `[[fs]]` rule grants (`write` = create + update + delete).
+pub fn rule_access(v: &crate::policy::model::FsRule) -> Access {
+    let t = |b: Option<bool>| b == Some(true);
+    let w = t(v.write);
+    Access {
+        read: t(v.read),
+        create: w || t(v.create),
+        update: w || t(v.update),
+        delete: w || t(v.delete),
+        execute: t(v.execute),
+    }
+}
+
+/// A root (workspace, home, temp) spelled as lowering spells it: `mount`
+/// and `approve` key approvals on the same canonical workspace.
+pub fn root_path(p: &str, os: Os, resolve: bool) -> String {
+    let p = if os == Os::Windows {
+        p.replace('\\', "/")
+    } else {
+        p.to_string()
+    };
+    if resolve {
+        canonicalise(&p).0
+    } else {
+        normalise(&p)
+    }
+}
+
 /// sha256 of the IR's JSON with an empty hash field: same inputs, same hash.
 fn hash(ir: &Ir) -> String {
     let json = serde_json::to_vec(ir).expect("IR serialises");
@@ -277,18 +294,10 @@ impl Ctx<'_> {
         r: &Located<crate::policy::model::FsRule>,
     ) -> Result<Option<Grant>, Vec<Diagnostic>> {
         let v = &r.value;
-        let t = |b: Option<bool>| b == Some(true);
-        let w = t(v.write);
-        let access = Access {
-            read: t(v.read),
-            create: w || t(v.create),
-            update: w || t(v.update),
-            delete: w || t(v.delete),
-            execute: t(v.execute),
-        };
+        let access = rule_access(v);
         let source = rule_source(index, &r.loc);
-        if t(v.external) {
-            return self.external(index, r, access, source);
+        if v.external == Some(true) {
+            return self.external(r, access, source);
         }
         Ok(self.rule_grant(&v.path, access, source, r.loc.clone(), true))
     }
@@ -382,33 +391,49 @@ impl Ctx<'_> {
     }
 
     /// RFD D43: an `external = true` rule is granted only through an
-    /// approved (rule path, canonical target) pair.
+    /// approved (rule path, canonical target) pair. The grant is on the
+    /// canonical target alone, so every back end allows exactly the approved
+    /// directory and a nested symlink leading elsewhere stays denied.
     fn external(
         &mut self,
-        index: usize,
         r: &Located<crate::policy::model::FsRule>,
         access: Access,
         source: Source,
     ) -> Result<Option<Grant>, Vec<Diagnostic>> {
+        use crate::external::{self as ext, KeyError, Resolution, Status as ApprovalStatus};
         let path = &r.value.path;
-        let (a, rel) = anchor(path, self.windows());
-        if a != Anchor::Workspace {
-            return Err(vec![Diagnostic::new(
-                codes::EXTERNAL_INSIDE,
-                format!("external rule {path:?} must be a workspace-relative symlink"),
-            )
-            .at(r.loc.clone())
-            .help(
-                "external paths are reached through a symlink inside the workspace (sbx mount)",
-            )]);
-        }
-        let rule_path = normalise(&rel);
+        let key = match ext::rule_key(path, self.windows()) {
+            Ok(k) => k,
+            Err(e) => {
+                let (code, msg) = match e {
+                    KeyError::NotRelative => (
+                        codes::EXTERNAL_INSIDE,
+                        format!("external rule {path:?} must be a workspace-relative symlink"),
+                    ),
+                    KeyError::ClimbsOut => (
+                        codes::ESCAPES_WORKSPACE,
+                        format!("external rule {path:?} climbs above the workspace"),
+                    ),
+                };
+                return Err(vec![Diagnostic::new(code, msg).at(r.loc.clone()).help(
+                    "external paths are reached through a symlink inside the workspace (sbx mount)",
+                )]);
+            }
+        };
+        // Lowering for another OS cannot see that OS's symlinks: expected,
+        // so a note; a portable artifact losing the rule deserves a warning.
+        let severity = if self.resolve || self.opts.portable {
+            Severity::Warning
+        } else {
+            Severity::Note
+        };
         let drop = |cx: &mut Ctx, why: String| {
             cx.diags.push(
                 Diagnostic::new(
                     codes::EXTERNAL_DROPPED,
                     format!("external rule {path:?} dropped: {why}"),
                 )
+                .severity(severity)
                 .at(r.loc.clone())
                 .help("review the target and run `sbx approve POLICY`"),
             );
@@ -420,55 +445,58 @@ impl Ctx<'_> {
             });
         };
         if !self.resolve {
-            drop(
-                self,
-                "external rules need the host's symlinks and approvals (not portable)".into(),
-            );
-            return Ok(None);
-        }
-        let lexical = join(&self.roots.workspace, &rule_path);
-        let (target, exists) = canonicalise(&lexical);
-        if !exists {
-            drop(
-                self,
-                format!("{lexical} does not resolve (broken symlink?)"),
-            );
-            return Ok(None);
-        }
-        if ir::path_within(&target, &self.roots.workspace) {
-            return Err(vec![Diagnostic::new(
-                codes::EXTERNAL_INSIDE,
-                format!("external rule {path:?} resolves inside the workspace ({target})"),
-            )
-            .at(r.loc.clone())
-            .help("drop `external = true`: this path is in the workspace")]);
-        }
-        let ws = &self.roots.workspace;
-        let approved = self
-            .opts
-            .approvals
-            .iter()
-            .filter(|ap| &ap.workspace == ws && ap.rule_path == rule_path)
-            .collect::<Vec<_>>();
-        if !approved.iter().any(|ap| ap.canonical_target == target) {
-            let why = match approved.first() {
-                Some(old) => format!(
-                    "retargeted: approved {} but now points to {target}",
-                    old.canonical_target
-                ),
-                None => format!("not approved (target {target})"),
+            let why = if self.opts.portable {
+                "a portable artifact cannot carry this host's symlinks and approvals"
+            } else {
+                "external rules are resolved only when lowering for this host's OS"
             };
-            drop(self, why);
+            drop(self, why.into());
             return Ok(None);
         }
-        let _ = index;
-        let mut g = match self.grant_abs(&target, access, source, true) {
-            Some(g) => g,
-            None => return Ok(None),
+        let ws = self.roots.workspace.clone();
+        let target = match ext::resolve(&ws, &key) {
+            Resolution::External(t) => t,
+            Resolution::Inside(t) => {
+                return Err(vec![Diagnostic::new(
+                    codes::EXTERNAL_INSIDE,
+                    format!("external rule {path:?} resolves inside the workspace ({t})"),
+                )
+                .at(r.loc.clone())
+                .help("drop `external = true`: this path is in the workspace")])
+            }
+            Resolution::Broken { link: Some(l) } => {
+                drop(
+                    self,
+                    format!("broken symlink ({key} -> {l}, which does not exist)"),
+                );
+                return Ok(None);
+            }
+            Resolution::Broken { link: None } => {
+                drop(self, format!("{key} does not exist in the workspace"));
+                return Ok(None);
+            }
         };
+        match ext::status(&self.opts.approvals, &ws, &key, &target) {
+            ApprovalStatus::Approved => {}
+            ApprovalStatus::Unapproved => {
+                drop(self, format!("not approved (target {target})"));
+                return Ok(None);
+            }
+            ApprovalStatus::Retargeted { was } => {
+                drop(
+                    self,
+                    format!("retargeted: {key} was approved for {was} but now points to {target}"),
+                );
+                return Ok(None);
+            }
+        }
+        let Some(mut g) = self.grant_abs(&target, access, source, true) else {
+            return Ok(None);
+        };
+        // Only the canonical target: no other spelling may widen the boundary.
         g.aliases.clear();
         g.external = Some(ir::External {
-            rule_path,
+            rule_path: key,
             canonical_target: target,
         });
         Ok(Some(g))

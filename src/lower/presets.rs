@@ -127,6 +127,8 @@ const UNIX_TEMP: &[Root] = &[
     },
     abs("/tmp", RW),
     abs("/var/tmp", RW),
+    // POSIX shared memory and semaphores (Python multiprocessing).
+    abs("/dev/shm", RW),
 ];
 
 const MACOS_TEMP: &[Root] = &[

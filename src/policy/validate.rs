@@ -76,8 +76,18 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     }
     if let Some(c) = root.get("commands").and_then(Value::as_object) {
         for name in c.keys() {
+            let ptr = format!("/commands/{}", super::source::escape_pointer(name));
+            if name.contains("${") {
+                out.push(
+                    Diagnostic::new(
+                        codes::BAD_PATH,
+                        format!("command name {name:?} contains `${{`"),
+                    )
+                    .at(parsed.locate_key(&ptr))
+                    .help("`${` is reserved for sbx's placeholders"),
+                );
+            }
             if name.trim().is_empty() {
-                let ptr = format!("/commands/{}", super::source::escape_pointer(name));
                 out.push(
                     Diagnostic::new(codes::SCHEMA, "empty command name")
                         .at(parsed.locate_key(&ptr))
@@ -218,6 +228,16 @@ fn path_text(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
             )
             .at(parsed.locate(ptr))
             .help("no target accepts longer paths; grant a shorter parent directory instead"),
+        );
+    }
+    // Portable artifacts use `${WORKSPACE}`-style placeholders; a literal
+    // `${` in a policy path could be read back as one (a folder named
+    // `${HOME}` would turn into the home directory), so it is refused.
+    if p.contains("${") {
+        out.push(
+            Diagnostic::new(codes::BAD_PATH, format!("path {p:?} contains `${{`"))
+                .at(parsed.locate(ptr))
+                .help("`${` is reserved for sbx's placeholders (${WORKSPACE}, ${HOME}, ${TMPDIR}); rename the directory or grant its parent"),
         );
     }
     // "" is refused by the schema (minLength); catch blank ones here.
