@@ -144,6 +144,16 @@ impl Inputs {
 /// Load, validate and merge every layer; all files are checked even when an
 /// early one fails, so one run reports every error.
 pub fn load(inputs: &Inputs, opts: &Options) -> Result<(policy::Policy, Vec<Diagnostic>), Failure> {
+    let (layers, diags) = load_layers(inputs, opts)?;
+    Ok((policy::merge::merge(&layers), diags))
+}
+
+/// [`load`] without the merge: the layers keep their parsed sources, which
+/// `check` needs to locate keys the merged policy does not carry.
+pub fn load_layers(
+    inputs: &Inputs,
+    opts: &Options,
+) -> Result<(Vec<policy::LoadedLayer>, Vec<Diagnostic>), Failure> {
     let mut layers = Vec::new();
     let mut diags = Vec::new();
     let mut failed = false;
@@ -162,7 +172,7 @@ pub fn load(inputs: &Inputs, opts: &Options) -> Result<(policy::Policy, Vec<Diag
             exit_code: 1,
         });
     }
-    Ok((policy::merge::merge(&layers), diags))
+    Ok((layers, diags))
 }
 
 /// Host values for lowering, for a given OS.

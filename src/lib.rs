@@ -11,10 +11,12 @@ pub mod atomic;
 pub mod back;
 pub mod compile;
 pub mod diag;
+pub mod explain;
 pub mod external;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ir;
+pub mod lint;
 pub mod lower;
 pub mod policy;
 pub mod runtime;

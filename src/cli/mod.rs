@@ -1,6 +1,8 @@
 //! Argument parsing and the per-command drivers.
 
 mod approve;
+mod check;
+mod explain;
 mod mount;
 mod run;
 mod sbpl;
@@ -31,8 +33,15 @@ enum Cmd {
     )]
     Compile(CompileArgs),
     /// Validate, lower, lint and compile for every target without writing.
-    #[command(after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings")]
-    Check(CheckArgs),
+    #[command(
+        after_help = "Example:\n  sbx check policy.toml --format github --deny-warnings\n  sbx check new.toml --baseline old.toml\n  sbx check --explain SBX020"
+    )]
+    Check(check::CheckArgs),
+    /// May the tool do this? Allow or deny, the deciding rule, and what each OS enforces.
+    #[command(
+        after_help = "Example:\n  sbx explain policy.toml --read ~/.ssh/id_ed25519\n  sbx explain policy.toml --connect https://api.example.com/v1/\n  sbx explain policy.toml --command -- git push\n\nExit status: 0 allowed, 1 denied (or invalid policy), 2 usage error."
+    )]
+    Explain(explain::ExplainArgs),
     /// Print the JSON Schema of the policy format.
     #[command(after_help = "Example:\n  sbx schema -o sbx.schema.json")]
     Schema {
@@ -108,22 +117,6 @@ struct CompileArgs {
     message_format: MessageFormat,
 }
 
-#[derive(Args)]
-struct CheckArgs {
-    #[arg(required = true)]
-    policy: Vec<Utf8PathBuf>,
-    #[arg(long, value_enum, default_value = "human")]
-    format: CheckFormat,
-    /// Treat warnings as errors (exit 1).
-    #[arg(long)]
-    deny_warnings: bool,
-    #[command(flatten)]
-    common: PolicyArgs,
-    /// Approvals store for external paths (RFD D43).
-    #[arg(long)]
-    approvals: Option<Utf8PathBuf>,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 enum TargetArg {
     Macos,
@@ -140,12 +133,6 @@ enum MessageFormat {
     Json,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum CheckFormat {
-    Human,
-    Json,
-}
-
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -156,7 +143,8 @@ pub fn main() -> i32 {
     };
     match cli.cmd {
         Cmd::Compile(a) => run_compile(a),
-        Cmd::Check(a) => run_check(a),
+        Cmd::Check(a) => check::run(a),
+        Cmd::Explain(a) => explain::run(a),
         Cmd::Sbpl(SbplCmd::Check { files }) => sbpl::check(&files),
         Cmd::Mount(a) => mount::run(a),
         Cmd::Approve(a) => approve::run(a),
@@ -317,35 +305,5 @@ fn write_text(output: Option<&Utf8PathBuf>, text: &str) -> Result<(), Diagnostic
                 Err(e) => Err(io_error(format!("cannot write to stdout: {e}"))),
             }
         }
-    }
-}
-
-fn run_check(a: CheckArgs) -> i32 {
-    let json = a.format == CheckFormat::Json;
-    let inputs = match Inputs::read(&a.policy) {
-        Ok(i) => i,
-        Err(f) => return fail(f, &Files::default(), json),
-    };
-    let files = inputs.files();
-    let mut opts = options(&a.common, false);
-    let mut diags = Vec::new();
-    match load_approvals(a.approvals.as_ref(), &opts) {
-        Ok((list, warnings)) => {
-            opts.approvals = list;
-            diags.extend(warnings);
-        }
-        Err(d) => return fail(io_failure(d), &files, json),
-    }
-    diags.extend(match compile::compile(&inputs, &Target::ALL, &opts) {
-        Ok(o) => o.diagnostics,
-        Err(f) => f.diagnostics,
-    });
-    report(&diags, &files, json);
-    let errors = diag::count(&diags, diag::Severity::Error);
-    let warnings = diag::count(&diags, diag::Severity::Warning);
-    if errors > 0 || (a.deny_warnings && warnings > 0) {
-        1
-    } else {
-        0
     }
 }

@@ -5,61 +5,242 @@ use super::Severity;
 
 pub struct CodeInfo {
     pub code: &'static str,
+    /// The constant's name (`SENSITIVE`); SARIF wants a name beside the id.
+    pub name: &'static str,
     pub severity: Severity,
     pub title: &'static str,
     pub explanation: &'static str,
+    /// A policy (or command line) that produces the diagnostic.
+    pub example: Option<&'static str>,
+}
+
+impl CodeInfo {
+    /// `SENSITIVE_PATH` → `SensitivePath` (SARIF `reportingDescriptor.name`).
+    pub fn pascal_name(&self) -> String {
+        self.name
+            .split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                match c.next() {
+                    Some(f) => {
+                        f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase()
+                    }
+                    None => String::new(),
+                }
+            })
+            .collect()
+    }
 }
 
 macro_rules! codes {
-    ($($name:ident = $code:literal, $sev:ident, $title:literal, $expl:literal;)*) => {
+    ($($name:ident = $code:literal, $sev:ident, $title:literal, $expl:literal $(, example = $ex:literal)?;)*) => {
         $(pub const $name: &str = $code;)*
         pub const CATALOGUE: &[CodeInfo] = &[
-            $(CodeInfo { code: $code, severity: Severity::$sev, title: $title, explanation: $expl },)*
+            $(CodeInfo {
+                code: $code,
+                name: stringify!($name),
+                severity: Severity::$sev,
+                title: $title,
+                explanation: $expl,
+                example: codes!(@opt $($ex)?),
+            },)*
         ];
     };
+    (@opt) => { None };
+    (@opt $ex:literal) => { Some($ex) };
 }
 
 codes! {
     TOML_SYNTAX = "SBX001", Error, "TOML syntax error",
-        "The file is not valid TOML (or not UTF-8), so nothing else in it can be checked.";
+        "The file is not valid TOML (or not UTF-8), so nothing else in it can be checked.",
+        example = r#"[[fs]]
+path = "."
+read = true,
+"#;
     SCHEMA = "SBX002", Error, "schema violation",
-        "A key is unknown, a value has the wrong type, or a value is out of range. Every key of the policy format is listed in the JSON schema (`sbx schema`).";
+        "A key is unknown, a value has the wrong type, or a value is out of range. Every key of the policy format is listed in the JSON schema (`sbx schema`).",
+        example = r#"[[fs]]
+path = "."
+reed = true
+"#;
     VERSION = "SBX003", Error, "unsupported format version",
-        "`version` must be 1: it is the only policy format this sbx understands.";
+        "`version` must be 1: it is the only policy format this sbx understands.",
+        example = r#"version = 2
+"#;
     NO_CAPABILITY = "SBX004", Error, "rule grants nothing",
-        "An [[fs]] rule must set at least one of read, write, create, update, delete, execute to true; a rule that grants nothing is almost always a typo.";
+        "An [[fs]] rule must set at least one of read, write, create, update, delete, execute to true; a rule that grants nothing is almost always a typo.",
+        example = r#"[[fs]]
+path = "docs"
+read = false
+"#;
     CONTRADICTION = "SBX005", Error, "contradictory rights",
-        "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.";
+        "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.",
+        example = r#"[[fs]]
+path = "."
+write = true
+delete = false
+"#;
     ESCAPES_WORKSPACE = "SBX006", Error, "path climbs out of the workspace or home",
-        "A relative path may not use `..` to leave the workspace (an `external = true` rule neither: it names a symlink inside the workspace, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.";
+        "A relative path may not use `..` to leave the workspace (an `external = true` rule neither: it names a symlink inside the workspace, RFD D43), nor a `~/` path to leave the home directory: write the absolute path instead.",
+        example = r#"[[fs]]
+path = "../sibling"
+read = true
+"#;
     EXTERNAL_INSIDE = "SBX007", Error, "external rule inside the workspace",
-        "`external = true` is for a workspace-relative path that reaches outside the workspace through a symlink; this one is absolute or `~`-relative, or resolves inside the workspace.";
+        "`external = true` is for a workspace-relative path that reaches outside the workspace through a symlink; this one is absolute or `~`-relative, or resolves inside the workspace.",
+        example = r#"# `src` is a plain directory of the workspace
+[[fs]]
+path = "src"
+read = true
+external = true
+"#;
     BAD_CHARACTER = "SBX008", Error, "control character in a string",
-        "Paths, names and patterns may not contain NUL or other control characters: no target can represent them safely.";
+        "Paths, names and patterns may not contain NUL or other control characters: no target can represent them safely.",
+        example = r#"[[fs]]
+path = "logs\u0007"
+read = true
+"#;
     TOO_LONG = "SBX009", Error, "path too long",
-        "The path is longer than the targets allow (4096 bytes).";
+        "The path is longer than the targets allow (4096 bytes).",
+        example = r#"[[fs]]
+path = "aaaa…(5000 characters)"
+read = true
+"#;
     NO_TOOL = "SBX010", Error, "tool not found",
-        "`--tool NAME` selects `conversation.tools.NAME.access`; this file has no such tool, or it is not a table.";
+        "`--tool NAME` selects `conversation.tools.NAME.access`; this file has no such tool, or it is not a table.",
+        example = r#"# sbx check config.toml --tool deploy
+[conversation.tools.build.access]
+version = 1
+"#;
     BAD_PATTERN = "SBX011", Error, "invalid glob pattern",
-        "An env name or sensitive path glob does not compile.";
+        "An env name or sensitive path glob does not compile.",
+        example = r#"[[env]]
+name = "AWS_[A-Z"
+"#;
     BAD_NET = "SBX012", Error, "invalid network rule",
-        "A [[net]] rule's host, scheme or port is not usable.";
+        "A [[net]] rule's host, scheme or port is not usable.",
+        example = r#"[[net]]
+host = "https://api.example.com"
+"#;
     NOT_EXACT = "SBX013", Error, "cannot be enforced exactly",
-        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why.";
+        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why.",
+        example = r#"enforcement = "required"
+
+[[net]]
+host = "api.example.com"
+port = 443
+"#;
     COMMAND_NOT_FOUND = "SBX014", Warning, "command not found",
-        "A [commands] entry was not found on PATH at compile time, so no executable is granted for it.";
+        "A [commands] entry was not found on PATH at compile time, so no executable is granted for it.",
+        example = r#"[commands.no-such-program]
+"#;
     PATH_MISSING = "SBX015", Warning, "path does not exist",
-        "The rule's path does not exist. SBPL keeps it (it matches by name); Landlock needs an open file and drops it.";
+        "The rule's path does not exist. SBPL keeps it (it matches by name); Landlock needs an open file and drops it.",
+        example = r#"[[fs]]
+path = "no-such-directory"
+read = true
+"#;
     EXTERNAL_DROPPED = "SBX016", Warning, "external rule not approved",
-        "An `external = true` rule is honoured only when its (path, target) pair is approved; unapproved, retargeted or broken rules are dropped, never granted.";
+        "An `external = true` rule is honoured only when its (path, target) pair is approved; unapproved, retargeted or broken rules are dropped, never granted.",
+        example = r#"# `data` is a symlink to /srv/data, not yet approved with `sbx approve`
+[[fs]]
+path = "data"
+read = true
+external = true
+"#;
     IO = "SBX017", Error, "cannot read or write a file",
-        "A policy file, the approvals store or the output (`-o`) could not be read or written, or a policy file is over the size limit (64 MiB). Exit code 2.";
+        "A policy file, the approvals store or the output (`-o`) could not be read or written, or a policy file is over the size limit (64 MiB). Exit code 2.",
+        example = r#"sbx check no-such-policy.toml
+"#;
     BAD_PATH = "SBX018", Error, "unusable path",
-        "A rule's path is blank, or a directory sbx anchors paths to (the workspace, home) is missing or not set.";
+        "A rule's path is blank, or a directory sbx anchors paths to (the workspace, home) is missing or not set.",
+        example = r#"[[fs]]
+path = " "
+read = true
+"#;
     SYMLINK_OUT = "SBX019", Warning, "rule leaves the workspace through a symlink",
-        "A workspace-relative rule resolves outside the workspace through a symlink. It is dropped: mark it `external = true` and approve it (sbx approve) if that is intended.";
+        "A workspace-relative rule resolves outside the workspace through a symlink. It is dropped: mark it `external = true` and approve it (sbx approve) if that is intended.",
+        example = r#"# `vendor` is a symlink to ~/src/vendor
+[[fs]]
+path = "vendor"
+read = true
+"#;
     SENSITIVE = "SBX020", Warning, "grant reaches a sensitive path",
-        "A rule grants access to a built-in or configured sensitive path (keys, credentials), directly or through a parent directory.";
+        "A rule grants access to a built-in or configured sensitive path (keys, credentials), directly or through a parent directory: a grant on `~` reaches `~/.ssh/`, and any directory grant reaches `**/.env`. Sensitive paths are a warning list, not a deny list (RFD 075): the grant is honoured. Narrow the rule, or accept the warning with `--allow SBX020`.",
+        example = r#"[[fs]]
+path = "~"
+read = true
+"#;
+    CARVE_OUT = "SBX021", Warning, "a target cannot express a carve-out",
+        "A nested rule narrows or widens its parent (most specific wins), and a target's precision report says it cannot enforce that exactly: Landlock rights are additive, so a read-only directory under a writable one stays writable; Windows without AppContainer has no per-path rules at all. Under `enforcement = \"required\"` compiling for that target fails (SBX013).",
+        example = r#"[[fs]]
+path = "."
+read = true
+write = true
+
+[[fs]]
+path = ".git"
+read = true
+"#;
+    COOPERATIVE = "SBX022", Note, "enforced cooperatively only",
+        "`host`, `scheme` (beyond its port) and `path_prefix` of [[net]] rules, and argument prefixes and `envs` of [commands], are checked only by cooperating programs (`sbx explain`, RFD 076). The kernel enforces TCP ports on Linux (Landlock ABI 4 and later) and macOS (Seatbelt), and the executable allow-list on Linux and macOS; Windows enforces network access only as on/off, with `windows.appcontainer = true`.",
+        example = r#"[[net]]
+host = "api.example.com"
+scheme = "https"
+"#;
+    NOT_PORTABLE = "SBX023", Warning, "machine-specific path in a shared policy",
+        "With `--portable`, the policy is meant to be shared: absolute paths and paths under `~` name places that differ from machine to machine and user to user. Prefer workspace-relative paths and `[process]` presets.",
+        example = r#"# sbx check policy.toml --portable
+[[fs]]
+path = "/home/alice/data"
+read = true
+"#;
+    BROAD_WRITE = "SBX024", Warning, "writable root or home directory",
+        "A rule makes `/`, a drive root, or the home directory (or one of its ancestors) writable: every dotfile, shell profile and key becomes writable, so the sandbox protects almost nothing.",
+        example = r#"[[fs]]
+path = "~"
+read = true
+write = true
+"#;
+    EXFILTRATION = "SBX025", Warning, "unrestricted network with access to secrets",
+        "The network is unrestricted (any host, any port) while a rule reads a sensitive path: a compromised tool can read the secret and send it anywhere. Restrict [[net]] to the ports (and hosts) the tool needs, or drop the read.",
+        example = r#"[[fs]]
+path = "~/.aws/credentials"
+read = true
+
+[[net]]
+host = "*"
+"#;
+    DUPLICATE = "SBX026", Warning, "duplicate rule",
+        "Two rules in the same file name the same path (or the same env name, or the same network grant). Only the later [[fs]] rule applies; the earlier one is dead. Rules repeated across layers are not flagged: overriding is what layers are for.",
+        example = r#"[[fs]]
+path = "src"
+read = true
+
+[[fs]]
+path = "./src/"
+read = true
+write = true
+"#;
+    REDUNDANT = "SBX027", Warning, "nested rule repeats its parent",
+        "A nested rule grants exactly the rights its parent rule already grants there, so it has no effect (most specific wins, and it changes nothing).",
+        example = r#"[[fs]]
+path = "."
+read = true
+
+[[fs]]
+path = "docs"
+read = true
+"#;
+    WIDENS = "SBX028", Error, "widens the baseline",
+        "`sbx check --baseline OLD` found a capability the policy grants that the baseline does not: a path and right, a port, non-TCP traffic, an env name or glob, a command or argument prefix, a removed or raised limit, weaker enforcement, or a weaker target extra. Each widening is one diagnostic naming the responsible rule; narrowing passes.",
+        example = r#"# sbx check new.toml --baseline old.toml
+# old.toml: [[fs]] path = "." read = true
+[[fs]]
+path = "."
+read = true
+write = true
+"#;
 }
 
 pub fn lookup(code: &str) -> Option<&'static CodeInfo> {
@@ -77,6 +258,17 @@ mod tests {
             assert!(seen.insert(c.code), "duplicate {}", c.code);
             assert!(c.code.starts_with("SBX") && c.code.len() == 6, "{}", c.code);
             assert!(!c.title.is_empty() && !c.explanation.is_empty());
+            assert!(
+                c.example.is_some_and(|e| !e.trim().is_empty()),
+                "{} has no example",
+                c.code
+            );
         }
+    }
+
+    #[test]
+    fn sarif_names() {
+        assert_eq!(lookup(SENSITIVE).unwrap().pascal_name(), "Sensitive");
+        assert_eq!(lookup(PATH_MISSING).unwrap().pascal_name(), "PathMissing");
     }
 }

@@ -2,6 +2,8 @@
 //! with a caret) or machines (JSON, SARIF, GitHub annotations).
 
 pub mod codes;
+pub mod github;
+pub mod sarif;
 
 use serde::Serialize;
 use std::ops::Range;

@@ -1,0 +1,167 @@
+//! `sbx check`: the CI gate.
+
+use super::{load_approvals, options, PolicyArgs};
+use camino::Utf8PathBuf;
+use clap::{Args, ValueEnum};
+use sbx::compile::Inputs;
+use sbx::diag::{self, codes, Diagnostic, Files, Severity};
+use sbx::lint::{self, CheckOptions};
+use std::io::IsTerminal;
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Policy files; later layers override earlier ones.
+    #[arg(required_unless_present = "explain")]
+    policy: Vec<Utf8PathBuf>,
+    /// human and json go to stderr; sarif and github to stdout.
+    #[arg(long, value_enum, default_value = "human")]
+    format: CheckFormat,
+    /// Treat warnings as errors (exit 1).
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Fail on every capability the policy grants that this one does not
+    /// (repeat for a layered baseline).
+    #[arg(long, value_name = "POLICY")]
+    baseline: Vec<Utf8PathBuf>,
+    /// The policy is meant to be shared: flag absolute and home paths, and
+    /// compile with placeholders.
+    #[arg(long)]
+    portable: bool,
+    /// Approvals store for external paths (RFD D43).
+    #[arg(long)]
+    approvals: Option<Utf8PathBuf>,
+    /// Drop warnings and notes with this code (repeatable); errors stay.
+    #[arg(long, value_name = "CODE")]
+    allow: Vec<String>,
+    /// Report this code as an error (repeatable).
+    #[arg(long, value_name = "CODE")]
+    deny: Vec<String>,
+    /// Print the catalogue entry of a diagnostic code and exit.
+    #[arg(long, value_name = "CODE")]
+    explain: Option<String>,
+    #[command(flatten)]
+    common: PolicyArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum CheckFormat {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
+
+/// The catalogue entry, as `--explain CODE` prints it.
+pub fn explain_code(code: &str) -> Option<String> {
+    let c = codes::lookup(&code.to_ascii_uppercase())?;
+    let sev = match c.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    };
+    let mut s = format!("{} ({sev}): {}\n\n{}\n", c.code, c.title, c.explanation);
+    if let Some(ex) = c.example {
+        s.push_str("\nExample:\n\n");
+        for line in ex.lines() {
+            s.push_str(&format!("    {line}\n"));
+        }
+    }
+    Some(s)
+}
+
+fn render(format: CheckFormat, diags: &[Diagnostic], files: &Files, fallback: Option<&str>) {
+    match format {
+        CheckFormat::Human => {
+            if !diags.is_empty() {
+                eprint!(
+                    "{}",
+                    diag::render_human(diags, files, std::io::stderr().is_terminal())
+                );
+            }
+        }
+        CheckFormat::Json => eprint!("{}", diag::render_json(diags)),
+        CheckFormat::Sarif => print!("{}", diag::sarif::render(diags, fallback)),
+        CheckFormat::Github => print!("{}", diag::github::render(diags, fallback)),
+    }
+}
+
+pub fn run(a: CheckArgs) -> i32 {
+    if let Some(code) = &a.explain {
+        return match explain_code(code) {
+            Some(text) => {
+                print!("{text}");
+                0
+            }
+            None => {
+                eprintln!("error: unknown diagnostic code {code:?} (codes look like SBX020)");
+                2
+            }
+        };
+    }
+    for code in a.allow.iter().chain(a.deny.iter()) {
+        if codes::lookup(&code.to_ascii_uppercase()).is_none() {
+            eprintln!("error: unknown diagnostic code {code:?} (codes look like SBX020)");
+            return 2;
+        }
+    }
+    let fallback = a.policy.last().map(|p| p.as_str());
+    let inputs = match Inputs::read(&a.policy) {
+        Ok(i) => i,
+        Err(f) => {
+            render(a.format, &f.diagnostics, &Files::default(), fallback);
+            return f.exit_code;
+        }
+    };
+    let mut files = inputs.files();
+    let baseline = if a.baseline.is_empty() {
+        None
+    } else {
+        match Inputs::read(&a.baseline) {
+            Ok(b) => {
+                for s in &b.sources {
+                    files.add(&s.name, &s.text);
+                }
+                Some(b)
+            }
+            Err(f) => {
+                render(a.format, &f.diagnostics, &files, fallback);
+                return f.exit_code;
+            }
+        }
+    };
+    let mut opts = options(&a.common, a.portable);
+    // A corrupt (or misplaced) approvals store is a warning: it reads as empty.
+    let mut first = Vec::new();
+    match load_approvals(a.approvals.as_ref(), &opts) {
+        Ok((list, warnings)) => {
+            opts.approvals = list;
+            first.extend(warnings);
+        }
+        Err(d) => {
+            render(a.format, &[d], &files, fallback);
+            return 2;
+        }
+    }
+    let c = CheckOptions {
+        baseline,
+        allow: a.allow.iter().map(|s| s.to_ascii_uppercase()).collect(),
+        deny: a.deny.iter().map(|s| s.to_ascii_uppercase()).collect(),
+    };
+    let (mut diags, code) = match lint::check(&inputs, &opts, &c) {
+        Ok(d) => (d, None),
+        Err(f) => (f.diagnostics, Some(f.exit_code)),
+    };
+    first.append(&mut diags);
+    let diags = first;
+    render(a.format, &diags, &files, fallback);
+    if let Some(code) = code {
+        return code;
+    }
+    let errors = diag::count(&diags, Severity::Error);
+    let warnings = diag::count(&diags, Severity::Warning);
+    if errors > 0 || (a.deny_warnings && warnings > 0) {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,123 @@
+//! Outbound connections: deny rules first, then allow rules, matched on
+//! host, port, scheme and path prefix (cooperatively); the kernel sees the
+//! port only.
+
+use super::enforce::port_notes;
+use super::{Explanation, Query};
+use crate::ir::{Ir, NetRule};
+use crate::lint::cover::host_matches;
+use crate::lint::origin::Origin;
+
+fn scheme_port(s: &str) -> Option<u16> {
+    match s {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        "ssh" => Some(22),
+        _ => None,
+    }
+}
+
+pub fn parse(url: &str) -> Result<Query, String> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s.to_ascii_lowercase()), r),
+        None => (None, url),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("{url:?}: unclosed `[` in the host"))?;
+        (h.to_string(), after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{url:?} has no host"));
+    }
+    let port = match port {
+        Some(p) => Some(
+            p.parse::<u16>()
+                .ok()
+                .filter(|p| *p != 0)
+                .ok_or_else(|| format!("{url:?}: {p:?} is not a TCP port"))?,
+        ),
+        None => None,
+    };
+    let port = port
+        .or_else(|| scheme.as_deref().and_then(scheme_port))
+        .ok_or_else(|| format!("{url:?}: give a port (host:port) or a scheme with a known port"))?;
+    Ok(Query::Connect {
+        scheme,
+        host: host.to_ascii_lowercase(),
+        port,
+        path: path.to_string(),
+    })
+}
+
+fn matches(r: &NetRule, scheme: Option<&str>, host: &str, port: u16, path: &str) -> bool {
+    !r.bind
+        && host_matches(&r.host, host)
+        && r.port.is_none_or(|p| p == port)
+        && r.scheme.as_deref().is_none_or(|s| Some(s) == scheme)
+        && r.path_prefix
+            .as_deref()
+            .is_none_or(|pp| path.starts_with(pp))
+}
+
+pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str) -> Explanation {
+    let shown = match scheme {
+        Some(s) => format!("{s}://{host}:{port}{path}"),
+        None => format!("{host}:{port}"),
+    };
+    let request = format!("connect to {shown}");
+    let targets = port_notes(ir, Some(port), false);
+    let rules = &ir.net.rules;
+    let hit = rules
+        .iter()
+        .find(|r| !r.allow && matches(r, scheme, host, port, path))
+        .or_else(|| {
+            rules
+                .iter()
+                .find(|r| r.allow && matches(r, scheme, host, port, path))
+        });
+    let (allowed, rule, reason) = match hit {
+        Some(r) => {
+            let o = Origin::net(r);
+            let what = crate::lint::baseline::describe_net(r);
+            if r.allow {
+                (
+                    true,
+                    Some(o.clone()),
+                    format!("{} allows {what}", o.label()),
+                )
+            } else {
+                (
+                    false,
+                    Some(o.clone()),
+                    format!("{} denies {what} (deny rules are checked first)", o.label()),
+                )
+            }
+        }
+        None if rules.is_empty() => (
+            false,
+            None,
+            "the policy has no [[net]] rules: the network is denied".into(),
+        ),
+        None => (false, None, format!("no [[net]] rule allows {shown}")),
+    };
+    Explanation {
+        allowed,
+        request,
+        rule,
+        reason,
+        boundary: None,
+        targets,
+    }
+}

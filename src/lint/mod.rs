@@ -1,0 +1,166 @@
+//! `sbx check`: validate, lower and compile for every target (like
+//! `compile`, writing nothing), then lint the result, and with a baseline,
+//! check that the policy grants nothing the baseline does not.
+
+pub mod baseline;
+pub mod coop;
+pub mod cover;
+pub mod index;
+pub mod origin;
+pub mod precision;
+pub mod rules;
+pub mod sensitive;
+
+use crate::compile::{self, Failure, Inputs, Options, Target};
+use crate::diag::{codes, Diagnostic, Severity};
+use crate::ir::{Enforcement, Ir, Os, Precision};
+use crate::policy::{merge, LoadedLayer, Policy};
+use origin::Locator;
+
+/// What `check` does besides validating and compiling.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// `--baseline`: the policy this one must stay within.
+    pub baseline: Option<Inputs>,
+    /// Codes whose warnings and notes are dropped (`--allow`); errors are
+    /// never dropped.
+    pub allow: Vec<String>,
+    /// Codes raised to errors (`--deny`).
+    pub deny: Vec<String>,
+}
+
+/// The lints of one policy lowered for this host, given the back ends'
+/// precision reports. `portable`: the policy is meant to be shared.
+pub fn lint(
+    ir: &Ir,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+    reports: &[Precision],
+    portable: bool,
+) -> Vec<Diagnostic> {
+    let loc = Locator { policy, layers };
+    let idx = index::Index::new(ir);
+    let hits = sensitive::hits(ir, &idx);
+    let mut out = sensitive::lint(ir, &hits, &loc);
+    out.extend(sensitive::exfiltration(ir, &hits, &loc));
+    out.extend(precision::lint(ir, &idx, reports, &loc));
+    out.extend(coop::lint(ir, &loc));
+    if portable {
+        out.extend(rules::portable(ir, policy, &loc));
+    }
+    out.extend(rules::broad(ir, &loc));
+    out.extend(rules::duplicates(ir, policy));
+    out.extend(rules::redundant(ir, &idx, &loc));
+    out.extend(rules::missing(ir, &idx, &loc));
+    sort(&mut out);
+    out
+}
+
+/// One SBX028 error per widening, located at the responsible rule.
+pub fn baseline_diagnostics(old: &Ir, new: &Ir, loc: &Locator) -> Vec<Diagnostic> {
+    baseline::widenings(old, new)
+        .into_iter()
+        .map(|w| {
+            let by = match &w.origin {
+                Some(o) => format!(" (by {})", o.label()),
+                None => String::new(),
+            };
+            Diagnostic::new(
+                codes::WIDENS,
+                format!("widens the baseline: {}{by}", w.widened.describe()),
+            )
+            .at(w.origin.as_ref().and_then(|o| loc.locate(o)))
+            .help("narrow the rule, or update the baseline in the same change so the widening is reviewed")
+        })
+        .collect()
+}
+
+fn sort(d: &mut [Diagnostic]) {
+    d.sort_by(|a, b| {
+        let key = |d: &Diagnostic| {
+            d.location
+                .as_ref()
+                .map(|l| (l.file.clone(), l.line, l.column))
+        };
+        key(a)
+            .cmp(&key(b))
+            .then_with(|| a.code.cmp(b.code))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+}
+
+fn with(mut f: Failure, before: &[Diagnostic]) -> Failure {
+    let mut all = before.to_vec();
+    all.append(&mut f.diagnostics);
+    f.diagnostics = all;
+    f
+}
+
+/// Lower for every OS, host first; lowering warnings are collected once.
+fn lower_all(
+    policy: &Policy,
+    opts: &Options,
+    diags: &mut Vec<Diagnostic>,
+) -> Result<Vec<(Os, Ir)>, Failure> {
+    let mut oses = vec![Os::host()];
+    for t in Target::ALL {
+        if !oses.contains(&t.os()) {
+            oses.push(t.os());
+        }
+    }
+    let mut irs = Vec::new();
+    for os in oses {
+        let l = compile::lower_for(policy, opts, os).map_err(|f| with(f, diags))?;
+        for d in l.diagnostics {
+            if !diags.contains(&d) {
+                diags.push(d);
+            }
+        }
+        irs.push((os, l.ir));
+    }
+    Ok(irs)
+}
+
+/// Everything `sbx check` reports. `Err` when the policy (or baseline) is
+/// invalid or cannot be lowered (exit 1), or an input is unusable (exit 2).
+pub fn check(
+    inputs: &Inputs,
+    opts: &Options,
+    c: &CheckOptions,
+) -> Result<Vec<Diagnostic>, Failure> {
+    let (layers, mut diags) = compile::load_layers(inputs, opts)?;
+    let policy = merge::merge(&layers);
+    let irs = lower_all(&policy, opts, &mut diags)?;
+    let host = &irs[0].1;
+    let mut reports = Vec::new();
+    for t in Target::ALL {
+        let ir = &irs.iter().find(|(o, _)| *o == t.os()).expect("lowered").1;
+        match compile::emit(ir, t) {
+            Ok(e) => {
+                if ir.enforcement == Enforcement::Required {
+                    diags.extend(compile::inexact(&e.precision, t));
+                }
+                reports.extend(e.precision);
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+    diags.extend(lint(host, &policy, &layers, &reports, opts.portable));
+    if let Some(base) = &c.baseline {
+        let (old_layers, _) = compile::load_layers(base, opts).map_err(|f| with(f, &diags))?;
+        let old_policy = merge::merge(&old_layers);
+        let old = compile::lower_for(&old_policy, opts, Os::host()).map_err(|f| with(f, &diags))?;
+        let loc = Locator {
+            policy: &policy,
+            layers: &layers,
+        };
+        diags.extend(baseline_diagnostics(&old.ir, host, &loc));
+    }
+    diags.retain(|d| d.severity == Severity::Error || !c.allow.iter().any(|a| a == d.code));
+    for d in diags.iter_mut() {
+        if c.deny.iter().any(|x| x == d.code) {
+            d.severity = Severity::Error;
+        }
+    }
+    Ok(diags)
+}

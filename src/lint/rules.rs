@@ -1,0 +1,256 @@
+//! Lints on the shape of the fs rules: duplicates (SBX026), nested rules
+//! that repeat their parent (SBX027), missing paths (SBX015), writable
+//! `/` or home (SBX024), machine-specific paths (SBX023).
+
+use super::index::Index;
+use super::origin::{Locator, Origin};
+use crate::diag::{codes, Diagnostic, Location};
+use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
+use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
+use crate::policy::Policy;
+use std::collections::HashMap;
+
+fn same_file(a: &Option<Location>, b: &Option<Location>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a.file == b.file)
+}
+
+fn file(l: &Option<Location>) -> Option<&str> {
+    l.as_ref().map(|l| l.file.as_str())
+}
+
+fn at(l: &Option<Location>) -> String {
+    match l {
+        Some(l) => format!(" ({}:{}:{})", l.file, l.line, l.column),
+        None => String::new(),
+    }
+}
+
+/// Where a rule path lands, the way lowering computes it.
+fn place(ir: &Ir, path: &str) -> String {
+    let (a, rel) = anchor(path, ir.os == Os::Windows);
+    let abs = match a {
+        Anchor::Workspace => join(&ir.roots.workspace, &rel),
+        Anchor::Home => join(&ir.roots.home, &rel),
+        Anchor::Absolute => normalise(&rel),
+    };
+    if ir.mode == PathMode::Resolved && ir.os == Os::host() {
+        canonicalise(&abs).0
+    } else {
+        abs
+    }
+}
+
+/// SBX026: the same path, env name or network grant twice in one file.
+pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let fs = policy.fs.as_deref().unwrap_or_default();
+    let places: Vec<String> = fs.iter().map(|r| place(ir, &r.value.path)).collect();
+    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    for (j, r) in fs.iter().enumerate() {
+        let i = *first.entry((places[j].as_str(), file(&r.loc))).or_insert(j);
+        if i == j || !same_file(&fs[i].loc, &r.loc) {
+            continue;
+        }
+        out.push(
+            Diagnostic::new(
+                codes::DUPLICATE,
+                format!(
+                    "fs[{j}] names {}, like fs[{i}]{}; only fs[{j}] applies",
+                    places[j],
+                    at(&fs[i].loc)
+                ),
+            )
+            .at(r.loc.clone())
+            .help("merge the two rules into one"),
+        );
+    }
+    for (j, r) in policy.net.iter().enumerate() {
+        if let Some(i) = (0..j)
+            .find(|&i| policy.net[i].value == r.value && same_file(&policy.net[i].loc, &r.loc))
+        {
+            out.push(
+                Diagnostic::new(
+                    codes::DUPLICATE,
+                    format!("net[{j}] repeats net[{i}]{}", at(&policy.net[i].loc)),
+                )
+                .at(r.loc.clone())
+                .help("remove one of them"),
+            );
+        }
+    }
+    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    for (j, r) in policy.env.iter().enumerate() {
+        let i = *first
+            .entry((r.value.name.as_str(), file(&r.loc)))
+            .or_insert(j);
+        if i != j && same_file(&policy.env[i].loc, &r.loc) {
+            out.push(
+                Diagnostic::new(
+                    codes::DUPLICATE,
+                    format!(
+                        "env[{j}] names {:?} again (env[{i}]{})",
+                        r.value.name,
+                        at(&policy.env[i].loc)
+                    ),
+                )
+                .at(r.loc.clone())
+                .help("remove one of them"),
+            );
+        }
+    }
+    out
+}
+
+fn authored(s: &Source) -> bool {
+    matches!(s, Source::Rule { .. } | Source::ProcessRoot)
+}
+
+/// SBX027: a nested rule with exactly its parent rule's rights.
+pub fn redundant(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, g) in ir.fs.iter().enumerate() {
+        if !matches!(g.source, Source::Rule { .. }) || g.external.is_some() {
+            continue;
+        }
+        let Some(p) = idx.parent(i).map(|p| &ir.fs[p]) else {
+            continue;
+        };
+        if !authored(&p.source) || p.access != g.access {
+            continue;
+        }
+        let me = Origin::grant(g);
+        out.push(
+            Diagnostic::new(
+                codes::REDUNDANT,
+                format!(
+                    "{} grants {} on {}, exactly what {} already grants there",
+                    me.label(),
+                    g.access.names().join(", "),
+                    g.path,
+                    p.source.label()
+                ),
+            )
+            .at(loc.locate(&me))
+            .help("remove the nested rule; it has no effect"),
+        );
+    }
+    out
+}
+
+/// SBX015: rules whose path does not exist (resolved mode only).
+pub fn missing(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, g) in ir.fs.iter().enumerate() {
+        if g.kind != PathKind::Missing || !authored(&g.source) {
+            continue;
+        }
+        let me = Origin::grant(g);
+        let fallback = match idx.parent(i).map(|p| &ir.fs[p]) {
+            Some(p) => format!(
+                "Landlock applies the rights of {} there instead",
+                p.source.label()
+            ),
+            None => "Landlock drops the rule".into(),
+        };
+        out.push(
+            Diagnostic::new(
+                codes::PATH_MISSING,
+                format!("{}: {} does not exist", me.label(), g.path),
+            )
+            .at(loc.locate(&me))
+            .help(format!(
+                "create it or fix the path; until it exists, SBPL keeps the rule by name and {fallback}"
+            )),
+        );
+    }
+    out
+}
+
+fn is_root(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    p.is_empty()
+        || (p.len() == 2 && p.as_bytes()[1] == b':' && p.as_bytes()[0].is_ascii_alphabetic())
+}
+
+/// SBX024: `/`, a drive root, home, or an ancestor of home, writable.
+pub fn broad(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for g in &ir.fs {
+        if !(authored(&g.source) || g.source == Source::Default) || !g.access.writes() {
+            continue;
+        }
+        let what = if is_root(&g.path) {
+            "the root directory"
+        } else if path_within(&ir.roots.home, &g.path) {
+            if g.path == ir.roots.home {
+                "the home directory"
+            } else {
+                "an ancestor of the home directory"
+            }
+        } else {
+            continue;
+        };
+        let me = Origin::grant(g);
+        let writes: Vec<&str> = g
+            .access
+            .names()
+            .into_iter()
+            .filter(|n| *n != "read" && *n != "execute")
+            .collect();
+        out.push(
+            Diagnostic::new(
+                codes::BROAD_WRITE,
+                format!(
+                    "{} makes {} ({}) writable: {}",
+                    me.label(),
+                    what,
+                    g.path,
+                    writes.join(", ")
+                ),
+            )
+            .at(loc.locate(&me))
+            .help("grant write access to the directories the tool writes (the workspace, a cache), not to everything under them"),
+        );
+    }
+    out
+}
+
+/// SBX023 (`--portable`): absolute and home paths in a shared policy.
+pub fn portable(ir: &Ir, policy: &Policy, loc: &Locator) -> Vec<Diagnostic> {
+    let windows = ir.os == Os::Windows;
+    let mut found: Vec<(String, String, Option<Location>)> = Vec::new();
+    for (i, r) in policy.fs.iter().flatten().enumerate() {
+        found.push((format!("fs[{i}]"), r.value.path.clone(), r.loc.clone()));
+    }
+    for key in ["read_roots", "write_roots"] {
+        let list = if key == "read_roots" {
+            &policy.process.read_roots
+        } else {
+            &policy.process.write_roots
+        };
+        for (i, p) in list.iter().flatten().enumerate() {
+            found.push((
+                format!("process.{key}[{i}]"),
+                p.clone(),
+                loc.key(&format!("/process/{key}/{i}")),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for (label, path, l) in found {
+        let why = match anchor(&path, windows).0 {
+            Anchor::Workspace => continue,
+            Anchor::Absolute => "an absolute path: it names a place on this machine's layout",
+            Anchor::Home => "under the home directory: it depends on each user's files",
+        };
+        out.push(
+            Diagnostic::new(
+                codes::NOT_PORTABLE,
+                format!("{label} uses {path:?}, which is {why}"),
+            )
+            .at(l)
+            .help("use a workspace-relative path or a [process] preset, or keep machine-specific rules in a local layer that is not shared"),
+        );
+    }
+    out
+}

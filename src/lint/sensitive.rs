@@ -1,0 +1,411 @@
+//! SBX020 and SBX025: grants that reach a sensitive path (RFD 075's list
+//! plus `sensitive_paths`), directly or through an ancestor directory.
+//!
+//! Patterns are matched component by component with globset, so that a
+//! grant can be tested both ways: is the grant inside a sensitive place
+//! (`~/.ssh/config`), or is a sensitive place (possibly) below the grant
+//! (`~` reaches `~/.ssh/`, any directory reaches `**/.env`)?
+
+use super::index::Index;
+use super::origin::{Locator, Origin};
+use crate::diag::{codes, Diagnostic};
+use crate::ir::{Access, Grant, Ir, Os, PathKind, Ports, Source};
+use globset::{GlobBuilder, GlobMatcher};
+use std::collections::HashMap;
+
+enum Comp {
+    Lit(String),
+    Glob(GlobMatcher),
+    /// `**`: any number of components, including none.
+    AnyDepth,
+}
+
+/// One sensitive-path pattern, anchored at home, the workspace or `/`.
+pub struct Pattern {
+    /// As written (`~/.ssh/`), for messages.
+    pub text: String,
+    comps: Vec<Comp>,
+    /// The absolute path when the pattern has no glob at all.
+    literal: Option<String>,
+    fold_case: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Reach {
+    No,
+    /// The path is a proper ancestor of places the pattern may match.
+    Above,
+    /// The path matches, or lies below a match.
+    Within,
+}
+
+/// Split an absolute (or `${PARAM}`-rooted) path into components.
+pub fn components(path: &str) -> Vec<&str> {
+    path.split('/').filter(|c| !c.is_empty()).collect()
+}
+
+fn is_glob(c: &str) -> bool {
+    c.contains(['*', '?', '[', '{'])
+}
+
+impl Pattern {
+    pub fn new(text: &str, ir: &Ir) -> Pattern {
+        let fold_case = matches!(ir.os, Os::Macos | Os::Windows);
+        let t = text.trim_end_matches('/');
+        let (base, rest): (&str, &str) = if t == "~" {
+            (&ir.roots.home, "")
+        } else if let Some(r) = t.strip_prefix("~/") {
+            (&ir.roots.home, r)
+        } else if t.starts_with('/') || t.starts_with("**") || t.as_bytes().get(1) == Some(&b':') {
+            ("", t)
+        } else {
+            (&ir.roots.workspace, t)
+        };
+        // The root itself is literal even when it looks like a glob (`${HOME}`).
+        let mut comps: Vec<Comp> = components(base)
+            .into_iter()
+            .map(|c| Comp::Lit(c.to_string()))
+            .collect();
+        let mut literal = true;
+        for c in components(rest) {
+            if c == "**" {
+                literal = false;
+                comps.push(Comp::AnyDepth);
+            } else if is_glob(c) {
+                literal = false;
+                match GlobBuilder::new(c)
+                    .literal_separator(true)
+                    .case_insensitive(fold_case)
+                    .build()
+                {
+                    Ok(g) => comps.push(Comp::Glob(g.compile_matcher())),
+                    // Validation already rejected bad globs; a piece that only
+                    // compiles as a whole (`{a,b/c}`) is compared literally.
+                    Err(_) => comps.push(Comp::Lit(c.to_string())),
+                }
+            } else if c != "." {
+                comps.push(Comp::Lit(c.to_string()));
+            }
+        }
+        let literal = literal.then(|| {
+            let parts: Vec<&str> = comps
+                .iter()
+                .map(|c| match c {
+                    Comp::Lit(s) => s.as_str(),
+                    _ => unreachable!("literal patterns have literal components"),
+                })
+                .collect();
+            let body = parts.join("/");
+            if base.starts_with('/') || (base.is_empty() && t.starts_with('/')) {
+                format!("/{body}")
+            } else {
+                body
+            }
+        });
+        Pattern {
+            text: text.to_string(),
+            comps,
+            literal,
+            fold_case,
+        }
+    }
+
+    fn comp_matches(&self, c: &Comp, s: &str) -> bool {
+        match c {
+            Comp::Lit(l) if self.fold_case => l.eq_ignore_ascii_case(s),
+            Comp::Lit(l) => l == s,
+            Comp::Glob(g) => g.is_match(s),
+            Comp::AnyDepth => true,
+        }
+    }
+
+    fn reach(&self, p: &[Comp], s: &[&str]) -> Reach {
+        match (p.first(), s.first()) {
+            (None, _) => Reach::Within,
+            (Some(Comp::AnyDepth), _) => {
+                let skip = self.reach(&p[1..], s);
+                let take = if s.is_empty() {
+                    Reach::No
+                } else {
+                    self.reach(p, &s[1..])
+                };
+                skip.max(take)
+            }
+            (Some(_), None) => Reach::Above,
+            (Some(c), Some(x)) => {
+                if self.comp_matches(c, x) {
+                    self.reach(&p[1..], &s[1..])
+                } else {
+                    Reach::No
+                }
+            }
+        }
+    }
+
+    /// Whether a grant on `path` reaches this pattern: it is at or below a
+    /// match, or (`dir`) a match may lie below it.
+    pub fn reached_by(&self, path: &str, dir: bool) -> Option<How> {
+        match self.reach(&self.comps, &components(path)) {
+            Reach::Within => Some(How::Direct),
+            Reach::Above if dir => Some(How::Ancestor),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    Direct,
+    Ancestor,
+}
+
+/// One grant reaching one sensitive pattern.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub grant: usize,
+    pub pattern: String,
+    pub how: How,
+    pub access: Access,
+}
+
+/// Grants the user wrote (rules and process roots); presets and the
+/// default policy are sbx's own choices and are documented instead.
+fn authored(g: &Grant) -> bool {
+    matches!(g.source, Source::Rule { .. } | Source::ProcessRoot)
+}
+
+/// Every (authored grant, sensitive pattern) pair where the grant reaches it.
+pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
+    let patterns: Vec<Pattern> = ir
+        .sensitive_paths
+        .iter()
+        .map(|p| Pattern::new(p, ir))
+        .collect();
+    let mut out = Vec::new();
+    for (i, g) in ir.fs.iter().enumerate() {
+        if !authored(g) {
+            continue;
+        }
+        let dir = g.kind != PathKind::File;
+        for p in &patterns {
+            let Some(how) = p.reached_by(&g.path, dir) else {
+                continue;
+            };
+            // Most specific wins: a literal sensitive path below the grant
+            // is reached only if no more specific rule decides it.
+            if how == How::Ancestor {
+                if let Some(lit) = &p.literal {
+                    if !idx.decide(lit).is_some_and(|d| std::ptr::eq(d, g)) {
+                        continue;
+                    }
+                }
+            }
+            out.push(Hit {
+                grant: i,
+                pattern: p.text.clone(),
+                how,
+                access: g.access,
+            });
+        }
+    }
+    // A nested rule that reaches a pattern only as its ancestor rule does,
+    // with no more rights, tells the reader nothing new.
+    let above: HashMap<(usize, &str), Access> = out
+        .iter()
+        .filter(|h| h.how == How::Ancestor)
+        .map(|h| ((h.grant, h.pattern.as_str()), h.access))
+        .collect();
+    let keep: Vec<bool> = out
+        .iter()
+        .map(|h| {
+            if h.how == How::Direct {
+                return true;
+            }
+            let mut p = idx.parent(h.grant);
+            while let Some(i) = p {
+                if above
+                    .get(&(i, h.pattern.as_str()))
+                    .is_some_and(|a| a.contains(h.access))
+                {
+                    return false;
+                }
+                p = idx.parent(i);
+            }
+            true
+        })
+        .collect();
+    let mut keep = keep.into_iter();
+    out.retain(|_| keep.next().unwrap_or(true));
+    out
+}
+
+/// SBX020: one warning per grant, naming every sensitive path it reaches.
+pub fn lint(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut grants: Vec<usize> = hits.iter().map(|h| h.grant).collect();
+    grants.dedup();
+    for gi in grants {
+        let g = &ir.fs[gi];
+        let mine: Vec<&Hit> = hits.iter().filter(|h| h.grant == gi).collect();
+        let direct: Vec<&str> = mine
+            .iter()
+            .filter(|h| h.how == How::Direct)
+            .map(|h| h.pattern.as_str())
+            .collect();
+        let below: Vec<&str> = mine
+            .iter()
+            .filter(|h| h.how == How::Ancestor)
+            .map(|h| h.pattern.as_str())
+            .collect();
+        let mut parts = Vec::new();
+        if !direct.is_empty() {
+            parts.push(format!(
+                "is inside the sensitive path {}",
+                direct.join(", ")
+            ));
+        }
+        if !below.is_empty() {
+            parts.push(format!("contains the sensitive path {}", below.join(", ")));
+        }
+        let origin = Origin::grant(g);
+        out.push(
+            Diagnostic::new(
+                codes::SENSITIVE,
+                format!(
+                    "{} grants {} on {}, which {}",
+                    origin.label(),
+                    g.access.names().join(", "),
+                    g.path,
+                    parts.join(" and ")
+                ),
+            )
+            .at(loc.locate(&origin))
+            .help("narrow the rule to what the tool needs; if the access is intended, accept it with `--allow SBX020`"),
+        );
+    }
+    out
+}
+
+/// SBX025: unrestricted outbound network together with a sensitive read.
+pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
+    if ir.net.connect != Ports::All {
+        return Vec::new();
+    }
+    let mut paths: Vec<&str> = Vec::new();
+    let mut rules: Vec<String> = Vec::new();
+    for h in hits.iter().filter(|h| h.access.read) {
+        if !paths.contains(&h.pattern.as_str()) {
+            paths.push(&h.pattern);
+        }
+        let r = Origin::grant(&ir.fs[h.grant]).label();
+        if !rules.contains(&r) {
+            rules.push(r);
+        }
+    }
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let culprit = ir
+        .net
+        .rules
+        .iter()
+        .find(|r| r.allow && !r.bind && r.port.is_none())
+        .map(Origin::net);
+    let label = culprit
+        .as_ref()
+        .map(Origin::label)
+        .unwrap_or_else(|| "the policy".into());
+    vec![Diagnostic::new(
+        codes::EXFILTRATION,
+        format!(
+            "{label} allows connections to any port while {} can read the sensitive path {}",
+            rules.join(", "),
+            paths.join(", ")
+        ),
+    )
+    .at(culprit.as_ref().and_then(|o| loc.locate(o)))
+    .help("restrict [[net]] to the ports the tool needs (for example `port = 443`), or drop the read of the sensitive path")]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ir() -> Ir {
+        let mut ir: Ir = serde_json::from_value(serde_json::json!({
+            "sbx": 1, "policy_hash": "", "enforcement": "best_effort", "mode": "resolved",
+            "os": "linux", "roots": {"workspace": "/h/u/w", "home": "/h/u", "temp": "/tmp"},
+            "fs": [], "net": {"connect": {"kind": "none"}, "bind": {"kind": "none"},
+            "other_protocols": false, "dns": false, "rules": []},
+            "env": {"minimal": [], "allow": []}, "limits": {}, "sensitive_paths": [],
+            "macos": {"mach_lookup": [], "allow_pty": false}, "linux": {},
+            "windows": {"token": "restricted", "appcontainer": false, "ui_restrictions": [], "kill_on_close": true},
+            "precision": []
+        }))
+        .unwrap();
+        ir.sensitive_paths = crate::lower::SENSITIVE_PATHS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        ir
+    }
+
+    fn reach(pat: &str, path: &str, dir: bool) -> Option<How> {
+        Pattern::new(pat, &ir()).reached_by(path, dir)
+    }
+
+    #[test]
+    fn direct_and_ancestor() {
+        assert_eq!(reach("~/.ssh/", "/h/u/.ssh", true), Some(How::Direct));
+        assert_eq!(
+            reach("~/.ssh/", "/h/u/.ssh/id_rsa", false),
+            Some(How::Direct)
+        );
+        assert_eq!(reach("~/.ssh/", "/h/u", true), Some(How::Ancestor));
+        assert_eq!(reach("~/.ssh/", "/", true), Some(How::Ancestor));
+        assert_eq!(reach("~/.ssh/", "/h/u/.sshx", true), None);
+        assert_eq!(reach("~/.ssh/", "/h/u/w", true), None);
+        // A file cannot contain anything.
+        assert_eq!(reach("~/.ssh/", "/h", false), None);
+    }
+
+    #[test]
+    fn any_depth_globs() {
+        assert_eq!(reach("**/.env", "/h/u/w", true), Some(How::Ancestor));
+        assert_eq!(reach("**/.env", "/h/u/w/.env", false), Some(How::Direct));
+        assert_eq!(
+            reach("**/.env.*", "/h/u/w/a/.env.local", false),
+            Some(How::Direct)
+        );
+        assert_eq!(reach("**/.env", "/h/u/w/main.rs", false), None);
+        assert_eq!(
+            reach("~/.config/*/token", "/h/u/.config/gh", true),
+            Some(How::Ancestor)
+        );
+        assert_eq!(
+            reach("~/.config/*/token", "/h/u/.config/gh/token", false),
+            Some(How::Direct)
+        );
+        assert_eq!(reach("~/.config/*/token", "/h/u/.cache", true), None);
+    }
+
+    #[test]
+    fn placeholders_are_literal() {
+        let mut ir = ir();
+        ir.roots.home = "${HOME}".into();
+        let p = Pattern::new("~/.aws/credentials", &ir);
+        assert_eq!(p.reached_by("${HOME}", true), Some(How::Ancestor));
+        assert_eq!(p.reached_by("${HOMEX}", true), None);
+        assert_eq!(p.literal.as_deref(), Some("${HOME}/.aws/credentials"));
+    }
+
+    #[test]
+    fn case_folds_on_macos() {
+        let mut ir = ir();
+        ir.os = Os::Macos;
+        assert_eq!(
+            Pattern::new("~/.SSH/", &ir).reached_by("/H/u/.ssh", true),
+            Some(How::Direct)
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! `sbx check` end to end: every output format on fixtures, exit codes,
+//! `--baseline`, `--portable`, `--allow`/`--deny`, `--explain CODE`.
+
+// The snapshots are of Linux lowering (presets, paths).
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::Host;
+
+fn check(h: &Host, policy: &str, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["check", policy];
+    args.extend_from_slice(extra);
+    h.sbx(&args)
+}
+
+/// The SARIF with the catalogue and version replaced: those are tested
+/// against the catalogue in sarif.rs, not frozen here.
+fn sarif_for_snapshot(text: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let driver = &mut v["runs"][0]["tool"]["driver"];
+    driver["version"] = "[version]".into();
+    driver["rules"] = format!("[{} rules]", driver["rules"].as_array().unwrap().len()).into();
+    serde_json::to_string_pretty(&v).unwrap()
+}
+
+#[test]
+fn every_format_on_the_lint_fixture() {
+    let h = Host::new();
+    let (code, out, err) = check(&h, "fixtures/lint.toml", &[]);
+    assert_eq!(code, 0, "warnings alone pass:\n{err}");
+    assert!(out.is_empty());
+    snap!("check_lint_human", err);
+
+    let (code, _, err) = check(&h, "fixtures/lint.toml", &["--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+    assert_eq!(v["errors"], 0);
+    assert!(v["warnings"].as_u64().unwrap() >= 8);
+    snap!("check_lint_json", err);
+
+    let (code, out, err) = check(&h, "fixtures/lint.toml", &["--format", "sarif"]);
+    assert_eq!(code, 0);
+    assert!(err.is_empty(), "{err}");
+    snap!("check_lint_sarif", sarif_for_snapshot(&out));
+
+    let (code, out, _) = check(&h, "fixtures/lint.toml", &["--format", "github"]);
+    assert_eq!(code, 0);
+    assert!(out
+        .lines()
+        .all(|l| l.starts_with("::warning ") || l.starts_with("::notice ")));
+    snap!("check_lint_github", out);
+}
+
+#[test]
+fn each_lint_fires_on_the_lint_fixture() {
+    let h = Host::new();
+    let (_, _, err) = check(
+        &h,
+        "fixtures/lint.toml",
+        &["--format", "json", "--portable"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+    let codes: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    for c in [
+        "SBX020", "SBX022", "SBX023", "SBX024", "SBX025", "SBX026", "SBX027",
+    ] {
+        assert!(codes.contains(&c), "{c} missing from {codes:?}");
+    }
+    // Without --portable nothing is flagged as machine-specific, and
+    // missing paths can be checked.
+    let (_, _, err) = check(&h, "fixtures/lint.toml", &["--format", "json"]);
+    assert!(!err.contains("SBX023"));
+    assert!(err.contains("SBX015"));
+}
+
+#[test]
+fn portable_human() {
+    let h = Host::new();
+    let (code, _, err) = check(&h, "fixtures/lint.toml", &["--portable"]);
+    assert_eq!(code, 0);
+    snap!("check_lint_portable_human", err);
+}
+
+#[test]
+fn deny_warnings_allow_and_deny() {
+    let h = Host::new();
+    let (code, _, _) = check(&h, "fixtures/lint.toml", &["--deny-warnings"]);
+    assert_eq!(code, 1);
+    // Allowing every warning code of the fixture makes --deny-warnings pass.
+    let allow: Vec<&str> = [
+        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027",
+    ]
+    .iter()
+    .flat_map(|c| ["--allow", c])
+    .collect();
+    let mut args = vec!["--deny-warnings", "--format", "json"];
+    args.extend(allow);
+    let (code, _, err) = check(&h, "fixtures/lint.toml", &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("SBX022"), "notes stay: {err}");
+    // --deny turns a note into an error.
+    let (code, _, err) = check(
+        &h,
+        "fixtures/minimal.toml",
+        &["--deny", "sbx022", "--format", "json"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("\"severity\": \"error\",\n      \"code\": \"SBX022\""),
+        "{err}"
+    );
+    let (code, _, err) = check(&h, "fixtures/minimal.toml", &["--allow", "SBX999"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown diagnostic code"));
+}
+
+#[test]
+fn human_output_of_every_fixture() {
+    let h = Host::new();
+    let mut all = String::new();
+    for f in [
+        "carve-outs",
+        "default",
+        "env-commands",
+        "limits-extras",
+        "minimal",
+        "net-unrestricted",
+        "network",
+        "odd-paths",
+        "presets",
+        "required",
+    ] {
+        let (code, _, err) = check(&h, &format!("fixtures/{f}.toml"), &[]);
+        all.push_str(&format!("=== {f}.toml: exit {code}\n{err}"));
+    }
+    let (code, _, err) = check(&h, "fixtures/rfd075.toml", &["--tool", "my_script"]);
+    all.push_str(&format!(
+        "=== rfd075.toml --tool my_script: exit {code}\n{err}"
+    ));
+    snap!("check_fixtures_human", all);
+}
+
+#[test]
+fn baseline_widening_fails_with_one_error_each() {
+    let h = Host::new();
+    let (code, _, err) = check(
+        &h,
+        "fixtures/baseline/new.toml",
+        &[
+            "--baseline",
+            "fixtures/baseline/old.toml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+    let widenings: Vec<&serde_json::Value> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "SBX028")
+        .collect();
+    let text: Vec<&str> = widenings
+        .iter()
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    for want in [
+        "create, update, delete on [TMP]/ws ",
+        "outbound TCP port 8080",
+        "environment variable \"GITHUB_*\"",
+        "arguments [\"publish\", \"**\"] to `cargo`",
+        "command `sh`",
+        "limits.cpu_time_s raised from 600 to 1200",
+        "limits.wall_time_s removed",
+    ] {
+        assert!(
+            text.iter().any(|t| t.contains(want)),
+            "{want:?} not in {text:#?}"
+        );
+    }
+    // Each names the responsible rule's line in the new policy.
+    let port = widenings
+        .iter()
+        .find(|d| d["message"].as_str().unwrap().contains("8080"))
+        .unwrap();
+    assert_eq!(
+        (port["file"].as_str(), port["line"].as_u64()),
+        (Some("fixtures/baseline/new.toml"), Some(18))
+    );
+    let (_, _, human) = check(
+        &h,
+        "fixtures/baseline/new.toml",
+        &["--baseline", "fixtures/baseline/old.toml"],
+    );
+    snap!("check_baseline_human", human);
+}
+
+#[test]
+fn baseline_narrowing_and_identity_pass() {
+    let h = Host::new();
+    for p in [
+        "fixtures/baseline/narrower.toml",
+        "fixtures/baseline/old.toml",
+    ] {
+        let (code, _, err) = check(
+            &h,
+            p,
+            &[
+                "--baseline",
+                "fixtures/baseline/old.toml",
+                "--format",
+                "json",
+            ],
+        );
+        assert!(!err.contains("SBX028"), "{p}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+        assert_eq!(
+            code,
+            i32::from(v["errors"].as_u64().unwrap() > 0),
+            "{p}: {err}"
+        );
+    }
+    let (code, _, err) = check(
+        &h,
+        "fixtures/baseline/narrower.toml",
+        &["--baseline", "fixtures/baseline/old.toml"],
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn invalid_policy_in_every_format() {
+    let h = Host::new();
+    std::fs::write(
+        h.root.join("bad.toml"),
+        "version = 2\n[[fs]]\npath = \"x\"\nreed = true\n",
+    )
+    .unwrap();
+    let bad = h.root.join("bad.toml");
+    let bad = bad.to_str().unwrap();
+    let mut all = String::new();
+    for f in ["human", "json", "sarif", "github"] {
+        let (code, out, err) = check(&h, bad, &["--format", f]);
+        assert_eq!(code, 1, "{f}");
+        let text = if f == "sarif" {
+            sarif_for_snapshot(&out)
+        } else {
+            format!("{out}{err}")
+        };
+        all.push_str(&format!("=== {f}\n{text}\n"));
+    }
+    snap!("check_invalid_all_formats", all);
+    let (code, _, _) = check(&h, "no-such-file.toml", &[]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn explain_code() {
+    let h = Host::new();
+    let (code, out, _) = h.sbx(&["check", "--explain", "SBX020"]);
+    assert_eq!(code, 0);
+    let info = sbx::diag::codes::lookup("SBX020").unwrap();
+    assert!(out.starts_with("SBX020 (warning): grant reaches a sensitive path\n"));
+    assert!(out.contains(info.explanation));
+    assert!(out.contains("    path = \"~\""));
+    snap!("check_explain_sbx020", out);
+    let (code, _, err) = h.sbx(&["check", "--explain", "SBX999"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown diagnostic code"));
+}

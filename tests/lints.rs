@@ -1,0 +1,258 @@
+//! The lints one by one, through the library, on small policies.
+
+#![cfg(unix)]
+
+mod common;
+use common::Host;
+use sbx::compile::{self, Inputs};
+use sbx::diag::{codes, Diagnostic};
+use sbx::ir::{Os, Precision, Status};
+use sbx::policy::merge;
+
+fn lint_layers(h: &Host, files: &[(&str, &str)], reports: &[Precision]) -> Vec<Diagnostic> {
+    let inputs = Inputs {
+        sources: files
+            .iter()
+            .map(|(n, t)| sbx::policy::source::SourceFile {
+                name: n.to_string(),
+                text: t.to_string(),
+            })
+            .collect(),
+    };
+    let opts = h.compile_options();
+    let (layers, _) = compile::load_layers(&inputs, &opts).unwrap();
+    let policy = merge::merge(&layers);
+    let ir = compile::lower_for(&policy, &opts, Os::host()).unwrap().ir;
+    sbx::lint::lint(&ir, &policy, &layers, reports, false)
+}
+
+fn lint(h: &Host, text: &str) -> Vec<Diagnostic> {
+    lint_layers(h, &[("p.toml", text)], &[])
+}
+
+fn with<'a>(d: &'a [Diagnostic], code: &str) -> Vec<&'a Diagnostic> {
+    d.iter().filter(|d| d.code == code).collect()
+}
+
+const CARVE: &str =
+    "[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \".git\"\nread = true\n";
+
+fn line(rule: &str, target: &str, status: Status, reason: &str) -> Precision {
+    Precision {
+        rule: rule.into(),
+        target: target.into(),
+        status,
+        reason: reason.into(),
+    }
+}
+
+#[test]
+fn carve_out_from_precision_reports() {
+    let h = Host::new();
+    let landlock =
+        "narrower rule under a broader one cannot be expressed in Landlock (rights are additive)";
+    let reports = [
+        line("fs[1] (p.toml:6:1)", "linux", Status::Wider, landlock),
+        line(
+            "fs[1] (p.toml:6:1)",
+            "landlockconfig",
+            Status::Wider,
+            landlock,
+        ),
+        line(
+            "fs[1] (p.toml:6:1)",
+            "windows",
+            Status::Wider,
+            "no per-path filesystem enforcement",
+        ),
+        line("fs[1] (p.toml:6:1)", "macos", Status::Exact, "subpath rule"),
+        line("fs[1] (p.toml:6:1)", "ir", Status::Wider, "lowering note"),
+        // A top-level rule is not a carve-out, whatever the target says.
+        line(
+            "fs[0] (p.toml:1:1)",
+            "windows",
+            Status::Wider,
+            "no per-path filesystem enforcement",
+        ),
+    ];
+    let d = lint_layers(&h, &[("p.toml", CARVE)], &reports);
+    let carve = with(&d, codes::CARVE_OUT);
+    assert_eq!(carve.len(), 2, "{carve:#?}");
+    assert!(carve[0]
+        .message
+        .contains("fs[1] (p.toml:6:1) narrows its parent fs[0] (p.toml:1:1)"));
+    assert!(
+        carve[0]
+            .message
+            .contains("linux, landlockconfig grants more than the policy"),
+        "{}",
+        carve[0].message
+    );
+    assert!(carve[1].message.starts_with("fs[1]") && carve[1].message.contains("windows"));
+    assert!(carve.iter().all(|c| c.location.as_ref().unwrap().line == 6));
+    // No report, no lint.
+    assert!(with(&lint(&h, CARVE), codes::CARVE_OUT).is_empty());
+}
+
+#[test]
+fn sensitive_paths_directly_and_through_ancestors() {
+    let h = Host::new();
+    let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n");
+    let s = with(&d, codes::SENSITIVE);
+    assert_eq!(s.len(), 1);
+    for p in ["~/.ssh/", "~/.aws/credentials", "~/.kube/config", "**/.env"] {
+        assert!(s[0].message.contains(p), "{p}: {}", s[0].message);
+    }
+    assert_eq!(s[0].location.as_ref().unwrap().line, 1);
+
+    // A more specific rule decides ~/.ssh: the home grant no longer reaches
+    // it, the nested rule does, directly.
+    let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n\n[[fs]]\npath = \"~/.ssh/config\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nexecute = true\n");
+    let s = with(&d, codes::SENSITIVE);
+    let home = s.iter().find(|d| d.message.starts_with("fs[0]")).unwrap();
+    assert!(!home.message.contains("~/.ssh/"), "{}", home.message);
+    assert!(home.message.contains("~/.gnupg/"));
+    let ssh = s.iter().find(|d| d.message.starts_with("fs[2]")).unwrap();
+    assert!(
+        ssh.message.contains("is inside the sensitive path ~/.ssh/"),
+        "{}",
+        ssh.message
+    );
+    assert!(s.iter().any(|d| d.message.starts_with("fs[1]")
+        && d.message.contains("inside the sensitive path ~/.ssh/")));
+
+    // User globs extend the list; a file cannot contain `**/.env`.
+    std::fs::write(h.home.join(".gitconfig"), "").unwrap();
+    let d = lint(&h, "sensitive_paths = [\"~/.myapp/*/token\"]\n\n[[fs]]\npath = \"~/.myapp/prod\"\nread = true\n\n[[fs]]\npath = \"~/.gitconfig\"\nread = true\n");
+    let s = with(&d, codes::SENSITIVE);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    assert!(
+        s[0].message
+            .contains("contains the sensitive path **/.env, **/.env.*, ~/.myapp/*/token"),
+        "{}",
+        s[0].message
+    );
+
+    // Preset grants are sbx's own; the default policy is not flagged.
+    assert!(with(&lint(&h, "version = 1\n"), codes::SENSITIVE).is_empty());
+}
+
+#[test]
+fn exfiltration_needs_every_port() {
+    let h = Host::new();
+    let base = "[[fs]]\npath = \"~/.aws/credentials\"\nread = true\n\n";
+    let d = lint(&h, &format!("{base}[[net]]\nhost = \"api.example.com\"\n"));
+    let e = with(&d, codes::EXFILTRATION);
+    assert_eq!(
+        e.len(),
+        1,
+        "a host without a port opens every port to the kernel"
+    );
+    assert!(e[0].message.contains("~/.aws/credentials"));
+    assert_eq!(e[0].location.as_ref().unwrap().line, 5);
+    let d = lint(&h, &format!("{base}[[net]]\nhost = \"*\"\nport = 443\n"));
+    assert!(with(&d, codes::EXFILTRATION).is_empty());
+    let d = lint(
+        &h,
+        "[[fs]]\npath = \"~/.aws/credentials\"\nwrite = true\n\n[[net]]\n",
+    );
+    assert!(
+        with(&d, codes::EXFILTRATION).is_empty(),
+        "no read, nothing to send"
+    );
+}
+
+#[test]
+fn duplicates_only_within_a_file() {
+    let h = Host::new();
+    let a = "[[fs]]\npath = \"src\"\nread = true\n";
+    let b = "[[fs]]\npath = \"./src/\"\nread = true\nwrite = true\n";
+    let d = lint_layers(&h, &[("a.toml", a), ("b.toml", b)], &[]);
+    assert!(
+        with(&d, codes::DUPLICATE).is_empty(),
+        "overriding across layers is what layers are for"
+    );
+    let d = lint(
+        &h,
+        &format!("{a}\n{b}\n[[net]]\nport = 1\n[[net]]\nport = 1\n[[net]]\nport = 2\n"),
+    );
+    let dup = with(&d, codes::DUPLICATE);
+    assert_eq!(dup.len(), 2, "{dup:#?}");
+    assert!(dup[0].message.contains("fs[1] names") && dup[0].message.contains("like fs[0]"));
+    assert_eq!(dup[0].location.as_ref().unwrap().line, 5);
+    assert!(dup[1].message.contains("net[1] repeats net[0]"));
+}
+
+#[test]
+fn broad_writes() {
+    let h = Host::new();
+    let d = lint(&h, "[[fs]]\npath = \"/\"\nread = true\ncreate = true\n");
+    let b = with(&d, codes::BROAD_WRITE);
+    assert_eq!(b.len(), 1);
+    assert!(b[0]
+        .message
+        .contains("the root directory (/) writable: create"));
+    assert!(with(
+        &lint(&h, "[[fs]]\npath = \"/\"\nread = true\n"),
+        codes::BROAD_WRITE
+    )
+    .is_empty());
+    let parent = h.home.parent().unwrap().to_str().unwrap().to_string();
+    let d = lint(&h, &format!("[[fs]]\npath = \"{parent}\"\nupdate = true\n"));
+    assert!(with(&d, codes::BROAD_WRITE)[0]
+        .message
+        .contains("an ancestor of the home directory"));
+    // The default policy on a workspace that is the home directory.
+    let mut opts = h.compile_options();
+    opts.workspace = opts.home.clone();
+    let d = sbx::lint::check(
+        &Inputs::from_text("p.toml", "version = 1\n"),
+        &opts,
+        &Default::default(),
+    )
+    .unwrap();
+    let b = with(&d, codes::BROAD_WRITE);
+    assert_eq!(b.len(), 1);
+    assert!(b[0]
+        .message
+        .starts_with("default policy makes the home directory"));
+    assert!(b[0].location.is_none());
+}
+
+#[test]
+fn redundant_and_missing() {
+    let h = Host::new();
+    let d = lint(&h, "[[fs]]\npath = \".\"\nread = true\n\n[[fs]]\npath = \"src\"\nread = true\n\n[[fs]]\npath = \".git\"\nread = true\nexecute = true\n\n[[fs]]\npath = \"~/.cargo\"\nread = true\nexecute = true\n");
+    let r = with(&d, codes::REDUNDANT);
+    assert_eq!(r.len(), 1, "{r:#?}");
+    assert!(r[0].message.starts_with("fs[1]"));
+    assert!(with(&d, codes::PATH_MISSING)
+        .iter()
+        .all(|m| m.message.starts_with("fs[3]")));
+    let d = lint(&h, "[[fs]]\npath = \"nope\"\nread = true\n");
+    let m = with(&d, codes::PATH_MISSING);
+    assert_eq!(m.len(), 1);
+    assert!(m[0]
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("Landlock drops the rule"));
+}
+
+#[test]
+fn cooperative_notes() {
+    let h = Host::new();
+    let d = lint(&h, "[[net]]\nhost = \"a.example\"\nport = 8443\n\n[[net]]\nport = 80\n\n[[net]]\nhost = \"b.example\"\nallow = false\n");
+    let c = with(&d, codes::COOPERATIVE);
+    assert_eq!(c.len(), 2, "a port-only rule is enforced exactly: {c:#?}");
+    assert!(c[0]
+        .message
+        .contains("host \"a.example\" is cooperative only"));
+    assert!(c[0]
+        .message
+        .contains("TCP port 8443 is allowed, to any host"));
+    assert!(c[1]
+        .message
+        .contains("a deny rule with host \"b.example\" is cooperative only"));
+    assert!(c.iter().all(|d| d.severity == sbx::diag::Severity::Note));
+}
