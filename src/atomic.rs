@@ -70,6 +70,12 @@ fn claim(p: &Path, mode: u32) -> io::Result<Option<File>> {
         // over its target: then it is no longer the temp file.
         match std::fs::symlink_metadata(p) {
             Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                // A leftover keeps its mode: never looser than asked.
+                let perm = held.mode() & 0o7777;
+                if perm & !mode != 0 {
+                    use std::os::unix::fs::PermissionsExt;
+                    f.set_permissions(std::fs::Permissions::from_mode(perm & mode))?;
+                }
                 f.set_len(0)?;
                 return Ok(Some(f));
             }
@@ -111,8 +117,18 @@ mod tests {
         replace(&p, b"old", 0o644).unwrap();
         // A writer killed mid-write left the fixed temp behind, half full.
         std::fs::write(d.path().join(".out.json.sbx.tmp"), b"half of a longer text").unwrap();
-        replace(&p, b"new", 0o644).unwrap();
+        replace(&p, b"new", 0o600).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(
+                mode & !0o600,
+                0,
+                "a leftover's looser mode survived: {mode:o}"
+            );
+        }
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "{left:?}");
     }
