@@ -2,6 +2,8 @@
 //! compiled in portable mode so the snapshots do not depend on this
 //! machine. Each artifact must also be accepted by the loader's parser.
 
+mod common;
+
 use camino::Utf8PathBuf;
 use sbx::back::landlock::{self, check_config, LandlockConfig};
 use sbx::compile::{self, Inputs, Options};
@@ -17,44 +19,10 @@ fn options(tool: Option<&str>) -> Options {
     }
 }
 
-/// (snapshot name, fixture files relative to the crate, --tool)
-fn fixtures() -> Vec<(String, Vec<String>, Option<&'static str>)> {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let mut names: Vec<String> = std::fs::read_dir(format!("{root}/fixtures"))
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".toml").map(String::from)
-        })
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for n in names {
-        let file = vec![format!("fixtures/{n}.toml")];
-        if n == "rfd075" {
-            // Written for `--tool NAME`; one snapshot per tool.
-            for tool in ["cargo_check", "my_script"] {
-                out.push((format!("{n}-{tool}"), file.clone(), Some(tool)));
-            }
-        } else {
-            out.push((n, file, None));
-        }
-    }
-    out.push((
-        "layers".into(),
-        ["base", "team", "local"]
-            .iter()
-            .map(|l| format!("fixtures/layers/{l}.toml"))
-            .collect(),
-        None,
-    ));
-    out
-}
-
 #[test]
 fn linux_artifacts_for_every_fixture() {
     let root = env!("CARGO_MANIFEST_DIR");
-    for (name, files, tool) in fixtures() {
+    for common::Case { name, files, tool } in common::fixture_cases() {
         let inputs = Inputs {
             sources: files
                 .iter()
@@ -64,7 +32,7 @@ fn linux_artifacts_for_every_fixture() {
                 })
                 .collect(),
         };
-        let opts = options(tool);
+        let opts = options(tool.as_deref());
         let (policy, _) =
             compile::load(&inputs, &opts).unwrap_or_else(|f| panic!("{name}: {:?}", f.diagnostics));
         let lowered = compile::lower_for(&policy, &opts, Os::Linux)

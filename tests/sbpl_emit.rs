@@ -2,6 +2,8 @@
 //! machine-independent), escaping of hostile names, refusals, the network
 //! mapping and the precision report.
 
+mod common;
+
 use sbx::back::sbpl::{emit, emit_with, Meta, Options as EmitOptions};
 use sbx::compile::{compile, load, lower_for, Inputs, Options, Target};
 use sbx::ir::{Access, Grant, Ir, Os, PathKind, Source, Status};
@@ -35,30 +37,9 @@ fn text_of(toml: &str, portable: bool) -> (Ir, String) {
 
 #[test]
 fn sbpl_snapshots_of_every_fixture() {
-    // (snapshot name, policy files, --tool)
-    let mut cases: Vec<(String, Vec<String>, Option<&str>)> = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir("fixtures")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    for n in &names {
-        let file = vec![format!("fixtures/{n}.toml")];
-        if n == "rfd075" {
-            for tool in ["cargo_check", "my_script"] {
-                cases.push((format!("{n}-{tool}"), file.clone(), Some(tool)));
-            }
-        } else {
-            cases.push((n.clone(), file, None));
-        }
-    }
-    let layers = ["base", "team", "local"].map(|l| format!("fixtures/layers/{l}.toml"));
-    cases.push(("layers".into(), layers.to_vec(), None));
-    for (name, files, tool) in cases {
+    for common::Case { name, files, tool } in common::fixture_cases() {
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
-        let ir = lower(&inputs(&files), tool, true);
+        let ir = lower(&inputs(&files), tool.as_deref(), true);
         let text = emit(&ir).unwrap_or_else(|e| panic!("{name}: {e}")).text;
         insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!(format!("sbpl__{name}"), text);

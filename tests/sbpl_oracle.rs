@@ -4,6 +4,8 @@
 //! and every file operation. The profile must also read back with no
 //! validation finding at all.
 
+mod common;
+
 use proptest::prelude::*;
 use sbx::back::sbpl::Meta;
 use sbx::compile::{load, lower_for, Inputs, Options};
@@ -248,50 +250,6 @@ fn probes(ir: &Ir, extra: &[String]) -> BTreeSet<String> {
     out
 }
 
-struct Fixture {
-    name: String,
-    files: Vec<String>,
-    tool: Option<&'static str>,
-}
-
-fn fixtures() -> Vec<Fixture> {
-    let mut out = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir("fixtures")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    names.sort();
-    for p in names {
-        let stem = p.file_stem().unwrap().to_str().unwrap().to_string();
-        let file = p.to_str().unwrap().to_string();
-        if stem == "rfd075" {
-            for tool in ["cargo_check", "my_script"] {
-                out.push(Fixture {
-                    name: format!("{stem}-{tool}"),
-                    files: vec![file.clone()],
-                    tool: Some(tool),
-                });
-            }
-        } else {
-            out.push(Fixture {
-                name: stem,
-                files: vec![file],
-                tool: None,
-            });
-        }
-    }
-    out.push(Fixture {
-        name: "layers".into(),
-        files: ["base", "team", "local"]
-            .iter()
-            .map(|l| format!("fixtures/layers/{l}.toml"))
-            .collect(),
-        tool: None,
-    });
-    out
-}
-
 fn read(files: &[String]) -> Inputs {
     let paths: Vec<camino::Utf8PathBuf> = files.iter().map(|f| f.into()).collect();
     Inputs::read(&paths).unwrap_or_else(|f| panic!("{:?}", f.diagnostics))
@@ -315,10 +273,10 @@ fn assert_agrees(name: &str, ir: &Ir, text: &str) {
 fn sbpl_every_fixture_means_what_the_ir_means() {
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path().to_str().unwrap().to_string();
-    for f in fixtures() {
+    for f in common::fixture_cases() {
         let inputs = read(&f.files);
         for portable in [false, true] {
-            let (ir, text) = compile(&inputs, f.tool, portable, &ws);
+            let (ir, text) = compile(&inputs, f.tool.as_deref(), portable, &ws);
             assert_agrees(&format!("{} (portable: {portable})", f.name), &ir, &text);
         }
     }
