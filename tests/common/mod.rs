@@ -124,33 +124,6 @@ pub fn malformed_args(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// Whether every back end is built into this sbx (`check` can only pass
-/// when they are; until then it reports SBX013 for the missing ones).
-pub fn all_back_ends_built() -> bool {
-    let inputs = sbx::Inputs::from_text("p.toml", "version = 1\n");
-    let opts = sbx::Options {
-        portable: true,
-        ..Default::default()
-    };
-    sbx::compile(&inputs, &sbx::Target::ALL, &opts).is_ok()
-}
-
-/// The errors that only say a back end is missing from this build.
-pub fn only_missing_back_ends(diags: &serde_json::Value) -> bool {
-    diags["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["severity"] == "error")
-        .all(|d| {
-            d["code"] == "SBX013"
-                && d["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("not built into this sbx")
-        })
-}
-
 /// A machine-independent host for CLI tests (lint, explain): a workspace,
 /// a home and a PATH of fake programs in one temp dir, redacted to `[TMP]`.
 pub struct Host {
