@@ -2,6 +2,9 @@
 # The whole test suite: format, lints, cross-target type checks, tests.
 set -euo pipefail
 cd "$(dirname "$0")"
+# CI may start us with stdin closed; cargo then hands whatever file lands
+# on descriptor 0 to its rustc probe (`rustc -`), which fails to parse it.
+exec </dev/null
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo check --target x86_64-apple-darwin --all-targets
