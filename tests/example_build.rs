@@ -21,8 +21,7 @@ use sbx::Target;
 #[test]
 fn generates_every_target_in_portable_mode() {
     let out = tempfile::tempdir().unwrap();
-    let skipped = generate::generate(&root().join("fixtures/minimal.toml"), out.path()).unwrap();
-    assert!(skipped.is_empty(), "{skipped:?}");
+    generate::generate(&root().join("fixtures/minimal.toml"), out.path()).unwrap();
     for t in Target::ALL {
         let text = std::fs::read_to_string(out.path().join(t.file_name())).unwrap();
         assert!(!text.is_empty(), "{}", t.name());
@@ -53,6 +52,28 @@ fn invalid_policy_fails_with_the_check_report() {
     assert!(err.contains("error[SBX004]"), "{err}");
     assert!(err.contains('^'), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A target that cannot honour `enforcement = "required"` fails the whole
+/// generation, naming the target, and no artifact is written: no empty or
+/// partial profile set reaches a build.
+#[test]
+fn a_target_that_cannot_honour_required_fails_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    // Landlock cannot make `.git` read-only inside a writable workspace.
+    std::fs::write(
+        &policy,
+        "version = 1\nenforcement = \"required\"\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \".git\"\nread = true\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let err = generate::generate(&policy, &out).unwrap_err();
+    assert!(err.contains("target linux:"), "{err}");
+    assert!(err.contains(".git"), "{err}");
+    assert!(!err.contains("target macos:"), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
 }
 
 /// Build and run the standalone crate exactly as a user would.

@@ -4,13 +4,11 @@
 
 /// Compile `policy` for every target in portable mode and write each
 /// artifact into `out_dir` under its usual file name (`profile.sb`,
-/// `linux.json`, ...). An invalid policy is an error (the human report);
-/// a target this build of sbx cannot produce gets an empty file and is
-/// returned with the reason, so the caller can warn.
-pub fn generate(
-    policy: &std::path::Path,
-    out_dir: &std::path::Path,
-) -> Result<Vec<(sbx::Target, String)>, String> {
+/// `linux.json`, ...). An invalid policy, or a target that cannot honour
+/// it (`enforcement = "required"` with a rule the target cannot express),
+/// is an error carrying the human report, and then nothing is written: a
+/// build must not ship a profile set with a hole in it.
+pub fn generate(policy: &std::path::Path, out_dir: &std::path::Path) -> Result<(), String> {
     use sbx::compile::{self, Inputs, Options, Target};
 
     let text = std::fs::read_to_string(policy)
@@ -27,21 +25,23 @@ pub fn generate(
         portable: true,
         ..Options::default()
     };
-    if let Err(f) = compile::load(&inputs, &opts) {
-        return Err(sbx::diag::render_human(&f.diagnostics, &inputs.files(), false));
-    }
-    let mut skipped = Vec::new();
+    let mut artifacts = Vec::new();
+    let mut report = String::new();
     for target in Target::ALL {
-        let path = out_dir.join(target.file_name());
-        let text = match compile::compile(&inputs, &[target], &opts) {
-            Ok(out) => out.artifacts[0].text.clone(),
+        match compile::compile(&inputs, &[target], &opts) {
+            Ok(mut out) => artifacts.push((target, out.artifacts.swap_remove(0).text)),
             Err(f) => {
-                let why: Vec<String> = f.diagnostics.iter().map(|d| d.message.clone()).collect();
-                skipped.push((target, why.join("; ")));
-                String::new()
+                let text = sbx::diag::render_human(&f.diagnostics, &inputs.files(), false);
+                report.push_str(&format!("target {}:\n{text}", target.name()));
             }
-        };
+        }
+    }
+    if !report.is_empty() {
+        return Err(report);
+    }
+    for (target, text) in artifacts {
+        let path = out_dir.join(target.file_name());
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
-    Ok(skipped)
+    Ok(())
 }
