@@ -2,8 +2,7 @@
 # The whole test suite: format, lints, cross-target type checks, tests.
 set -euo pipefail
 cd "$(dirname "$0")"
-# CI may start us with stdin closed; cargo then hands whatever file lands
-# on descriptor 0 to its rustc probe (`rustc -`), which fails to parse it.
+# Nothing in the suite reads the terminal.
 exec </dev/null
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings

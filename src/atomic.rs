@@ -6,6 +6,12 @@
 //! writers killed mid-write leave at most that one file behind (the next
 //! writer reuses it) instead of one per process. A second writer while the
 //! name is held (or a name someone else owns) gets a unique name instead.
+//!
+//! A symlink is followed to the file it names, so the link survives. A
+//! device, pipe or socket (`-o /dev/null`, `-o /dev/stdout`, a FIFO) is
+//! written in place: it holds no old content to protect, and renaming over
+//! it would replace the node itself (as root: `/dev/null` with a regular
+//! file, which then hands its content to every reader).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -13,6 +19,25 @@ use std::path::{Path, PathBuf};
 
 /// Replace `path` with `bytes`; a new file gets `mode` (Unix permissions).
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(p) => {
+                resolved = p;
+                resolved.as_path()
+            }
+            // A dangling link is replaced, never written through: its
+            // target could be anywhere.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => path,
+            Err(e) => return Err(e),
+        },
+        _ => path,
+    };
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() && !m.is_dir() {
+            return OpenOptions::new().write(true).open(path)?.write_all(bytes);
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -131,6 +156,67 @@ mod tests {
         }
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_pipes_are_written_in_place_and_links_followed() {
+        use std::os::unix::fs::FileTypeExt;
+        let d = tempfile::tempdir().unwrap();
+        // A FIFO (what `-o /dev/stdout` is under a pipe): still a FIFO
+        // afterwards, and the reader got the bytes.
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || tx.send(std::fs::read(fifo).unwrap()));
+        }
+        // Through a symlink, as /dev/stdout -> /proc/self/fd/1 is.
+        let link = d.path().join("stdout");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        replace(&link, b"through the pipe", 0o644).unwrap();
+        // A reader never fed means the FIFO was replaced: fail, not hang.
+        let got = rx.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(got.unwrap(), b"through the pipe");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A null device node of our own (mknod needs root: CI and this
+        // machine run as root; elsewhere the FIFO case covers the path).
+        let null = d.path().join("null");
+        let c = std::ffi::CString::new(null.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; makedev of /dev/null's numbers.
+        if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } == 0 {
+            replace(&null, b"gone", 0o644).unwrap();
+            let m = std::fs::symlink_metadata(&null).unwrap();
+            assert!(m.file_type().is_char_device(), "{m:?}");
+        }
+        // A link to a regular file: the file is replaced, the link stays.
+        let real = d.path().join("real.json");
+        std::fs::write(&real, b"old").unwrap();
+        let alias = d.path().join("alias.json");
+        std::os::unix::fs::symlink(&real, &alias).unwrap();
+        replace(&alias, b"new", 0o644).unwrap();
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert!(std::fs::symlink_metadata(&alias)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A dangling link is replaced by the file; its target is not made.
+        let dangling = d.path().join("dangling");
+        let nowhere = d.path().join("nowhere");
+        std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+        replace(&dangling, b"here", 0o644).unwrap();
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_file());
+        assert!(!nowhere.exists());
     }
 
     #[cfg(unix)]

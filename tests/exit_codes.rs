@@ -273,6 +273,49 @@ fn successful_compile_replaces_output_atomically() {
     assert_eq!(listing(dir.path()), ["ir.json"]);
 }
 
+/// `-o` onto a device node (a private copy of /dev/null's) writes into it
+/// and leaves the node a device: renaming a temp file over it, as an
+/// ordinary output is replaced, would turn the real /dev/null into a
+/// regular file when run as root.
+#[cfg(unix)]
+#[test]
+fn output_onto_a_device_keeps_the_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let null = dir.path().join("null");
+    let c = std::ffi::CString::new(null.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; /dev/null's device numbers.
+    if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } != 0 {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "mknod failed in CI"
+        );
+        eprintln!("skipped: mknod needs root");
+        return;
+    }
+    let link = dir.path().join("stdout");
+    std::os::unix::fs::symlink(&null, &link).unwrap();
+    for out in [&null, &link] {
+        let r = sbx(&[
+            "compile",
+            VALID,
+            "--target",
+            "ir",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let m = std::fs::symlink_metadata(&null).unwrap();
+        assert!(m.file_type().is_char_device(), "{m:?}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    assert_eq!(listing(dir.path()), ["null", "stdout"]);
+}
+
 #[test]
 fn target_all_writes_every_artifact_or_fails() {
     let dir = tempfile::tempdir().unwrap();
