@@ -415,7 +415,71 @@ impl Status {
     }
 }
 
+impl Roots {
+    /// Portable mode's roots: `${WORKSPACE}`, `${HOME}`, `${TMPDIR}`.
+    pub fn portable() -> Roots {
+        Roots {
+            workspace: format!("${{{WORKSPACE_PARAM}}}"),
+            home: format!("${{{HOME_PARAM}}}"),
+            temp: format!("${{{TEMP_PARAM}}}"),
+        }
+    }
+}
+
+impl Net {
+    /// No network of any kind.
+    pub fn none() -> Net {
+        Net {
+            connect: Ports::None,
+            bind: Ports::None,
+            other_protocols: false,
+            dns: false,
+            rules: Vec::new(),
+        }
+    }
+}
+
+impl Env {
+    /// The variables every child gets on `os` (when set), and no others.
+    pub fn minimal(os: Os) -> Env {
+        use crate::runtime::env::{MINIMAL, MINIMAL_WINDOWS};
+        let extra: &[&str] = if os == Os::Windows {
+            MINIMAL_WINDOWS
+        } else {
+            &[]
+        };
+        Env {
+            minimal: MINIMAL.iter().chain(extra).map(|s| s.to_string()).collect(),
+            allow: Vec::new(),
+        }
+    }
+}
+
 impl Ir {
+    /// What a policy that grants nothing lowers to: no paths, no network,
+    /// the minimal environment, any command, no limits. The starting point
+    /// for an IR built by hand (tools, tests); set the fields to grant.
+    pub fn deny_all(os: Os, mode: PathMode, roots: Roots) -> Ir {
+        Ir {
+            sbx: FORMAT_VERSION,
+            policy_hash: String::new(),
+            enforcement: Enforcement::BestEffort,
+            mode,
+            os,
+            roots,
+            fs: Vec::new(),
+            net: Net::none(),
+            env: Env::minimal(os),
+            commands: None,
+            limits: Limits::default(),
+            sensitive_paths: Vec::new(),
+            macos: MacosExtras::default(),
+            linux: LinuxExtras::default(),
+            windows: WindowsExtras::default(),
+            precision: Vec::new(),
+        }
+    }
+
     /// Most-specific-wins: the grant whose path is the longest
     /// component-wise prefix of `path` decides. `path` must be absolute and
     /// normalised the same way the grants are.

@@ -77,16 +77,7 @@ fn wine() -> Option<&'static Wine> {
 
 fn ir() -> Ir {
     Ir {
-        sbx: 1,
         policy_hash: "sha256:0123456789abcdef".into(),
-        enforcement: Enforcement::BestEffort,
-        mode: PathMode::Portable,
-        os: Os::Windows,
-        roots: Roots {
-            workspace: "${WORKSPACE}".into(),
-            home: "${HOME}".into(),
-            temp: "${TMPDIR}".into(),
-        },
         fs: vec![Grant {
             path: "${WORKSPACE}".into(),
             access: Access::READ_WRITE,
@@ -95,26 +86,11 @@ fn ir() -> Ir {
             aliases: vec![],
             external: None,
         }],
-        net: Net {
-            connect: Ports::None,
-            bind: Ports::None,
-            other_protocols: false,
-            dns: false,
-            rules: vec![],
-        },
         env: Env {
-            minimal: ["PATH", "HOME", "USER", "LANG", "LC_*"]
-                .map(String::from)
-                .to_vec(),
             allow: vec!["AWS_*".into()],
+            ..Env::minimal(Os::Windows)
         },
-        commands: None,
-        limits: Limits::default(),
-        sensitive_paths: vec![],
-        macos: MacosExtras::default(),
-        linux: LinuxExtras::default(),
-        windows: WindowsExtras::default(),
-        precision: vec![],
+        ..Ir::deny_all(Os::Windows, PathMode::Portable, Roots::portable())
     }
 }
 

@@ -778,16 +778,7 @@ mod tests {
 
     pub(crate) fn base() -> Ir {
         Ir {
-            sbx: 1,
             policy_hash: "sha256:00ff".into(),
-            enforcement: Enforcement::BestEffort,
-            mode: PathMode::Portable,
-            os: Os::Windows,
-            roots: Roots {
-                workspace: "${WORKSPACE}".into(),
-                home: "${HOME}".into(),
-                temp: "${TMPDIR}".into(),
-            },
             fs: vec![Grant {
                 path: "${WORKSPACE}".into(),
                 access: Access::READ_WRITE,
@@ -796,24 +787,11 @@ mod tests {
                 aliases: vec![],
                 external: None,
             }],
-            net: Net {
-                connect: Ports::None,
-                bind: Ports::None,
-                other_protocols: false,
-                dns: false,
-                rules: vec![],
-            },
             env: Env {
                 minimal: vec!["PATH".into(), "HOME".into()],
                 allow: vec!["AWS_*".into()],
             },
-            commands: None,
-            limits: Limits::default(),
-            sensitive_paths: vec![],
-            macos: MacosExtras::default(),
-            linux: LinuxExtras::default(),
-            windows: WindowsExtras::default(),
-            precision: vec![],
+            ..Ir::deny_all(Os::Windows, PathMode::Portable, Roots::portable())
         }
     }
 

@@ -70,11 +70,7 @@ struct Ctx<'a> {
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let resolve = !opts.portable && opts.os == Os::host();
     let roots = if opts.portable {
-        ir::Roots {
-            workspace: format!("${{{}}}", ir::WORKSPACE_PARAM),
-            home: format!("${{{}}}", ir::HOME_PARAM),
-            temp: format!("${{{}}}", ir::TEMP_PARAM),
-        }
+        ir::Roots::portable()
     } else {
         let fix = |p: &str| root_path(p, opts.os, resolve);
         ir::Roots {
@@ -772,17 +768,6 @@ fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
 }
 
 fn lower_env(policy: &Policy, os: Os) -> ir::Env {
-    let mut minimal: Vec<String> = crate::runtime::env::MINIMAL
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    if os == Os::Windows {
-        minimal.extend(
-            crate::runtime::env::MINIMAL_WINDOWS
-                .iter()
-                .map(|s| s.to_string()),
-        );
-    }
     let mut allow: Vec<String> = policy
         .env
         .iter()
@@ -791,7 +776,10 @@ fn lower_env(policy: &Policy, os: Os) -> ir::Env {
         .collect();
     allow.sort();
     allow.dedup();
-    ir::Env { minimal, allow }
+    ir::Env {
+        allow,
+        ..ir::Env::minimal(os)
+    }
 }
 
 #[cfg(test)]

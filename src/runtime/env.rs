@@ -65,8 +65,8 @@ mod tests {
 
     fn env(allow: &[&str]) -> ir::Env {
         ir::Env {
-            minimal: MINIMAL.iter().map(|s| s.to_string()).collect(),
             allow: allow.iter().map(|s| s.to_string()).collect(),
+            ..ir::Env::minimal(ir::Os::Linux)
         }
     }
 

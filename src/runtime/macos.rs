@@ -218,16 +218,7 @@ pub fn plan_artifact(text: &str, argv: &[OsString], opts: &RunOptions) -> Result
         }
         Some(Err(e)) => return Err(fail(format!("unreadable sbx-meta line: {e}"))),
         // A hand-written profile: the minimal environment, no limits.
-        None => (
-            ir::Env {
-                minimal: crate::runtime::env::MINIMAL
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
-                allow: Vec::new(),
-            },
-            Limits::default(),
-        ),
+        None => (ir::Env::minimal(ir::Os::Macos), Limits::default()),
     };
     let env = child_env(&env)?;
     let program = resolve_program(name, path_of(&env))?;

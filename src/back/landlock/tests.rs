@@ -3,38 +3,17 @@ use crate::ir::*;
 
 fn base(fs: Vec<Grant>) -> Ir {
     Ir {
-        sbx: FORMAT_VERSION,
         policy_hash: "sha256:0000".into(),
-        enforcement: Enforcement::BestEffort,
-        mode: PathMode::Resolved,
-        os: Os::Linux,
-        roots: Roots {
-            workspace: "/w".into(),
-            home: "/h".into(),
-            temp: "/t".into(),
-        },
         fs,
-        net: Net {
-            connect: Ports::None,
-            bind: Ports::None,
-            other_protocols: false,
-            dns: false,
-            rules: vec![],
-        },
-        env: Env {
-            minimal: crate::runtime::env::MINIMAL
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            allow: vec![],
-        },
-        commands: None,
-        limits: Limits::default(),
-        sensitive_paths: vec![],
-        macos: MacosExtras::default(),
-        linux: LinuxExtras::default(),
-        windows: WindowsExtras::default(),
-        precision: vec![],
+        ..Ir::deny_all(Os::Linux, PathMode::Resolved, roots())
+    }
+}
+
+fn roots() -> Roots {
+    Roots {
+        workspace: "/w".into(),
+        home: "/h".into(),
+        temp: "/t".into(),
     }
 }
 

@@ -24,39 +24,27 @@ fn grant(index: usize, path: &str, access: Access, kind: PathKind) -> Grant {
 }
 
 fn ir(mode: PathMode, fs: Vec<Grant>) -> Ir {
+    let roots = Roots {
+        workspace: "/w".into(),
+        home: "/h".into(),
+        temp: "/t".into(),
+    };
     Ir {
-        sbx: FORMAT_VERSION,
         policy_hash: "sha256:0000".into(),
-        enforcement: Enforcement::BestEffort,
-        mode,
-        os: Os::Linux,
-        roots: Roots {
-            workspace: "/w".into(),
-            home: "/h".into(),
-            temp: "/t".into(),
-        },
         fs,
         net: Net {
             connect: Ports::Some(vec![443]),
-            bind: Ports::None,
-            other_protocols: false,
-            dns: false,
-            rules: vec![],
+            ..Net::none()
         },
         env: Env {
             minimal: vec!["PATH".into(), "HOME".into()],
             allow: vec!["AWS_*".into()],
         },
-        commands: None,
         limits: Limits {
             cpu_time_s: Some(5),
             ..Limits::default()
         },
-        sensitive_paths: vec![],
-        macos: MacosExtras::default(),
-        linux: LinuxExtras::default(),
-        windows: WindowsExtras::default(),
-        precision: vec![],
+        ..Ir::deny_all(Os::Linux, mode, roots)
     }
 }
 
