@@ -512,9 +512,13 @@ pub fn path_within(path: &str, root: &str) -> bool {
     if root == "/" {
         return path.starts_with('/');
     }
+    // `\` separates only in Windows paths (`C:\x`, `\\srv\share`); in a
+    // Unix path it is an ordinary character of the name.
+    let windows = root.as_bytes().get(1) == Some(&b':') || root.starts_with("\\\\");
+    let sep = |c: char| c == '/' || (windows && c == '\\');
     match path.strip_prefix(root) {
         Some("") => true,
-        Some(rest) => rest.starts_with('/') || root.ends_with('/'),
+        Some(rest) => rest.starts_with(sep) || root.ends_with(sep),
         None => false,
     }
 }
@@ -530,6 +534,13 @@ mod tests {
         assert!(!path_within("/a/bc", "/a/b"));
         assert!(path_within("/x", "/"));
         assert!(!path_within("/a", "/a/b"));
+        // Windows paths separate with `\` too; Unix names may contain it.
+        assert!(path_within(r"C:\ws\src", r"C:\ws"));
+        assert!(path_within("C:/ws/src", "C:/ws"));
+        assert!(path_within(r"C:\x", r"C:\"));
+        assert!(!path_within(r"C:\wsx", r"C:\ws"));
+        assert!(path_within(r"\\srv\share\a", r"\\srv\share"));
+        assert!(!path_within(r"/w\evil", "/w"));
     }
 
     #[test]

@@ -468,3 +468,58 @@ fn appcontainer_unavailable_is_reported_or_refused() {
         assert!(r.stderr.contains("appcontainer"));
     }
 }
+
+/// `sbx.exe compile` in resolved mode on Windows: `std::fs::canonicalize`
+/// answers `\\?\Z:\...`; the IR must hold the plain drive paths that
+/// policies, approvals and `sbx explain` queries use.
+#[test]
+fn resolved_paths_on_windows_are_plain_drive_paths() {
+    let Some(e) = wine() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[fs]]\npath = \"src\"\nread = true\n\n[[fs]]\npath = \"~/x/y\"\nread = true\n",
+    )
+    .unwrap();
+    let out = Command::new("wine")
+        .arg(e.bin.join("sbx.exe"))
+        .args(["compile", "--target", "ir"])
+        .arg(win(&policy))
+        .current_dir(dir.path())
+        .env("WINEPREFIX", &e.prefix)
+        .env("WINEDEBUG", "-all")
+        .stdin(Stdio::null())
+        .output()
+        .expect("wine starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ir: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let ws = win(&std::fs::canonicalize(dir.path()).unwrap());
+    assert_eq!(ir["roots"]["workspace"], ws.as_str(), "{stdout}");
+    let src = format!("{ws}\\src");
+    assert!(
+        ir["fs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["path"] == src.as_str()),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains(r"\\\\?\\"),
+        "verbatim path in the IR: {stdout}"
+    );
+    // Lexical forms that differ only in separators or case are no aliases.
+    for g in ir["fs"].as_array().unwrap() {
+        for a in g["aliases"].as_array().into_iter().flatten() {
+            let a = a.as_str().unwrap();
+            assert!(!a.contains('/'), "alias {a} in {stdout}");
+        }
+    }
+}

@@ -238,8 +238,8 @@ fn target_path(path: &str, cwd: &str, home: &str) -> Result<String, Error> {
         path.to_string()
     };
     let p = std::path::Path::new(cwd).join(p);
-    let c =
-        std::fs::canonicalize(&p).map_err(|e| Error::Usage(format!("mount PATH {path}: {e}")))?;
+    let c = crate::lower::paths::realpath(&p)
+        .map_err(|e| Error::Usage(format!("mount PATH {path}: {e}")))?;
     c.to_str()
         .map(str::to_string)
         .ok_or_else(|| Error::Usage(format!("mount PATH {path} is not valid UTF-8")))
@@ -252,7 +252,7 @@ fn check_link(link: &str, name: &str, target: &str) -> Result<bool, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(e) => Err(Error::Io(format!("{link}: {e}"))),
         Ok(m) if m.file_type().is_symlink() => {
-            let now = std::fs::canonicalize(link)
+            let now = crate::lower::paths::realpath(std::path::Path::new(link))
                 .ok()
                 .and_then(|c| c.to_str().map(str::to_string));
             match now {

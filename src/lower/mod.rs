@@ -352,8 +352,20 @@ impl Ctx<'_> {
         let mut aliases = Vec::new();
         let (path, kind) = if self.resolve {
             let (canon, exists) = self.resolver.canonicalise(abs);
-            if canon != abs {
-                aliases.push(abs.to_string());
+            // Windows: `C:/x` and `c:\X` name the canonical `C:\x`; only a
+            // real difference (a junction, a link) is worth an alias.
+            let lexical = if self.windows() {
+                abs.replace('/', "\\")
+            } else {
+                abs.to_string()
+            };
+            let same = if self.windows() {
+                canon.eq_ignore_ascii_case(&lexical)
+            } else {
+                canon == lexical
+            };
+            if !same {
+                aliases.push(lexical);
             }
             let kind = if !exists {
                 PathKind::Missing

@@ -79,6 +79,45 @@ pub fn canonicalise(path: &str) -> (String, bool) {
     Resolver::default().canonicalise(path)
 }
 
+/// `realpath`, in the plain form policies use: Windows' verbatim prefix
+/// (`\\?\C:\x` from `std::fs::canonicalize`) is dropped where the path
+/// means the same without it, so resolved paths compare equal to the
+/// drive paths in policies, approvals and explain queries.
+pub fn realpath(p: &Path) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(p).map(|c| match c.to_str().and_then(plain_windows) {
+        Some(s) => PathBuf::from(s),
+        None => c,
+    })
+}
+
+/// `\\?\C:\x` → `C:\x`, `\\?\UNC\srv\share` → `\\srv\share`; `None` when
+/// the path has no verbatim prefix or needs it (a component the plain
+/// form would reinterpret: `.`, `..`, trailing dots or spaces, too long).
+fn plain_windows(s: &str) -> Option<String> {
+    let rest = s.strip_prefix(r"\\?\")?;
+    let plain = if let Some(unc) = rest.strip_prefix(r"UNC\") {
+        format!(r"\\{unc}")
+    } else if is_drive_path(rest) && rest[2..].starts_with('\\') {
+        rest.to_string()
+    } else {
+        return None;
+    };
+    let odd = |c: &str| {
+        let stem = c
+            .split('.')
+            .next()
+            .unwrap_or("")
+            .trim_end()
+            .to_ascii_uppercase();
+        let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+            || (stem.len() == 4
+                && (stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.as_bytes()[3].is_ascii_digit());
+        c == "." || c == ".." || c.ends_with('.') || c.ends_with(' ') || device
+    };
+    (plain.len() < 260 && !plain.split('\\').any(odd)).then_some(plain)
+}
+
 /// [`canonicalise`] with its `realpath` calls memoised, for one lowering:
 /// each rule was resolved twice (escape check, then grant), and rules
 /// under one missing directory resolved its parents again each time.
@@ -94,7 +133,7 @@ impl Resolver {
         if let Some(r) = self.realpath.get(key) {
             return r.clone();
         }
-        let r = std::fs::canonicalize(p).ok();
+        let r = realpath(p).ok();
         self.realpath.insert(key.to_vec(), r.clone());
         r
     }
@@ -157,6 +196,32 @@ pub fn macos_alias(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verbatim_windows_paths_become_plain_only_when_equivalent() {
+        let p = |s: &str| plain_windows(s);
+        assert_eq!(p(r"\\?\C:\Users\me\ws").as_deref(), Some(r"C:\Users\me\ws"));
+        assert_eq!(p(r"\\?\UNC\srv\share\x").as_deref(), Some(r"\\srv\share\x"));
+        // Not verbatim, or not a drive or UNC path: left alone.
+        assert_eq!(p(r"C:\x"), None);
+        assert_eq!(p("/usr/bin"), None);
+        assert_eq!(p(r"\\?\Volume{1234}\x"), None);
+        assert_eq!(p(r"\\?\C:"), None);
+        // The plain form would mean something else: keep the prefix.
+        for s in [
+            r"\\?\C:\x\dots.",
+            r"\\?\C:\x\space ",
+            r"\\?\C:\x\..",
+            r"\\?\C:\x\NUL",
+            r"\\?\C:\x\com1.txt",
+            r"\\?\C:\x\Lpt9",
+        ] {
+            assert_eq!(p(s), None, "{s}");
+        }
+        assert_eq!(p(r"\\?\C:\x\console").as_deref(), Some(r"C:\x\console"));
+        let long = format!(r"\\?\C:\{}", "a".repeat(300));
+        assert_eq!(p(&long), None);
+    }
 
     #[test]
     fn normalising() {
