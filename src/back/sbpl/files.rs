@@ -47,8 +47,6 @@ const EXTRA_OPS: &[&str] = &[
 /// The filesystem part of the profile.
 #[derive(Debug, Default)]
 pub(super) struct Files {
-    /// Deny/allow pairs per grant, shallow first.
-    pub grants: Vec<Rule>,
     /// Execute (and read, for `#!` scripts) of the sandboxed program.
     pub program: Option<Rule>,
     /// Directories above granted paths: `stat` must work on them for
@@ -115,7 +113,13 @@ impl Unique {
     }
 }
 
-pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
+/// `grant` takes the deny/allow pairs per grant, shallow first, as they are
+/// built: they are most of a profile, so they are never all held at once.
+pub(super) fn build(
+    ir: &Ir,
+    program: &[String],
+    mut grant: impl FnMut(&Rule) -> Result<(), EmitError>,
+) -> Result<Files, EmitError> {
     let mut nodes = Vec::with_capacity(ir.fs.len());
     for g in &ir.fs {
         let label = g.source.label();
@@ -230,12 +234,12 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
                 filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
                 filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
             }
-            out.grants.push(Rule {
+            grant(&Rule {
                 allow: false,
                 ops: deny_ops(lost, access, spell),
                 filters: filters.list,
                 comment: comment.take(),
-            });
+            })?;
         }
         if !access.is_empty() {
             let m = if n.grant.kind == PathKind::File {
@@ -247,12 +251,12 @@ pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
             for s in &n.spellings {
                 filters.push(filter(m, s).map_err(node_err(n))?);
             }
-            out.grants.push(Rule {
+            grant(&Rule {
                 allow: true,
                 ops: allow_ops(access, spell),
                 filters: filters.list,
                 comment,
-            });
+            })?;
         }
     }
 

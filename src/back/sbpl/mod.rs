@@ -83,7 +83,11 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 
 pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
     let precision = precision::report(ir);
-    let fs = files::build(ir, &opts.program)?;
+    // The grants are rendered as they are built, into what becomes the
+    // whole text; the rest, computed after them as before (so errors come
+    // in the same order), is rendered around them at the end.
+    let mut grants = render::RuleWriter::new(ir.fs.len() * 600).map_err(template_err)?;
+    let fs = files::build(ir, &opts.program, |r| grants.push(r).map_err(template_err))?;
     let network = net::build(ir)?;
     let mut mach = Vec::new();
     for (i, name) in ir.macos.mach_lookup.iter().enumerate() {
@@ -134,7 +138,6 @@ pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
         ("network", render::rules(&network.rules)),
         ("outbound", Value::from(network.outbound)),
         ("dns", Value::from(network.dns)),
-        ("grants", render::rules(&fs.grants)),
         (
             "program",
             fs.program.as_ref().map_or(Value::from(()), render::rule),
@@ -159,11 +162,17 @@ pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
             ),
         ),
     ]);
-    let text = render::render(ctx).map_err(|e| EmitError {
+    let mut text = grants.into_string();
+    text.insert_str(0, &render::head(&ctx).map_err(template_err)?);
+    render::end(&ctx, &mut text).map_err(template_err)?;
+    Ok(Emitted { text, precision })
+}
+
+fn template_err(e: minijinja::Error) -> EmitError {
+    EmitError {
         rule: "SBPL template".into(),
         message: e.to_string(),
-    })?;
-    Ok(Emitted { text, precision })
+    }
 }
 
 fn precision_line(p: &Precision) -> String {

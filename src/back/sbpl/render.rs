@@ -9,13 +9,17 @@
 
 use super::Rule;
 use minijinja::value::Value;
-use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
+use minijinja::{AutoEscape, Captured, Environment, Error, ErrorKind, UndefinedBehavior};
 use std::sync::OnceLock;
 
 const TEMPLATES: &[(&str, &str)] = &[
     (
         "sbpl/profile.sb.j2",
         include_str!("../../../templates/sbpl/profile.sb.j2"),
+    ),
+    (
+        "sbpl/profile_end.sb.j2",
+        include_str!("../../../templates/sbpl/profile_end.sb.j2"),
     ),
     (
         "sbpl/header.sb.j2",
@@ -65,18 +69,15 @@ fn print_safe(
     _: &minijinja::State,
     value: &Value,
 ) -> Result<(), Error> {
-    let text = if value.is_safe() {
-        value.as_str().map(str::to_string)
-    } else if value.as_i64().is_some() {
-        Some(value.to_string())
-    } else {
-        None
+    let mut write = |t: &str| {
+        out.write_str(t)
+            .map_err(|e| Error::new(ErrorKind::WriteFailure, "cannot write").with_source(e))
     };
-    match text {
-        Some(t) => out
-            .write_str(&t)
-            .map_err(|e| Error::new(ErrorKind::WriteFailure, "cannot write").with_source(e)),
-        None => Err(Error::new(
+    // Written in place: a copy of a large macro output would double it.
+    match value.as_str() {
+        Some(t) if value.is_safe() => write(t),
+        _ if value.as_i64().is_some() => write(&value.to_string()),
+        _ => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("unescaped value {value:?} in an SBPL template"),
         )),
@@ -126,8 +127,65 @@ pub(super) fn rules(list: &[Rule]) -> Value {
     Value::from(list.iter().map(rule).collect::<Vec<_>>())
 }
 
-pub(super) fn render(ctx: Value) -> Result<String, Error> {
+/// The profile up to the filesystem grants.
+pub(super) fn head(ctx: &Value) -> Result<String, Error> {
     env().get_template("sbpl/profile.sb.j2")?.render(ctx)
+}
+
+/// The profile after the filesystem grants, appended to `out`.
+pub(super) fn end(ctx: &Value, out: &mut String) -> Result<(), Error> {
+    env()
+        .get_template("sbpl/profile_end.sb.j2")?
+        .render_captured_to(ctx, Append(out))
+        .map(drop)
+}
+
+/// Rules rendered one at a time with rules.sb.j2's `rule`, into one
+/// String: only the rule at hand exists as a template value.
+pub(super) struct RuleWriter {
+    macros: Captured<'static>,
+    out: String,
+}
+
+impl RuleWriter {
+    /// `capacity`: the expected size of the text. Growing a large String by
+    /// doubling leaves each smaller copy behind as freed (but resident) heap.
+    pub fn new(capacity: usize) -> Result<RuleWriter, Error> {
+        Ok(RuleWriter {
+            macros: env()
+                .get_template("sbpl/rules.sb.j2")?
+                .render_captured(())?,
+            out: String::with_capacity(capacity),
+        })
+    }
+
+    pub fn push(&mut self, r: &Rule) -> Result<(), Error> {
+        let first = Value::from(self.out.is_empty());
+        let text = self.macros.state().call_macro("rule", &[rule(r), first])?;
+        self.out.push_str(&text);
+        Ok(())
+    }
+
+    pub fn into_string(self) -> String {
+        self.out
+    }
+}
+
+/// `io::Write` onto a String. minijinja writes whole `str` pieces, so each
+/// write is valid UTF-8 by itself.
+struct Append<'a>(&'a mut String);
+
+impl std::io::Write for Append<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let s = std::str::from_utf8(b)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        self.0.push_str(s);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
