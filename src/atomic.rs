@@ -13,32 +13,74 @@ use std::path::{Path, PathBuf};
 
 /// Replace `path` with `bytes`; a new file gets `mode` (Unix permissions).
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let fixed = dir.join(format!(".{name}.sbx.tmp"));
-    let (tmp, mut f) = match claim(&fixed, mode)? {
-        Some(f) => (fixed, f),
-        None => unique(&dir, &name, mode)?,
-    };
-    let res = (|| {
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
+    let mut s = Staged::new(path, mode)?;
+    s.write_all(bytes)?;
+    s.commit()
+}
+
+/// A replacement being written: the temp file, which [`Staged::commit`]
+/// renames over the target. Dropped uncommitted, it is removed.
+pub struct Staged {
+    path: PathBuf,
+    dir: PathBuf,
+    tmp: PathBuf,
+    file: File,
+    done: bool,
+}
+
+impl Staged {
+    /// Start replacing `path`; a new file gets `mode` (Unix permissions).
+    pub fn new(path: &Path, mode: u32) -> io::Result<Staged> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let fixed = dir.join(format!(".{name}.sbx.tmp"));
+        let (tmp, file) = match claim(&fixed, mode)? {
+            Some(f) => (fixed, f),
+            None => unique(&dir, &name, mode)?,
+        };
+        Ok(Staged {
+            path: path.to_path_buf(),
+            dir,
+            tmp,
+            file,
+            done: false,
+        })
+    }
+
+    /// Make what was written the content of the target.
+    pub fn commit(mut self) -> io::Result<()> {
+        self.file.sync_all()?;
+        std::fs::rename(&self.tmp, &self.path)?;
+        self.done = true;
         // The rename itself must survive a crash too.
         #[cfg(unix)]
-        File::open(&dir)?.sync_all()?;
+        File::open(&self.dir)?.sync_all()?;
         Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    res
+}
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// The fixed temp name, if no other writer holds it and it is ours.
