@@ -127,63 +127,47 @@ pub(super) fn rules(list: &[Rule]) -> Value {
     Value::from(list.iter().map(rule).collect::<Vec<_>>())
 }
 
-/// The profile up to the filesystem grants.
-pub(super) fn head(ctx: &Value) -> Result<String, Error> {
-    env().get_template("sbpl/profile.sb.j2")?.render(ctx)
+/// The profile up to the filesystem grants, to `out`.
+pub(super) fn head(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    render_to("sbpl/profile.sb.j2", ctx, out)
 }
 
-/// The profile after the filesystem grants, appended to `out`.
-pub(super) fn end(ctx: &Value, out: &mut String) -> Result<(), Error> {
+/// The profile after the filesystem grants, to `out`.
+pub(super) fn end(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    render_to("sbpl/profile_end.sb.j2", ctx, out)
+}
+
+fn render_to(name: &str, ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
     env()
-        .get_template("sbpl/profile_end.sb.j2")?
-        .render_captured_to(ctx, Append(out))
+        .get_template(name)?
+        .render_captured_to(ctx, crate::back::Pieces(out))
         .map(drop)
 }
 
-/// Rules rendered one at a time with rules.sb.j2's `rule`, into one
-/// String: only the rule at hand exists as a template value.
+/// Rules rendered one at a time with rules.sb.j2's `rule`: only the rule
+/// at hand exists as a template value.
 pub(super) struct RuleWriter {
     macros: Captured<'static>,
-    out: String,
+    first: bool,
 }
 
 impl RuleWriter {
-    /// `capacity`: the expected size of the text. Growing a large String by
-    /// doubling leaves each smaller copy behind as freed (but resident) heap.
-    pub fn new(capacity: usize) -> Result<RuleWriter, Error> {
+    pub fn new() -> Result<RuleWriter, Error> {
         Ok(RuleWriter {
             macros: env()
                 .get_template("sbpl/rules.sb.j2")?
                 .render_captured(())?,
-            out: String::with_capacity(capacity),
+            first: true,
         })
     }
 
-    pub fn push(&mut self, r: &Rule) -> Result<(), Error> {
-        let first = Value::from(self.out.is_empty());
-        let text = self.macros.state().call_macro("rule", &[rule(r), first])?;
-        self.out.push_str(&text);
-        Ok(())
-    }
-
-    pub fn into_string(self) -> String {
-        self.out
-    }
-}
-
-/// `io::Write` onto a String. minijinja writes whole `str` pieces, so each
-/// write is valid UTF-8 by itself.
-struct Append<'a>(&'a mut String);
-
-impl std::io::Write for Append<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        let s = std::str::from_utf8(b)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        self.0.push_str(s);
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
+    pub fn write(&mut self, r: &Rule, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+        let first = Value::from(std::mem::replace(&mut self.first, false));
+        out(self
+            .macros
+            .state()
+            .call_macro("rule", &[rule(r), first])?
+            .as_bytes());
         Ok(())
     }
 }
