@@ -19,51 +19,107 @@ use std::path::{Path, PathBuf};
 
 /// Replace `path` with `bytes`; a new file gets `mode` (Unix permissions).
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let resolved;
-    let path = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
-            Ok(p) => {
-                resolved = p;
-                resolved.as_path()
+    let mut s = Staged::new(path, mode)?;
+    s.write_all(bytes)?;
+    s.commit()
+}
+
+/// A replacement being written: the temp file, which [`Staged::commit`]
+/// renames over the target. Dropped uncommitted, it is removed. A device,
+/// pipe or socket target is written directly instead.
+pub struct Staged {
+    path: PathBuf,
+    dir: PathBuf,
+    /// `None`: writing in place (a device, pipe or socket).
+    tmp: Option<PathBuf>,
+    file: File,
+    done: bool,
+}
+
+impl Staged {
+    /// Start replacing `path`; a new file gets `mode` (Unix permissions).
+    pub fn new(path: &Path, mode: u32) -> io::Result<Staged> {
+        let path = follow(path)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if let Ok(m) = std::fs::metadata(&path) {
+            if !m.is_file() && !m.is_dir() {
+                let file = OpenOptions::new().write(true).open(&path)?;
+                return Ok(Staged {
+                    path,
+                    dir,
+                    tmp: None,
+                    file,
+                    done: false,
+                });
             }
-            // A dangling link is replaced, never written through: its
-            // target could be anywhere.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => path,
-            Err(e) => return Err(e),
-        },
-        _ => path,
-    };
-    if let Ok(m) = std::fs::metadata(path) {
-        if !m.is_file() && !m.is_dir() {
-            return OpenOptions::new().write(true).open(path)?.write_all(bytes);
         }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let fixed = dir.join(format!(".{name}.sbx.tmp"));
+        let (tmp, file) = match claim(&fixed, mode)? {
+            Some(f) => (fixed, f),
+            None => unique(&dir, &name, mode)?,
+        };
+        Ok(Staged {
+            path,
+            dir,
+            tmp: Some(tmp),
+            file,
+            done: false,
+        })
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let fixed = dir.join(format!(".{name}.sbx.tmp"));
-    let (tmp, mut f) = match claim(&fixed, mode)? {
-        Some(f) => (fixed, f),
-        None => unique(&dir, &name, mode)?,
-    };
-    let res = (|| {
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
+
+    /// Make what was written the content of the target.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some(tmp) = self.tmp.clone() else {
+            self.done = true;
+            return self.file.flush();
+        };
+        self.file.sync_all()?;
+        std::fs::rename(&tmp, &self.path)?;
+        self.done = true;
         // The rename itself must survive a crash too.
         #[cfg(unix)]
-        File::open(&dir)?.sync_all()?;
+        File::open(&self.dir)?.sync_all()?;
         Ok(())
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
     }
-    res
+}
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let (false, Some(tmp)) = (self.done, &self.tmp) {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// The file a symlink names (so the link survives), or `path` itself. A
+/// dangling link is replaced, never written through: its target could be
+/// anywhere.
+fn follow(path: &Path) -> io::Result<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(p) => Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(path.to_path_buf()),
+            Err(e) => Err(e),
+        },
+        _ => Ok(path.to_path_buf()),
+    }
 }
 
 /// The fixed temp name, if no other writer holds it and it is ours.

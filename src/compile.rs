@@ -270,7 +270,28 @@ pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
         Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
         Target::Windows => back::windows::emit(ir),
     };
-    out.map_err(|e: back::EmitError| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
+    out.map_err(emit_error)
+}
+
+/// [`emit`], handing the text to `out` piece by piece as it is written
+/// instead of keeping it. Returns the precision report.
+pub fn emit_to(
+    ir: &Ir,
+    target: Target,
+    out: &mut dyn FnMut(&[u8]),
+) -> Result<Vec<Precision>, Diagnostic> {
+    let precision = match target {
+        Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
+        Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
+        Target::Linux => back::landlock::emit_to(ir, out),
+        Target::Landlockconfig => back::landlock::emit_landlockconfig_to(ir, out),
+        Target::Windows => back::windows::emit_to(ir, out),
+    };
+    precision.map_err(emit_error)
+}
+
+fn emit_error(e: back::EmitError) -> Diagnostic {
+    Diagnostic::new(codes::BAD_CHARACTER, e.to_string())
 }
 
 /// A compiled artifact.
@@ -291,59 +312,101 @@ pub struct Output {
 /// Validate, lower and emit `targets`. Under `enforcement = "required"` an
 /// artifact whose precision report is not all exact is refused (SBX013).
 pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Output, Failure> {
+    let mut texts = vec![String::new(); targets.len()];
+    let (precision, diagnostics) = compile_each(inputs, targets, opts, true, |i, ir, t| {
+        let e = emit(ir, t)?;
+        texts[i] = e.text;
+        Ok(e.precision)
+    })?;
+    let artifacts = targets
+        .iter()
+        .zip(texts)
+        .zip(precision)
+        .map(|((&target, text), precision)| Artifact {
+            target,
+            text,
+            precision,
+        })
+        .collect();
+    Ok(Output {
+        artifacts,
+        diagnostics,
+    })
+}
+
+/// [`compile`] for writing the artifacts out: the text of `targets[i]` goes
+/// to `out(i, piece)` as it is emitted and is not kept (the SBPL profile,
+/// the largest, while it is rendered). Returns the warnings. On `Err`,
+/// discard what `out` received: it may hold some artifacts, or part of one.
+pub fn compile_to(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    mut out: impl FnMut(usize, &[u8]),
+) -> Result<Vec<Diagnostic>, Failure> {
+    compile_each(inputs, targets, opts, false, |i, ir, t| {
+        emit_to(ir, t, &mut |s| out(i, s))
+    })
+    .map(|(_, diagnostics)| diagnostics)
+}
+
+/// Lower for each OS and `emit(i, ir, targets[i])`; the precision reports
+/// (by target, if `keep`) and the warnings. Targets are taken grouped by
+/// OS, so that one lowering is alive at a time; errors are still in the
+/// order asked.
+fn compile_each(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    keep: bool,
+    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, Diagnostic>,
+) -> Result<(Vec<Vec<Precision>>, Vec<Diagnostic>), Failure> {
     let (policy, mut diags) = load(inputs, opts)?;
-    let mut artifacts = Vec::new();
-    let mut lowered: Vec<(Os, lower::Lowered)> = Vec::new();
+    let mut precision = vec![Vec::new(); targets.len()];
     let mut errors = Vec::new();
-    for &t in targets {
-        let os = t.os();
-        if !lowered.iter().any(|(o, _)| *o == os) {
-            let l = lower_for(&policy, opts, os).map_err(|mut f| {
-                let mut all = diags.clone();
-                all.append(&mut f.diagnostics);
-                Failure {
-                    diagnostics: all,
-                    exit_code: f.exit_code,
-                }
-            })?;
-            for d in &l.diagnostics {
-                if !diags.contains(d) {
-                    diags.push(d.clone());
-                }
-            }
-            lowered.push((os, l));
+    let mut oses: Vec<Os> = Vec::new();
+    for t in targets {
+        if !oses.contains(&t.os()) {
+            oses.push(t.os());
         }
-        let ir = &lowered
-            .iter()
-            .find(|(o, _)| *o == os)
-            .expect("lowered")
-            .1
-            .ir;
-        match emit(ir, t) {
-            Ok(e) => {
-                if ir.enforcement == crate::ir::Enforcement::Required {
-                    errors.extend(inexact(&e.precision, t));
-                }
-                artifacts.push(Artifact {
-                    target: t,
-                    text: e.text,
-                    precision: e.precision,
-                });
+    }
+    for os in oses {
+        let l = lower_for(&policy, opts, os).map_err(|mut f| {
+            let mut all = diags.clone();
+            all.append(&mut f.diagnostics);
+            Failure {
+                diagnostics: all,
+                exit_code: f.exit_code,
             }
-            Err(d) => errors.push(d),
+        })?;
+        for d in &l.diagnostics {
+            if !diags.contains(d) {
+                diags.push(d.clone());
+            }
+        }
+        for (i, &t) in targets.iter().enumerate().filter(|(_, t)| t.os() == os) {
+            match emit(i, &l.ir, t) {
+                Ok(p) => {
+                    if l.ir.enforcement == crate::ir::Enforcement::Required {
+                        errors.extend(inexact(&p, t).into_iter().map(|d| (i, d)));
+                    }
+                    if keep {
+                        precision[i] = p;
+                    }
+                }
+                Err(d) => errors.push((i, d)),
+            }
         }
     }
     if !errors.is_empty() {
-        diags.extend(errors);
+        errors.sort_by_key(|&(i, _)| i);
+        diags.extend(errors.into_iter().map(|(_, d)| d));
         return Err(Failure {
             diagnostics: diags,
             exit_code: 1,
         });
     }
-    Ok(Output {
-        artifacts,
-        diagnostics: diags,
-    })
+    Ok((precision, diags))
 }
 
 /// One SBX013 error per inexact precision line.
@@ -374,6 +437,12 @@ pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
 pub fn write_atomic(path: &Utf8Path, text: &str) -> std::io::Result<()> {
     // 0o666 less the umask, as `File::create` would.
     crate::atomic::replace(path.as_std_path(), text.as_bytes(), 0o666)
+}
+
+/// [`write_atomic`] for text written piece by piece: write to the result,
+/// then [`commit`](crate::atomic::Staged::commit) it.
+pub fn stage_atomic(path: &Utf8Path) -> std::io::Result<crate::atomic::Staged> {
+    crate::atomic::Staged::new(path.as_std_path(), 0o666)
 }
 
 /// Counts for exit-code decisions.

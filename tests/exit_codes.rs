@@ -333,6 +333,37 @@ fn target_all_writes_every_artifact_or_fails() {
     let mut want: Vec<&str> = sbx::Target::ALL.iter().map(|t| t.file_name()).collect();
     want.sort();
     assert_eq!(listing(&out), want);
+    // Written while emitted, each is what stdout (kept whole) gets.
+    for t in sbx::Target::ALL {
+        let stdout = sbx(&["compile", VALID, "--target", t.name(), "--portable"]).stdout;
+        let file = std::fs::read_to_string(out.join(t.file_name())).unwrap();
+        assert!(file == stdout, "{}: -o DIR and stdout differ", t.name());
+    }
+
+    // The macOS profile is written before the Linux artifacts are found
+    // inexact: nothing stays behind, not even the directory.
+    let policy = dir.path().join("required.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nenforcement = \"required\"\n\n[[net]]\nhost = \"localhost\"\nport = 8080\n",
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    let r = sbx(&["compile", p, "--target", "macos", "--portable"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let failed = dir.path().join("failed");
+    let r = sbx(&[
+        "compile",
+        p,
+        "--target",
+        "all",
+        "--portable",
+        "-o",
+        failed.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("SBX013"), "{}", r.stderr);
+    assert_eq!(listing(dir.path()), ["out", "required.toml"]);
 }
 
 #[test]

@@ -11,7 +11,9 @@ pub mod rights;
 
 pub use artifact::*;
 
-use crate::back::{to_json, EmitError, Emitted, Header};
+#[cfg(test)]
+use crate::back::to_json;
+use crate::back::{collect, write_json, EmitError, Emitted, Header};
 use crate::ir::{
     self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
 };
@@ -139,24 +141,33 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
 /// this back end's; the caller refuses inexact ones under
 /// `enforcement = "required"` (see [`crate::compile::compile`]).
 pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
+    collect(0, |out| emit_to(ir, out))
+}
+
+/// [`emit`], the text to `out` as it is written.
+pub fn emit_to(ir: &Ir, out: &mut dyn FnMut(&[u8])) -> Result<Vec<Precision>, EmitError> {
     let art = build(ir)?;
-    Ok(Emitted {
-        text: to_json(&art),
-        precision: art.precision.clone(),
-    })
+    write_json(&art, out);
+    Ok(art.precision)
 }
 
 /// `--target landlockconfig`: the `landlock` member alone. Its precision
 /// also notes what only the Linux artifact adds (seccomp, env, limits).
 pub fn emit_landlockconfig(ir: &Ir) -> Result<Emitted, EmitError> {
+    collect(0, |out| emit_landlockconfig_to(ir, out))
+}
+
+/// [`emit_landlockconfig`], the text to `out` as it is written.
+pub fn emit_landlockconfig_to(
+    ir: &Ir,
+    out: &mut dyn FnMut(&[u8]),
+) -> Result<Vec<Precision>, EmitError> {
     let rules = rules(ir)?;
     let doc = landlock_config(ir, &rules)?;
     let mut precision = ir.precision.clone();
     precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG));
-    Ok(Emitted {
-        text: to_json(&doc),
-        precision,
-    })
+    write_json(&doc, out);
+    Ok(precision)
 }
 
 /// One path rule as emitted, with the policy rights it stands for.

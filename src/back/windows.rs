@@ -4,7 +4,7 @@
 //! emitted here is exactly what is applied. Enums are written as names, never
 //! as raw flag values; the mapping to `JOB_OBJECT_*` lives in the loader.
 
-use super::{to_json, EmitError, Emitted, Header};
+use super::{collect, write_json, EmitError, Emitted, Header};
 use crate::ir::{
     self, Access, Enforcement, Ir, PathKind, PathMode, Ports, Precision, Roots, Status,
 };
@@ -281,6 +281,11 @@ const DELETE_PRIVILEGES: &[&str] = &[
 ];
 
 pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
+    collect(0, |out| emit_to(ir, out))
+}
+
+/// [`emit`], the text to `out` as it is written.
+pub fn emit_to(ir: &Ir, out: &mut dyn FnMut(&[u8])) -> Result<Vec<Precision>, EmitError> {
     let req = ir.enforcement;
     check_paths(ir)?;
     let mut notes = Notes::default();
@@ -322,12 +327,9 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
         appcontainer,
         precision,
     };
-    let text = to_json(&spec);
-    Ok(Emitted {
-        text,
-        // This back end's own lines, moved rather than copied.
-        precision: spec.precision.split_off(from_ir),
-    })
+    write_json(&spec, out);
+    // This back end's own lines, moved rather than copied.
+    Ok(spec.precision.split_off(from_ir))
 }
 
 /// Report lines in insertion order, deduplicated through a map from each

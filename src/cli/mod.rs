@@ -9,9 +9,10 @@ mod sbpl;
 
 use camino::Utf8PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sbx::atomic::Staged;
 use sbx::compile::{self, Failure, Inputs, Options, Target};
 use sbx::diag::{self, Diagnostic, Files};
-use std::io::IsTerminal;
+use std::io::{BufWriter, IsTerminal, Write};
 
 #[derive(Parser)]
 #[command(
@@ -219,29 +220,40 @@ fn run_compile(a: CompileArgs) -> i32 {
         }
         Err(d) => return fail(io_failure(d), &files, json),
     }
-    let out = match compile::compile(&inputs, &targets, &opts) {
+    // With -o, each artifact goes to its file while it is emitted: held
+    // whole, the SBPL profile would be most of the peak memory.
+    let mut outs: Vec<OutFile> = match &a.output {
+        Some(dir) if all => targets
+            .iter()
+            .map(|t| OutFile::new(dir.join(t.file_name()), Some(dir.clone())))
+            .collect(),
+        Some(p) => vec![OutFile::new(p.clone(), None)],
+        None => Vec::new(),
+    };
+    // A failed compile leaves no directory it made behind.
+    let new_dir = a.output.as_ref().filter(|d| all && !d.exists());
+    let compiled = if outs.is_empty() {
+        compile::compile(&inputs, &targets, &opts).map(|o| (o.diagnostics, Some(o.artifacts)))
+    } else {
+        compile::compile_to(&inputs, &targets, &opts, |i, b| outs[i].write(b)).map(|d| (d, None))
+    };
+    let (warnings, artifacts) = match compiled {
         Ok(o) => o,
         Err(mut f) => {
+            drop(outs); // removes the temp files
+            if let Some(d) = new_dir {
+                let _ = std::fs::remove_dir(d);
+            }
             diags.append(&mut f.diagnostics);
             f.diagnostics = diags;
             return fail(f, &files, json);
         }
     };
-    diags.extend(out.diagnostics);
+    diags.extend(warnings);
     // Diagnostics (and write errors) in one report, so JSON stays one document.
-    let written = if all {
-        let dir = a.output.expect("checked above");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| io_error(format!("cannot create {dir}: {e}")))
-            .and_then(|()| {
-                out.artifacts.iter().try_for_each(|art| {
-                    let p = dir.join(art.target.file_name());
-                    compile::write_atomic(&p, &art.text)
-                        .map_err(|e| io_error(format!("cannot write {p}: {e}")))
-                })
-            })
-    } else {
-        write_text(a.output.as_ref(), &out.artifacts[0].text)
+    let written = match artifacts {
+        Some(arts) => write_text(None, &arts[0].text),
+        None => commit(outs),
     };
     match written {
         Ok(()) => {
@@ -254,6 +266,72 @@ fn run_compile(a: CompileArgs) -> i32 {
             2
         }
     }
+}
+
+/// An artifact's file while the compile writes it: a temp file beside it
+/// (see `sbx::atomic`), renamed over it once everything compiled. A write
+/// error is kept for the report, after any error in the policy.
+struct OutFile {
+    path: Utf8PathBuf,
+    /// Made before the file (`--target all -o DIR`).
+    dir: Option<Utf8PathBuf>,
+    file: Result<Option<BufWriter<Staged>>, Diagnostic>,
+}
+
+impl OutFile {
+    fn new(path: Utf8PathBuf, dir: Option<Utf8PathBuf>) -> OutFile {
+        OutFile {
+            path,
+            dir,
+            file: Ok(None),
+        }
+    }
+
+    fn write(&mut self, b: &[u8]) {
+        if let Ok(None) = self.file {
+            self.file = self.open().map(Some);
+        }
+        if let Ok(Some(f)) = &mut self.file {
+            if let Err(e) = f.write_all(b) {
+                self.file = Err(self.error(e));
+            }
+        }
+    }
+
+    fn open(&self) -> Result<BufWriter<Staged>, Diagnostic> {
+        if let Some(d) = &self.dir {
+            std::fs::create_dir_all(d).map_err(|e| io_error(format!("cannot create {d}: {e}")))?;
+        }
+        compile::stage_atomic(&self.path)
+            .map(|s| BufWriter::with_capacity(1 << 16, s))
+            .map_err(|e| self.error(e))
+    }
+
+    fn error(&self, e: std::io::Error) -> Diagnostic {
+        io_error(format!("cannot write {}: {e}", self.path))
+    }
+
+    /// The written file, flushed, to commit.
+    fn finish(mut self) -> Result<(Utf8PathBuf, Staged), Diagnostic> {
+        if let Ok(None) = self.file {
+            self.file = self.open().map(Some);
+        }
+        let f = std::mem::replace(&mut self.file, Ok(None))?.expect("opened above");
+        let staged = f.into_inner().map_err(|e| self.error(e.into_error()))?;
+        Ok((self.path, staged))
+    }
+}
+
+/// Commit every file, or none if one could not be written.
+fn commit(outs: Vec<OutFile>) -> Result<(), Diagnostic> {
+    let ready = outs
+        .into_iter()
+        .map(OutFile::finish)
+        .collect::<Result<Vec<_>, _>>()?;
+    ready.into_iter().try_for_each(|(p, s)| {
+        s.commit()
+            .map_err(|e| io_error(format!("cannot write {p}: {e}")))
+    })
 }
 
 fn io_error(message: String) -> Diagnostic {

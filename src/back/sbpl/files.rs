@@ -44,11 +44,16 @@ const EXTRA_OPS: &[&str] = &[
     "file-write-umount",
 ];
 
-/// The filesystem part of the profile.
-#[derive(Debug, Default)]
-pub(super) struct Files {
-    /// Deny/allow pairs per grant, shallow first.
-    pub grants: Vec<Rule>,
+/// The filesystem part of the profile, built in profile order: the grants
+/// (handed out one at a time: they are most of a profile), then the rest.
+pub(super) struct Files<'a> {
+    index: Index<'a>,
+    /// Parameters the rules read, in first-use order.
+    pub params: Vec<&'static str>,
+}
+
+/// The filesystem rules after the grants.
+pub(super) struct After {
     /// Execute (and read, for `#!` scripts) of the sandboxed program.
     pub program: Option<Rule>,
     /// Directories above granted paths: `stat` must work on them for
@@ -56,8 +61,6 @@ pub(super) struct Files {
     pub traversal: Vec<String>,
     /// Create/unlink denies on directories that contain protected paths.
     pub protect: Vec<Rule>,
-    /// Parameters the rules read, in first-use order.
-    pub params: Vec<&'static str>,
 }
 
 struct Node<'a> {
@@ -115,151 +118,173 @@ impl Unique {
     }
 }
 
-pub(super) fn build(ir: &Ir, program: &[String]) -> Result<Files, EmitError> {
-    let mut nodes = Vec::with_capacity(ir.fs.len());
-    for g in &ir.fs {
-        let label = g.source.label();
-        let mut spellings = Vec::new();
-        for p in std::iter::once(&g.path).chain(&g.aliases) {
-            let s = Spelling::parse(p).ok_or_else(|| EmitError {
-                rule: label.clone(),
-                message: format!(
-                    "path {p:?} is neither absolute nor rooted at a portable parameter"
-                ),
-            })?;
-            if !spellings.contains(&s) {
-                spellings.push(s);
+impl<'a> Files<'a> {
+    /// The grants in emission order, and the parameters.
+    pub fn new(ir: &'a Ir, program: &[String]) -> Result<Files<'a>, EmitError> {
+        let mut nodes = Vec::with_capacity(ir.fs.len());
+        for g in &ir.fs {
+            let label = g.source.label();
+            let mut spellings = Vec::new();
+            for p in std::iter::once(&g.path).chain(&g.aliases) {
+                let s = Spelling::parse(p).ok_or_else(|| EmitError {
+                    rule: label.clone(),
+                    message: format!(
+                        "path {p:?} is neither absolute nor rooted at a portable parameter"
+                    ),
+                })?;
+                if !spellings.contains(&s) {
+                    spellings.push(s);
+                }
             }
+            nodes.push(Node {
+                grant: g,
+                label,
+                spellings,
+            });
         }
-        nodes.push(Node {
-            grant: g,
-            label,
-            spellings,
+        nodes.sort_by(|a, b| {
+            (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
         });
-    }
-    nodes.sort_by(|a, b| {
-        (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
-    });
-    let mut by_text = HashMap::new();
-    for (i, n) in nodes.iter().enumerate() {
-        for s in &n.spellings {
-            by_text.entry(s.text()).or_insert(i);
-        }
-    }
-    let index = Index { nodes, by_text };
-    let nodes = &index.nodes;
-
-    let mut out = Files::default();
-    for n in nodes {
-        for s in &n.spellings {
-            if let Some(p) = s.param {
-                if !out.params.contains(&p) {
-                    out.params.push(p);
-                }
-            }
-        }
-    }
-    // Per grant: it, or a grant above it, uses specific write operations.
-    let mut specific = Vec::with_capacity(nodes.len());
-    // Rights and specific-ness of the grants emitted so far that may
-    // contain a parameter's directory at run time. Assumed layout
-    // (docs/macos.md): any parameter may lie below an absolute path except
-    // the device nodes of /dev; the workspace may lie below home or temp;
-    // home and temp lie below no other parameter; no absolute path lies
-    // below a parameter (nobody sets HOME=/).
-    let (mut abs, mut abs_specific) = (Access::NONE, false);
-    let (mut roots, mut roots_specific) = (Access::NONE, false);
-    for (i, n) in nodes.iter().enumerate() {
-        // What the rules emitted so far allow here: the nearest grant that
-        // certainly contains this one, plus any that might at run time.
-        let mut nearest: Option<usize> = None;
-        let mut spell = partial_write(n.grant.access);
-        for s in &n.spellings {
-            let above = s
-                .ancestors()
-                .first()
-                .and_then(|a| index.decide(a))
-                .filter(|&j| j < i);
-            if let Some(j) = above {
-                spell |= specific[j];
-                nearest = nearest.max(Some(j));
-            }
-        }
-        let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
-        let rooted = |p: Option<&str>| {
-            n.spellings
-                .iter()
-                .any(|s| s.param.is_some() && (p.is_none() || s.param == p))
-        };
-        if rooted(None) {
-            inherited = inherited.union(abs);
-            spell |= abs_specific;
-        }
-        if rooted(Some(crate::ir::WORKSPACE_PARAM)) {
-            inherited = inherited.union(roots);
-            spell |= roots_specific;
-        }
-        specific.push(spell);
-        let access = n.grant.access;
-        for s in &n.spellings {
-            match s.param {
-                None if !crate::ir::path_within(&s.rest, "/dev") => {
-                    abs = abs.union(access);
-                    abs_specific |= spell;
-                }
-                Some(p) if p != crate::ir::WORKSPACE_PARAM => {
-                    roots = roots.union(access);
-                    roots_specific |= spell;
-                }
-                _ => {}
-            }
-        }
-
-        let lost = inherited.minus(access);
-        let mut comment = Some(format!(
-            "{}: {} ({})",
-            n.label,
-            n.grant.path,
-            rights_text(access)
-        ));
-        if !lost.is_empty() {
-            let mut filters = Unique::default();
+        let mut by_text = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
             for s in &n.spellings {
-                // The literal as well as the subpath: the directory itself
-                // must not be created where it does not exist yet.
-                filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
-                filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
+                by_text.entry(s.text()).or_insert(i);
             }
-            out.grants.push(Rule {
-                allow: false,
-                ops: deny_ops(lost, access, spell),
-                filters: filters.list,
-                comment: comment.take(),
-            });
         }
-        if !access.is_empty() {
-            let m = if n.grant.kind == PathKind::File {
-                Match::Literal
-            } else {
-                Match::Subpath
+        let mut params = Vec::new();
+        for n in &nodes {
+            for s in &n.spellings {
+                if let Some(p) = s.param {
+                    if !params.contains(&p) {
+                        params.push(p);
+                    }
+                }
+            }
+        }
+        // program_rule's parameter.
+        if program.is_empty() && ir.commands.is_some() {
+            params.push(super::PROGRAM_PARAM);
+        }
+        Ok(Files {
+            index: Index { nodes, by_text },
+            params,
+        })
+    }
+
+    /// The deny/allow pairs per grant, shallow first, to `grant`.
+    pub fn grants(
+        &self,
+        mut grant: impl FnMut(&Rule) -> Result<(), EmitError>,
+    ) -> Result<(), EmitError> {
+        let index = &self.index;
+        let nodes = &index.nodes;
+        // Per grant: it, or a grant above it, uses specific write operations.
+        let mut specific = Vec::with_capacity(nodes.len());
+        // Rights and specific-ness of the grants emitted so far that may
+        // contain a parameter's directory at run time. Assumed layout
+        // (docs/macos.md): any parameter may lie below an absolute path except
+        // the device nodes of /dev; the workspace may lie below home or temp;
+        // home and temp lie below no other parameter; no absolute path lies
+        // below a parameter (nobody sets HOME=/).
+        let (mut abs, mut abs_specific) = (Access::NONE, false);
+        let (mut roots, mut roots_specific) = (Access::NONE, false);
+        for (i, n) in nodes.iter().enumerate() {
+            // What the rules emitted so far allow here: the nearest grant that
+            // certainly contains this one, plus any that might at run time.
+            let mut nearest: Option<usize> = None;
+            let mut spell = partial_write(n.grant.access);
+            for s in &n.spellings {
+                let above = s
+                    .ancestors()
+                    .first()
+                    .and_then(|a| index.decide(a))
+                    .filter(|&j| j < i);
+                if let Some(j) = above {
+                    spell |= specific[j];
+                    nearest = nearest.max(Some(j));
+                }
+            }
+            let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
+            let rooted = |p: Option<&str>| {
+                n.spellings
+                    .iter()
+                    .any(|s| s.param.is_some() && (p.is_none() || s.param == p))
             };
-            let mut filters = Unique::default();
-            for s in &n.spellings {
-                filters.push(filter(m, s).map_err(node_err(n))?);
+            if rooted(None) {
+                inherited = inherited.union(abs);
+                spell |= abs_specific;
             }
-            out.grants.push(Rule {
-                allow: true,
-                ops: allow_ops(access, spell),
-                filters: filters.list,
-                comment,
-            });
+            if rooted(Some(crate::ir::WORKSPACE_PARAM)) {
+                inherited = inherited.union(roots);
+                spell |= roots_specific;
+            }
+            specific.push(spell);
+            let access = n.grant.access;
+            for s in &n.spellings {
+                match s.param {
+                    None if !crate::ir::path_within(&s.rest, "/dev") => {
+                        abs = abs.union(access);
+                        abs_specific |= spell;
+                    }
+                    Some(p) if p != crate::ir::WORKSPACE_PARAM => {
+                        roots = roots.union(access);
+                        roots_specific |= spell;
+                    }
+                    _ => {}
+                }
+            }
+
+            let lost = inherited.minus(access);
+            let mut comment = Some(format!(
+                "{}: {} ({})",
+                n.label,
+                n.grant.path,
+                rights_text(access)
+            ));
+            if !lost.is_empty() {
+                let mut filters = Unique::default();
+                for s in &n.spellings {
+                    // The literal as well as the subpath: the directory itself
+                    // must not be created where it does not exist yet.
+                    filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
+                    filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
+                }
+                grant(&Rule {
+                    allow: false,
+                    ops: deny_ops(lost, access, spell),
+                    filters: filters.list,
+                    comment: comment.take(),
+                })?;
+            }
+            if !access.is_empty() {
+                let m = if n.grant.kind == PathKind::File {
+                    Match::Literal
+                } else {
+                    Match::Subpath
+                };
+                let mut filters = Unique::default();
+                for s in &n.spellings {
+                    filters.push(filter(m, s).map_err(node_err(n))?);
+                }
+                grant(&Rule {
+                    allow: true,
+                    ops: allow_ops(access, spell),
+                    filters: filters.list,
+                    comment,
+                })?;
+            }
         }
+        Ok(())
     }
 
-    out.program = program_rule(ir, program, &mut out.params)?;
-    out.traversal = traversal(&index)?;
-    out.protect = protect(ir, &index)?;
-    Ok(out)
+    /// What follows the grants.
+    pub fn after(&self, ir: &Ir, program: &[String]) -> Result<After, EmitError> {
+        Ok(After {
+            program: program_rule(ir, program)?,
+            traversal: traversal(&self.index)?,
+            protect: protect(ir, &self.index)?,
+        })
+    }
 }
 
 fn node_err<'a>(n: &'a Node) -> impl Fn(crate::sbpl::EscapeError) -> EmitError + 'a {
@@ -354,11 +379,7 @@ fn rights_text(a: Access) -> String {
 
 /// The program `sbx run` starts (literal spellings), or with `[commands]`
 /// in a compiled profile the `PROGRAM` parameter `sandbox-exec -D` sets.
-fn program_rule(
-    ir: &Ir,
-    program: &[String],
-    params: &mut Vec<&'static str>,
-) -> Result<Option<Rule>, EmitError> {
+fn program_rule(ir: &Ir, program: &[String]) -> Result<Option<Rule>, EmitError> {
     let label = "sandboxed program";
     let err = |e| esc_err(label)(e);
     let mut filters = Vec::new();
@@ -373,7 +394,7 @@ fn program_rule(
             push(&mut filters, filter(Match::Literal, &s).map_err(err)?);
         }
     } else if ir.commands.is_some() {
-        params.push(super::PROGRAM_PARAM);
+        // Files::new lists the parameter.
         filters.push(format!(
             "(literal (param {}))",
             crate::sbpl::escape_string(super::PROGRAM_PARAM).map_err(err)?

@@ -82,22 +82,29 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 }
 
 pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
+    // Room for the whole profile up front: about 500 bytes a grant.
+    super::collect(ir.fs.len() * 600, |out| emit_to(ir, opts, out))
+}
+
+/// [`emit_with`], handing the text to `out` piece by piece as it is
+/// rendered instead of keeping it. Returns the precision report. On an
+/// error, `out` may have had part of the text.
+pub fn emit_to(
+    ir: &Ir,
+    opts: &Options,
+    out: &mut dyn FnMut(&[u8]),
+) -> Result<Vec<Precision>, EmitError> {
     let precision = precision::report(ir);
-    let fs = files::build(ir, &opts.program)?;
-    let network = net::build(ir)?;
-    let mut mach = Vec::new();
-    for (i, name) in ir.macos.mach_lookup.iter().enumerate() {
-        let label = format!("macos.mach_lookup[{i}]");
-        if name.contains("${") {
-            return Err(EmitError {
-                rule: label,
-                message: format!(
-                    "{name:?}: `${{` would be expanded by the sandbox compiler; not a Mach service name"
-                ),
-            });
-        }
-        mach.push(sbpl(escape_string(name).map_err(esc_err(&label))?));
+    let fs = files::Files::new(ir, &opts.program)?;
+    let network = net::build(ir);
+    let mach = mach_lookup(ir);
+    if network.is_err() || mach.is_err() {
+        // Errors in the filesystem rules are reported first: look for
+        // those, rendering nothing.
+        fs.grants(|_| Ok(()))?;
+        fs.after(ir, &opts.program)?;
     }
+    let (network, mach) = (network?, mach?);
     let meta = Meta {
         sbx: ir::FORMAT_VERSION,
         target: TARGET.into(),
@@ -106,7 +113,7 @@ pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
         env: ir.env.clone(),
         limits: ir.limits.clone(),
     };
-    let ctx = Value::from_iter([
+    let head = Value::from_iter([
         ("version", sbpl(env!("CARGO_PKG_VERSION"))),
         ("hash", comment(&ir.policy_hash)),
         (
@@ -134,21 +141,29 @@ pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
         ("network", render::rules(&network.rules)),
         ("outbound", Value::from(network.outbound)),
         ("dns", Value::from(network.dns)),
-        ("grants", render::rules(&fs.grants)),
+    ]);
+    render::head(&head, out).map_err(template_err)?;
+    let mut grants = render::RuleWriter::new().map_err(template_err)?;
+    fs.grants(|r| grants.write(r, out).map_err(template_err))?;
+    let after = fs.after(ir, &opts.program)?;
+    drop(fs); // the index, before the precision lines are made
+    let end = Value::from_iter([
+        ("pty", Value::from(ir.macos.allow_pty)),
         (
             "program",
-            fs.program.as_ref().map_or(Value::from(()), render::rule),
+            after.program.as_ref().map_or(Value::from(()), render::rule),
         ),
         (
             "traversal",
             Value::from(
-                fs.traversal
+                after
+                    .traversal
                     .iter()
                     .map(|f| sbpl(f.as_str()))
                     .collect::<Vec<_>>(),
             ),
         ),
-        ("protect", render::rules(&fs.protect)),
+        ("protect", render::rules(&after.protect)),
         (
             "precision",
             Value::from(
@@ -159,11 +174,33 @@ pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
             ),
         ),
     ]);
-    let text = render::render(ctx).map_err(|e| EmitError {
+    render::end(&end, out).map_err(template_err)?;
+    Ok(precision)
+}
+
+/// `[macos] mach_lookup` as SBPL strings.
+fn mach_lookup(ir: &Ir) -> Result<Vec<Value>, EmitError> {
+    let mut mach = Vec::new();
+    for (i, name) in ir.macos.mach_lookup.iter().enumerate() {
+        let label = format!("macos.mach_lookup[{i}]");
+        if name.contains("${") {
+            return Err(EmitError {
+                rule: label,
+                message: format!(
+                    "{name:?}: `${{` would be expanded by the sandbox compiler; not a Mach service name"
+                ),
+            });
+        }
+        mach.push(sbpl(escape_string(name).map_err(esc_err(&label))?));
+    }
+    Ok(mach)
+}
+
+fn template_err(e: minijinja::Error) -> EmitError {
+    EmitError {
         rule: "SBPL template".into(),
         message: e.to_string(),
-    })?;
-    Ok(Emitted { text, precision })
+    }
 }
 
 fn precision_line(p: &Precision) -> String {

@@ -9,13 +9,17 @@
 
 use super::Rule;
 use minijinja::value::Value;
-use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
+use minijinja::{AutoEscape, Captured, Environment, Error, ErrorKind, UndefinedBehavior};
 use std::sync::OnceLock;
 
 const TEMPLATES: &[(&str, &str)] = &[
     (
         "sbpl/profile.sb.j2",
         include_str!("../../../templates/sbpl/profile.sb.j2"),
+    ),
+    (
+        "sbpl/profile_end.sb.j2",
+        include_str!("../../../templates/sbpl/profile_end.sb.j2"),
     ),
     (
         "sbpl/header.sb.j2",
@@ -65,18 +69,15 @@ fn print_safe(
     _: &minijinja::State,
     value: &Value,
 ) -> Result<(), Error> {
-    let text = if value.is_safe() {
-        value.as_str().map(str::to_string)
-    } else if value.as_i64().is_some() {
-        Some(value.to_string())
-    } else {
-        None
+    let mut write = |t: &str| {
+        out.write_str(t)
+            .map_err(|e| Error::new(ErrorKind::WriteFailure, "cannot write").with_source(e))
     };
-    match text {
-        Some(t) => out
-            .write_str(&t)
-            .map_err(|e| Error::new(ErrorKind::WriteFailure, "cannot write").with_source(e)),
-        None => Err(Error::new(
+    // Written in place: a copy of a large macro output would double it.
+    match value.as_str() {
+        Some(t) if value.is_safe() => write(t),
+        _ if value.as_i64().is_some() => write(&value.to_string()),
+        _ => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("unescaped value {value:?} in an SBPL template"),
         )),
@@ -126,8 +127,49 @@ pub(super) fn rules(list: &[Rule]) -> Value {
     Value::from(list.iter().map(rule).collect::<Vec<_>>())
 }
 
-pub(super) fn render(ctx: Value) -> Result<String, Error> {
-    env().get_template("sbpl/profile.sb.j2")?.render(ctx)
+/// The profile up to the filesystem grants, to `out`.
+pub(super) fn head(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    render_to("sbpl/profile.sb.j2", ctx, out)
+}
+
+/// The profile after the filesystem grants, to `out`.
+pub(super) fn end(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    render_to("sbpl/profile_end.sb.j2", ctx, out)
+}
+
+fn render_to(name: &str, ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    env()
+        .get_template(name)?
+        .render_captured_to(ctx, crate::back::Pieces(out))
+        .map(drop)
+}
+
+/// Rules rendered one at a time with rules.sb.j2's `rule`: only the rule
+/// at hand exists as a template value.
+pub(super) struct RuleWriter {
+    macros: Captured<'static>,
+    first: bool,
+}
+
+impl RuleWriter {
+    pub fn new() -> Result<RuleWriter, Error> {
+        Ok(RuleWriter {
+            macros: env()
+                .get_template("sbpl/rules.sb.j2")?
+                .render_captured(())?,
+            first: true,
+        })
+    }
+
+    pub fn write(&mut self, r: &Rule, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+        let first = Value::from(std::mem::replace(&mut self.first, false));
+        out(self
+            .macros
+            .state()
+            .call_macro("rule", &[rule(r), first])?
+            .as_bytes());
+        Ok(())
+    }
 }
 
 #[cfg(test)]
