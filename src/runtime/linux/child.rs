@@ -1,7 +1,7 @@
 //! fork, restrict, exec.
 //!
-//! Everything the child needs (C strings, the ruleset descriptor, BPF
-//! programs, rlimits) is built before `fork`. Between `fork` and `execve`
+//! Everything the child needs (C strings, the ruleset descriptor, the BPF
+//! program, rlimits) is built before `fork`. Between `fork` and `execve`
 //! the child only makes async-signal-safe system calls on that prepared
 //! data and never allocates: the parent may be multi-threaded, and another
 //! thread could hold the allocator's lock at the moment of the fork.
@@ -57,14 +57,14 @@ impl Step {
 /// Everything the child uses, owned by the parent across the fork.
 pub struct Prepared {
     pub path: CString,
-    // Own the memory the pointer arrays and `fprogs` point into.
+    // Own the memory the pointer arrays and `fprog` point into.
     _argv: Vec<CString>,
     _envp: Vec<CString>,
-    _filters: Vec<Vec<libc::sock_filter>>,
+    _filter: Option<super::seccomp::Program>,
     argv_ptrs: Vec<*const c_char>,
     envp_ptrs: Vec<*const c_char>,
     pub ruleset: Option<OwnedFd>,
-    fprogs: Vec<libc::sock_fprog>,
+    fprog: Option<libc::sock_fprog>,
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
     /// Capabilities removed from every set (bounding too, so a root
     /// child does not get them back at exec).
@@ -84,7 +84,7 @@ impl Prepared {
         argv: Vec<CString>,
         envp: Vec<CString>,
         ruleset: Option<OwnedFd>,
-        filters: Vec<seccompiler::BpfProgram>,
+        filter: Option<super::seccomp::Program>,
         rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
         drop_caps: Vec<u32>,
     ) -> Prepared {
@@ -94,35 +94,20 @@ impl Prepared {
                 .chain(std::iter::once(std::ptr::null()))
                 .collect::<Vec<_>>()
         };
-        let filters: Vec<Vec<libc::sock_filter>> = filters
-            .into_iter()
-            .map(|p| {
-                p.into_iter()
-                    .map(|i| libc::sock_filter {
-                        code: i.code,
-                        jt: i.jt,
-                        jf: i.jf,
-                        k: i.k,
-                    })
-                    .collect()
-            })
-            .collect();
-        let fprogs = filters
-            .iter()
-            .map(|f| libc::sock_fprog {
-                len: f.len() as u16,
-                filter: f.as_ptr() as *mut libc::sock_filter,
-            })
-            .collect();
+        // `seccomp::build` keeps programs under u16::MAX instructions.
+        let fprog = filter.as_ref().map(|f| libc::sock_fprog {
+            len: f.len() as u16,
+            filter: f.as_ptr() as *mut libc::sock_filter,
+        });
         Prepared {
             argv_ptrs: ptrs(&argv),
             envp_ptrs: ptrs(&envp),
             path,
             _argv: argv,
             _envp: envp,
-            _filters: filters,
+            _filter: filter,
             ruleset,
-            fprogs,
+            fprog,
             rlimits,
             drop_caps,
             // SAFETY: geteuid has no preconditions.
@@ -352,7 +337,7 @@ unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
     }
-    for prog in &p.fprogs {
+    if let Some(prog) = &p.fprog {
         if libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
