@@ -24,9 +24,10 @@ fn main() {
 /// of what std's does: standard descriptors that are closed are opened on
 /// `/dev/null`, SIGPIPE is ignored, a panic exits with 101, and stdout is
 /// flushed (`process::exit`). (glibc hands `argc`/`argv` to std through
-/// `.init_array`, so `std::env::args` works as before.) A stack overflow
-/// is then a plain SIGSEGV: the kernel's guard gap still stops it, without
-/// std's message.
+/// `.init_array`, so `std::env::args` works as before.) What changes: a
+/// stack overflow is a plain SIGSEGV (the kernel's guard gap still stops
+/// it) without std's message, and a panic message names the thread
+/// `<unnamed>` instead of `main`.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
