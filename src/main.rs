@@ -3,12 +3,13 @@
 
 // Diagnostics are only built on the error path; boxing them buys nothing.
 #![allow(clippy::result_large_err)]
-// With glibc on Linux, sbx provides the C `main` itself (below).
-#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
+// With glibc on Linux, sbx provides the C `main` itself (below); not in
+// the unit-test build, whose `main` is the test harness.
+#![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
 mod cli;
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(test))))]
 fn main() {
     std::process::exit(cli::main());
 }
@@ -28,7 +29,7 @@ fn main() {
 /// stack overflow is a plain SIGSEGV (the kernel's guard gap still stops
 /// it) without std's message, and a panic message names the thread
 /// `<unnamed>` instead of `main`.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // SAFETY: poll on three descriptors and open of a constant path.
