@@ -1,7 +1,7 @@
 //! spawn (vfork-style), restrict, exec.
 //!
 //! Everything the child needs (C strings, the ruleset descriptor, the BPF
-//! program, rlimits) is built before the child is created. Between
+//! programs, rlimits) is built before the child is created. Between
 //! `clone` and `execve` the child only makes async-signal-safe system
 //! calls on that prepared data and never allocates: the parent may be
 //! multi-threaded, and another thread could hold the allocator's lock.
@@ -67,14 +67,14 @@ impl Step {
 /// Everything the child uses, owned by the parent across the fork.
 pub struct Prepared {
     pub path: CString,
-    // Own the memory the pointer arrays and `fprog` point into.
+    // Own the memory the pointer arrays and `fprogs` point into.
     _argv: Vec<CString>,
     _envp: Vec<CString>,
-    _filter: Option<super::seccomp::Program>,
+    _filters: Vec<Vec<libc::sock_filter>>,
     argv_ptrs: Vec<*const c_char>,
     envp_ptrs: Vec<*const c_char>,
     pub ruleset: Option<OwnedFd>,
-    fprog: Option<libc::sock_fprog>,
+    fprogs: Vec<libc::sock_fprog>,
     pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
     /// Capabilities removed from every set (bounding too, so a root
     /// child does not get them back at exec).
@@ -94,7 +94,7 @@ impl Prepared {
         argv: Vec<CString>,
         envp: Vec<CString>,
         ruleset: Option<OwnedFd>,
-        filter: Option<super::seccomp::Program>,
+        filters: Vec<seccompiler::BpfProgram>,
         rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
         drop_caps: Vec<u32>,
     ) -> Prepared {
@@ -104,20 +104,35 @@ impl Prepared {
                 .chain(std::iter::once(std::ptr::null()))
                 .collect::<Vec<_>>()
         };
-        // `seccomp::build` keeps programs under u16::MAX instructions.
-        let fprog = filter.as_ref().map(|f| libc::sock_fprog {
-            len: f.len() as u16,
-            filter: f.as_ptr() as *mut libc::sock_filter,
-        });
+        let filters: Vec<Vec<libc::sock_filter>> = filters
+            .into_iter()
+            .map(|p| {
+                p.into_iter()
+                    .map(|i| libc::sock_filter {
+                        code: i.code,
+                        jt: i.jt,
+                        jf: i.jf,
+                        k: i.k,
+                    })
+                    .collect()
+            })
+            .collect();
+        let fprogs = filters
+            .iter()
+            .map(|f| libc::sock_fprog {
+                len: f.len() as u16,
+                filter: f.as_ptr() as *mut libc::sock_filter,
+            })
+            .collect();
         Prepared {
             argv_ptrs: ptrs(&argv),
             envp_ptrs: ptrs(&envp),
             path,
             _argv: argv,
             _envp: envp,
-            _filter: filter,
+            _filters: filters,
             ruleset,
-            fprog,
+            fprogs,
             rlimits,
             drop_caps,
             // SAFETY: geteuid has no preconditions.
@@ -441,7 +456,7 @@ unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
     }
-    if let Some(prog) = &p.fprog {
+    for prog in &p.fprogs {
         if libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,

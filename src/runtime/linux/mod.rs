@@ -200,8 +200,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     .map_err(fail)?;
     plan.lines.splice(0..0, lines);
 
-    let filter = seccomp::build(&art.seccomp);
-    let seccomp_count = filter.as_ref().map(|_| 1).map_err(Clone::clone);
+    let filters = seccomp::build(&art.seccomp);
+    let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
 
     if opts.report {
         eprint!(
@@ -279,7 +279,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         argv_c,
         envp_c,
         ruleset,
-        filter.ok(),
+        filters.unwrap_or_default(),
         limits::rlimits(&art.limits),
         limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );

@@ -120,7 +120,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
         art,
         &p,
         &report::Extras {
-            seccomp: &Ok(1),
+            seccomp: &Ok(3),
             exec_files: &["/usr/bin/prog".to_string()],
             forced_abi: Some(abi),
             root: false,
@@ -244,12 +244,12 @@ fn missing_paths_at_run_time_are_dropped() {
     assert_eq!(dropped, ["/w", "/w/notes.txt"]);
 }
 
-/// The one seccomp program, run by a BPF interpreter on the artifacts the
-/// back end writes: every listed syscall, ioctl and ptrace request is
+/// The seccomp filters, run by a BPF interpreter (combined as the kernel
+/// combines them) on the artifacts the back end writes: every listed syscall, ioctl and ptrace request is
 /// denied with the section's errno, sockets outside the allow-list get
 /// EACCES, and ordinary syscalls are allowed.
 #[test]
-fn seccomp_program_decides_every_listed_syscall() {
+fn seccomp_filters_decide_every_listed_syscall() {
     use super::seccomp::{build, interpret, native_arch, syscall_number};
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
     let allow = libc::SECCOMP_RET_ALLOW;
