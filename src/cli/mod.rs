@@ -134,8 +134,23 @@ enum MessageFormat {
     Json,
 }
 
+/// `Cli::try_parse`, without freeing clap's command tree afterwards: the
+/// process ends soon, and the tree's destructor cost a third as much as
+/// building it (`sbx run` starts a process per command).
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = Cli::command();
+    let parsed = cmd
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|mut m| {
+            Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+        });
+    std::mem::forget(cmd);
+    parsed
+}
+
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

@@ -28,6 +28,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("exit_code_propagation", exit_codes),
     ("inherited_descriptor_closed", inherited_fd),
     ("ptrace_tiocsti_io_uring", ptrace_ioctl_io_uring),
+    ("x32_and_i386_syscalls", other_abis),
     ("wall_time_kills_the_tree", wall_time),
     ("terminal_ctrl_c_and_ctrl_z", terminal),
     ("forced_lower_abis_degrade", forced_abis),
@@ -514,6 +515,33 @@ fn ptrace_ioctl_io_uring(fx: &Fx) -> Result<(), String> {
     let _ = v.kill();
     let _ = v.wait();
     r
+}
+
+/// The filter is for the native ABI: x32 syscall numbers get EPERM (the
+/// x32 `socket` has a number of its own), 32-bit syscalls kill the
+/// process (SIGSYS).
+fn other_abis(fx: &Fx) -> Result<(), String> {
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(());
+    }
+    let p = fx.policy("best_effort", "");
+    expect("x32 getpid", &fx.run(&p, &[], &["x32-getpid"]), "EPERM")?;
+    code(
+        "i386 getpid",
+        &fx.run(&p, &[], &["i386-getpid"]),
+        128 + libc::SIGSYS,
+    )?;
+    // Positive control: the probe itself works outside the sandbox (on
+    // kernels with 32-bit emulation; x32 is usually not built in).
+    let plain = fx.unsandboxed(&["i386-getpid"]);
+    check(
+        plain.answer() == "OK" || plain.code == 128 + libc::SIGSEGV,
+        || format!("unsandboxed i386 getpid: {plain:?}"),
+    )?;
+    let plain = fx.unsandboxed(&["x32-getpid"]);
+    check(matches!(plain.answer(), "OK" | "ENOSYS"), || {
+        format!("unsandboxed x32 getpid: {plain:?}")
+    })
 }
 
 fn wall_time(fx: &Fx) -> Result<(), String> {

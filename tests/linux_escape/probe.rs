@@ -205,6 +205,28 @@ unsafe fn op(args: &[String]) -> String {
                 params.as_mut_ptr(),
             ))
         }
+        // Another syscall ABI on x86_64: x32 numbers (bit 30) and the
+        // i386 ABI through `int 0x80` (getpid is 20 there).
+        #[cfg(target_arch = "x86_64")]
+        "x32-getpid" => res(libc::syscall(libc::SYS_getpid | 0x4000_0000)),
+        #[cfg(target_arch = "x86_64")]
+        "i386-getpid" => {
+            let mut ret: i64 = 20;
+            std::arch::asm!(
+                "int 0x80",
+                inout("rax") ret,
+                out("r8") _,
+                out("r9") _,
+                out("r10") _,
+                out("r11") _,
+                options(nostack),
+            );
+            if ret < 0 {
+                errno_name(-ret as i32)
+            } else {
+                "OK".into()
+            }
+        }
         "env" => {
             let mut names: Vec<String> = std::env::vars_os()
                 .map(|(k, _)| k.to_string_lossy().into_owned())

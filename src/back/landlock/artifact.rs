@@ -93,8 +93,8 @@ pub struct NetPort {
     pub port: Vec<u64>,
 }
 
-/// The seccomp part, by name: the loader compiles it for the running
-/// architecture (`seccompiler`).
+/// The seccomp part, by name: the loader compiles it to one BPF program
+/// for the running architecture (`runtime::linux::seccomp`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Seccomp {

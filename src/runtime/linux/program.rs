@@ -7,7 +7,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -58,9 +57,12 @@ pub fn exec_chain(program: &Path) -> Vec<PathBuf> {
 /// The file the kernel opens next to run `p`: the `#!` interpreter of a
 /// script or the `PT_INTERP` of a dynamically linked ELF.
 pub fn interpreter(p: &Path) -> Option<PathBuf> {
-    let mut head = Vec::new();
-    File::open(p).ok()?.take(256).read_to_end(&mut head).ok()?;
-    if let Some(rest) = head.strip_prefix(b"#!") {
+    let f = File::open(p).ok()?;
+    // One read for the `#!` line and, in most ELF files, the header, the
+    // program headers and the interpreter's name.
+    let head = read_at(&f, 0, 1024)?;
+    // The kernel reads a `#!` line from the first 256 bytes.
+    if let Some(rest) = head[..head.len().min(256)].strip_prefix(b"#!") {
         let line = rest.split(|b| *b == b'\n').next()?;
         let word = line
             .split(|b| *b == b' ' || *b == b'\t')
@@ -69,18 +71,28 @@ pub fn interpreter(p: &Path) -> Option<PathBuf> {
         return path.is_absolute().then_some(path);
     }
     if head.starts_with(b"\x7fELF") {
-        return elf_interp(p);
+        return elf_interp(&f, &head);
     }
     None
 }
 
-/// Read `PT_INTERP` from an ELF file (32/64-bit, either byte order).
-/// Only the header, the program headers and the name are read: reading
-/// the whole file (rustup's proxies are 20 MB) was most of `sbx run`'s
-/// start-up.
-fn elf_interp(p: &Path) -> Option<PathBuf> {
-    let f = File::open(p).ok()?;
-    let head = read_at(&f, 0, 64)?;
+/// Read `PT_INTERP` from an ELF file (32/64-bit, either byte order), whose
+/// first bytes are `start`. Only the header, the program headers and the
+/// name are read: reading the whole file (rustup's proxies are 20 MB) was
+/// most of `sbx run`'s start-up.
+fn elf_interp(f: &File, start: &[u8]) -> Option<PathBuf> {
+    // `len` bytes at `off` (fewer at the end of the file), from `start`
+    // when it holds them.
+    let read = |off: u64, len: usize| -> Option<std::borrow::Cow<'_, [u8]>> {
+        match usize::try_from(off)
+            .ok()
+            .and_then(|o| start.get(o..o.checked_add(len)?))
+        {
+            Some(b) => Some(std::borrow::Cow::Borrowed(b)),
+            None => read_at(f, off, len).map(std::borrow::Cow::Owned),
+        }
+    };
+    let head = read(0, 64)?;
     let class64 = match head.get(4)? {
         1 => false,
         2 => true,
@@ -115,7 +127,7 @@ fn elf_interp(p: &Path) -> Option<PathBuf> {
     };
     // phnum and phentsize are 16-bit: at most 4 GiB in theory, so cap it.
     let table_len = usize::try_from(phnum * phentsize).ok()?.min(1 << 20);
-    let table = read_at(&f, phoff, table_len)?;
+    let table = read(phoff, table_len)?;
     for i in 0..phnum {
         let ph = usize::try_from(i * phentsize).ok()?;
         if rd(&table, ph, 4)? != 3 {
@@ -130,7 +142,7 @@ fn elf_interp(p: &Path) -> Option<PathBuf> {
         if size > libc::PATH_MAX as usize {
             return None;
         }
-        let bytes = read_at(&f, off, size)?;
+        let bytes = read(off, size)?;
         if bytes.len() < size {
             return None;
         }

@@ -250,6 +250,73 @@ fn x32_guard(_errno: i32) -> Option<BpfProgram> {
     None
 }
 
+/// Run the installed filters on one `seccomp_data` as the kernel does:
+/// every filter runs and the most severe action wins (the newest filter
+/// on a tie). Only the instructions `seccompiler` emits; anything else
+/// panics. For tests.
+#[cfg(test)]
+pub(super) fn interpret(progs: &[BpfProgram], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
+    let mut data = [0u8; 64];
+    data[0..4].copy_from_slice(&nr.to_ne_bytes());
+    data[4..8].copy_from_slice(&arch.to_ne_bytes());
+    for (i, a) in args.iter().enumerate() {
+        data[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_ne_bytes());
+    }
+    let mut ret = libc::SECCOMP_RET_ALLOW;
+    for prog in progs.iter().rev() {
+        let r = run(prog, &data);
+        let severity = |v: u32| (v & libc::SECCOMP_RET_ACTION_FULL) as i32;
+        if severity(r) < severity(ret) {
+            ret = r;
+        }
+    }
+    ret
+}
+
+#[cfg(test)]
+fn run(prog: &[seccompiler::sock_filter], data: &[u8; 64]) -> u32 {
+    let mut acc = 0u32;
+    let mut pc = 0usize;
+    loop {
+        let ins = &prog[pc];
+        pc += 1;
+        let branch = |taken: bool| usize::from(if taken { ins.jt } else { ins.jf });
+        match ins.code {
+            0x20 => {
+                // BPF_LD | BPF_W | BPF_ABS
+                let k = ins.k as usize;
+                assert!(k % 4 == 0 && k + 4 <= data.len(), "load at {k}");
+                acc = u32::from_ne_bytes(data[k..k + 4].try_into().unwrap());
+            }
+            0x54 => acc &= ins.k,                   // BPF_ALU | BPF_AND | BPF_K
+            0x05 => pc += ins.k as usize,           // BPF_JMP | BPF_JA
+            0x15 => pc += branch(acc == ins.k),     // JEQ
+            0x35 => pc += branch(acc >= ins.k),     // JGE
+            0x25 => pc += branch(acc > ins.k),      // JGT
+            0x45 => pc += branch(acc & ins.k != 0), // JSET
+            0x06 => return ins.k,                   // BPF_RET | BPF_K
+            code => panic!("unexpected BPF instruction {code:#x}"),
+        }
+    }
+}
+
+/// `seccomp_data.arch` on this machine.
+#[cfg(test)]
+pub(super) fn native_arch() -> u32 {
+    if cfg!(target_arch = "x86_64") {
+        0xc000_003e // AUDIT_ARCH_X86_64
+    } else if cfg!(target_arch = "aarch64") {
+        0xc000_00b7 // AUDIT_ARCH_AARCH64
+    } else {
+        panic!("no AUDIT_ARCH for this architecture in the test")
+    }
+}
+
+#[cfg(test)]
+pub(super) fn syscall_number(name: &str) -> Option<u32> {
+    syscall(name).map(|n| n as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

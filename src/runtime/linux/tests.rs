@@ -231,3 +231,138 @@ fn missing_paths_at_run_time_are_dropped() {
         .collect();
     assert_eq!(dropped, ["/w", "/w/notes.txt"]);
 }
+
+/// The seccomp filters, run by a BPF interpreter (combined as the kernel
+/// combines them) on the artifacts the back end writes: every listed syscall, ioctl and ptrace request is
+/// denied with the section's errno, sockets outside the allow-list get
+/// EACCES, and ordinary syscalls are allowed.
+#[test]
+fn seccomp_filters_decide_every_listed_syscall() {
+    use super::seccomp::{build, interpret, native_arch, syscall_number};
+    let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let arch = native_arch();
+    let nr = |n: libc::c_long| n as u32;
+    for (other_protocols, dns) in [(false, false), (false, true), (true, false)] {
+        let mut i = ir(PathMode::Resolved, vec![]);
+        i.net.other_protocols = other_protocols;
+        i.net.dns = dns;
+        let sc = landlock::build(&i).unwrap().seccomp;
+        let p = build(&sc).unwrap();
+        let run = |n: u32, args: [u64; 6]| interpret(&p, arch, n, args);
+        let eperm = errno(libc::EPERM);
+        assert_eq!(sc.errno, "EPERM");
+
+        let mut denied = 0;
+        for name in &sc.deny {
+            let Some(n) = syscall_number(name) else {
+                // Only iopl/ioperm may be missing (not x86_64).
+                assert!(
+                    matches!(name.as_str(), "iopl" | "ioperm") && !cfg!(target_arch = "x86_64"),
+                    "{name}"
+                );
+                continue;
+            };
+            denied += 1;
+            for args in [[0; 6], [u64::MAX; 6], [1, 2, 3, 4, 5, 6]] {
+                assert_eq!(run(n, args), eperm, "{name}");
+            }
+        }
+        assert!(denied >= 38, "{denied}");
+
+        let ioctl = |req: u64| run(nr(libc::SYS_ioctl), [1, req, 0, 0, 0, 0]);
+        assert_eq!(sc.deny_ioctl, ["TIOCLINUX", "TIOCSTI"]);
+        for req in [libc::TIOCLINUX, libc::TIOCSTI] {
+            assert_eq!(ioctl(req), eperm);
+            // The kernel reads the request as an int.
+            assert_eq!(ioctl(req | 0xffff_ffff_0000_0000), eperm);
+        }
+        for req in [libc::TCGETS, libc::TIOCGWINSZ, libc::FIONREAD, 0] {
+            assert_eq!(ioctl(req), allow);
+        }
+        let ptrace = |req: libc::c_uint| run(nr(libc::SYS_ptrace), [req as u64, 1, 0, 0, 0, 0]);
+        assert_eq!(sc.deny_ptrace, ["PTRACE_ATTACH", "PTRACE_SEIZE"]);
+        assert_eq!(ptrace(libc::PTRACE_ATTACH), eperm);
+        assert_eq!(ptrace(libc::PTRACE_SEIZE), eperm);
+        assert_eq!(ptrace(libc::PTRACE_TRACEME), allow);
+        assert_eq!(ptrace(libc::PTRACE_PEEKDATA), allow);
+
+        let socket = |f: libc::c_int, t: libc::c_int, p: libc::c_int| {
+            run(
+                nr(libc::SYS_socket),
+                [f as u64, t as u64, p as u64, 0, 0, 0],
+            )
+        };
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        let (inet, inet6) = (libc::AF_INET, libc::AF_INET6);
+        let always = [
+            (libc::AF_UNIX, libc::SOCK_STREAM, 0),
+            (libc::AF_UNIX, libc::SOCK_DGRAM | flags, 0),
+            (libc::AF_NETLINK, libc::SOCK_RAW, 0),
+            (inet, libc::SOCK_STREAM, 0),
+            (inet6, libc::SOCK_STREAM | flags, libc::IPPROTO_TCP),
+        ];
+        let udp = [
+            (inet, libc::SOCK_DGRAM, 0),
+            (inet6, libc::SOCK_DGRAM | flags, libc::IPPROTO_UDP),
+        ];
+        let never = [
+            (inet, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+            (inet, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
+            (inet6, libc::SOCK_STREAM, libc::IPPROTO_MPTCP),
+            (inet, libc::SOCK_SEQPACKET, 0),
+            (inet, libc::SOCK_DGRAM, libc::IPPROTO_TCP),
+            (libc::AF_PACKET, libc::SOCK_RAW, 0),
+            (libc::AF_VSOCK, libc::SOCK_STREAM, 0),
+            (libc::AF_BLUETOOTH, libc::SOCK_STREAM, 0),
+        ];
+        let eacces = errno(libc::EACCES);
+        for (f, t, p) in always {
+            assert_eq!(socket(f, t, p), allow, "{f} {t} {p}");
+        }
+        for (f, t, p) in udp {
+            let want = if other_protocols || dns {
+                allow
+            } else {
+                eacces
+            };
+            assert_eq!(socket(f, t, p), want, "{f} {t} {p}");
+        }
+        for (f, t, p) in never {
+            let want = if other_protocols { allow } else { eacces };
+            assert_eq!(socket(f, t, p), want, "{f} {t} {p}");
+        }
+
+        for n in [
+            libc::SYS_read,
+            libc::SYS_write,
+            libc::SYS_openat,
+            libc::SYS_close,
+            libc::SYS_mmap,
+            libc::SYS_execve,
+            libc::SYS_clone,
+            libc::SYS_clone3,
+            libc::SYS_connect,
+            libc::SYS_socketpair,
+            libc::SYS_exit_group,
+            libc::SYS_landlock_restrict_self,
+            libc::SYS_seccomp,
+            0,
+        ] {
+            assert_eq!(run(nr(n), [0; 6]), allow, "syscall {n}");
+        }
+
+        // Other ABIs: x32 numbers on x86_64 are denied, 32-bit syscalls
+        // kill the process.
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(run(nr(libc::SYS_socket) | 0x4000_0000, [1; 6]), eperm);
+            assert_eq!(run(nr(libc::SYS_read) | 0x4000_0000, [0; 6]), eperm);
+        }
+        for foreign in [0x4000_0003, 0x4000_0028, 0] {
+            assert_eq!(
+                interpret(&p, foreign, nr(libc::SYS_read), [0; 6]),
+                libc::SECCOMP_RET_KILL_PROCESS
+            );
+        }
+    }
+}
