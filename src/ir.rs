@@ -523,6 +523,44 @@ pub fn path_within(path: &str, root: &str) -> bool {
     }
 }
 
+/// Hand-built IR pieces for the back ends' and loaders' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Resolved roots `/w`, `/h`, `/t`.
+    pub fn roots() -> Roots {
+        Roots {
+            workspace: "/w".into(),
+            home: "/h".into(),
+            temp: "/t".into(),
+        }
+    }
+
+    /// The grant of rule `index` of `policy.toml`, written at `line`.
+    pub fn rule_grant(
+        index: usize,
+        line: usize,
+        path: &str,
+        access: Access,
+        kind: PathKind,
+    ) -> Grant {
+        Grant {
+            path: path.into(),
+            access,
+            kind,
+            source: Source::Rule {
+                index,
+                file: "policy.toml".into(),
+                line,
+                column: 1,
+            },
+            aliases: vec![],
+            external: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

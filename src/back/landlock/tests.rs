@@ -1,4 +1,5 @@
 use super::*;
+use crate::ir::testing::{roots, rule_grant};
 use crate::ir::*;
 
 fn base(fs: Vec<Grant>) -> Ir {
@@ -9,28 +10,9 @@ fn base(fs: Vec<Grant>) -> Ir {
     }
 }
 
-fn roots() -> Roots {
-    Roots {
-        workspace: "/w".into(),
-        home: "/h".into(),
-        temp: "/t".into(),
-    }
-}
-
+/// Rule `index` sits at line `index * 4 + 3` (the snapshots show it).
 fn grant(index: usize, path: &str, access: Access, kind: PathKind) -> Grant {
-    Grant {
-        path: path.into(),
-        access,
-        kind,
-        source: Source::Rule {
-            index,
-            file: "policy.toml".into(),
-            line: index * 4 + 3,
-            column: 1,
-        },
-        aliases: vec![],
-        external: None,
-    }
+    rule_grant(index, index * 4 + 3, path, access, kind)
 }
 
 fn preset(path: &str, access: Access, kind: PathKind) -> Grant {

@@ -3,32 +3,16 @@
 use super::plan::{plan, Enforced, Opened, Plan};
 use super::report;
 use crate::back::landlock::{self, LinuxArtifact};
+use crate::ir::testing::{roots, rule_grant};
 use crate::ir::*;
 use crate::runtime::expand::Values;
 use std::io;
 
 fn grant(index: usize, path: &str, access: Access, kind: PathKind) -> Grant {
-    Grant {
-        path: path.into(),
-        access,
-        kind,
-        source: Source::Rule {
-            index,
-            file: "policy.toml".into(),
-            line: index + 1,
-            column: 1,
-        },
-        aliases: vec![],
-        external: None,
-    }
+    rule_grant(index, index + 1, path, access, kind)
 }
 
 fn ir(mode: PathMode, fs: Vec<Grant>) -> Ir {
-    let roots = Roots {
-        workspace: "/w".into(),
-        home: "/h".into(),
-        temp: "/t".into(),
-    };
     Ir {
         policy_hash: "sha256:0000".into(),
         fs,
@@ -44,7 +28,7 @@ fn ir(mode: PathMode, fs: Vec<Grant>) -> Ir {
             cpu_time_s: Some(5),
             ..Limits::default()
         },
-        ..Ir::deny_all(Os::Linux, mode, roots)
+        ..Ir::deny_all(Os::Linux, mode, roots())
     }
 }
 
