@@ -263,14 +263,11 @@ pub fn lower_for(
 
 /// Run one back end on an IR.
 pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
-    let out = match target {
-        Target::Ir => Ok(back::ir_json::emit(ir)),
-        Target::Macos => back::sbpl::emit(ir),
-        Target::Linux => back::landlock::emit(ir),
-        Target::Landlockconfig => back::landlock::emit_landlockconfig(ir),
-        Target::Windows => back::windows::emit(ir),
+    let capacity = match target {
+        Target::Macos => back::sbpl::size_hint(ir),
+        _ => 0,
     };
-    out.map_err(emit_error)
+    back::collect(capacity, |out| emit_to(ir, target, out))
 }
 
 /// [`emit`], handing the text to `out` piece by piece as it is written
@@ -287,11 +284,7 @@ pub fn emit_to(
         Target::Landlockconfig => back::landlock::emit_landlockconfig_to(ir, out),
         Target::Windows => back::windows::emit_to(ir, out),
     };
-    precision.map_err(emit_error)
-}
-
-fn emit_error(e: back::EmitError) -> Diagnostic {
-    Diagnostic::new(codes::BAD_CHARACTER, e.to_string())
+    precision.map_err(|e| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
 }
 
 /// A compiled artifact.

@@ -82,8 +82,12 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 }
 
 pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
-    // Room for the whole profile up front: about 500 bytes a grant.
-    super::collect(ir.fs.len() * 600, |out| emit_to(ir, opts, out))
+    super::collect(size_hint(ir), |out| emit_to(ir, opts, out))
+}
+
+/// Room for the whole profile up front: about 500 bytes a grant.
+pub(crate) fn size_hint(ir: &Ir) -> usize {
+    ir.fs.len() * 600
 }
 
 /// [`emit_with`], handing the text to `out` piece by piece as it is
