@@ -303,13 +303,19 @@ impl OutFile {
     }
 
     fn write(&mut self, b: &[u8]) {
-        if let Ok(None) = self.file {
-            self.file = self.open().map(Some);
-        }
+        self.open_once();
         if let Ok(Some(f)) = &mut self.file {
             if let Err(e) = f.write_all(b) {
                 self.file = Err(self.error(e));
             }
+        }
+    }
+
+    /// Open the staged file on the first write (or at the end, for an
+    /// empty artifact); an error stays for the report.
+    fn open_once(&mut self) {
+        if let Ok(None) = self.file {
+            self.file = self.open().map(Some);
         }
     }
 
@@ -328,9 +334,7 @@ impl OutFile {
 
     /// The written file, flushed, to commit.
     fn finish(mut self) -> Result<(Utf8PathBuf, Staged), Diagnostic> {
-        if let Ok(None) = self.file {
-            self.file = self.open().map(Some);
-        }
+        self.open_once();
         let f = std::mem::replace(&mut self.file, Ok(None))?.expect("opened above");
         let staged = f.into_inner().map_err(|e| self.error(e.into_error()))?;
         Ok((self.path, staged))
