@@ -170,8 +170,9 @@ pub struct SpawnError {
     pub error: io::Error,
 }
 
-/// Start the child (vfork-style) and exec. On success the child runs in its own process group
-/// (`pid` is also the group id) and owns the terminal if we did.
+/// Start the child (vfork-style) and exec. On success the child runs in
+/// its own process group (`pid` is also the group id) and owns the
+/// terminal if we did.
 pub fn spawn(p: &Prepared) -> Result<libc::pid_t, SpawnError> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid 2-element array.
