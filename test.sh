@@ -13,4 +13,5 @@ cargo check --target x86_64-pc-windows-gnu --all-targets
 if command -v wine >/dev/null && command -v x86_64-w64-mingw32-gcc >/dev/null; then
   tests/wine/build.sh >/dev/null
 fi
-cargo test --all-targets
+# Every failing test binary, not only the first.
+cargo test --all-targets --no-fail-fast

@@ -291,20 +291,22 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     if ir.net.connect != Ports::All {
         return Vec::new();
     }
-    let mut paths: Vec<&str> = Vec::new();
-    let mut rules: Vec<String> = Vec::new();
-    for h in hits.iter().filter(|h| h.access.read) {
-        if !paths.contains(&h.pattern.as_str()) {
-            paths.push(&h.pattern);
-        }
-        let r = Origin::grant(&ir.fs[h.grant]).label();
-        if !rules.contains(&r) {
-            rules.push(r);
-        }
-    }
-    if paths.is_empty() {
+    // Hits come in path order, which depends on where the workspace and
+    // home are; name rules in policy order and paths in list order instead.
+    let reads: Vec<&Hit> = hits.iter().filter(|h| h.access.read).collect();
+    if reads.is_empty() {
         return Vec::new();
     }
+    let mut grants: Vec<&Grant> = reads.iter().map(|h| &ir.fs[h.grant]).collect();
+    grants.sort_by(|a, b| (&a.source, &a.path).cmp(&(&b.source, &b.path)));
+    let mut rules: Vec<String> = grants.iter().map(|g| Origin::grant(g).label()).collect();
+    rules.dedup();
+    let paths: Vec<&str> = ir
+        .sensitive_paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| reads.iter().any(|h| h.pattern == *p))
+        .collect();
     let culprit = ir
         .net
         .rules
@@ -397,6 +399,42 @@ mod tests {
         assert_eq!(p.reached_by("${HOME}", true), Some(How::Ancestor));
         assert_eq!(p.reached_by("${HOMEX}", true), None);
         assert_eq!(p.literal.as_deref(), Some("${HOME}/.aws/credentials"));
+    }
+
+    /// The message must not depend on where the workspace and home are:
+    /// CI's checkout sorted before `/opt`, the developer's after it.
+    #[test]
+    fn exfiltration_names_rules_in_policy_order() {
+        use crate::ir::testing::rule_grant;
+        let message = |ws: &str, home: &str| {
+            let mut ir = ir();
+            ir.roots.workspace = ws.into();
+            ir.roots.home = home.into();
+            ir.net.connect = Ports::All;
+            let rw = Access::READ_WRITE;
+            ir.fs = vec![
+                rule_grant(0, 4, ws, rw, PathKind::Dir),
+                rule_grant(1, 8, home, rw, PathKind::Dir),
+                rule_grant(2, 12, "/opt/shared", Access::READ, PathKind::Dir),
+            ];
+            ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+            let idx = Index::new(&ir);
+            let policy = crate::policy::merge::Policy::default();
+            let loc = Locator {
+                policy: &policy,
+                layers: &[],
+            };
+            let d = exfiltration(&ir, &hits(&ir, &idx), &loc);
+            assert_eq!(d.len(), 1);
+            d[0].message.clone()
+        };
+        let early = message("/a/w", "/a/h");
+        assert_eq!(early, message("/z/w", "/z/h"));
+        assert!(
+            early.contains("while fs[0] (policy.toml:4:1), fs[1] (policy.toml:8:1), fs[2] (policy.toml:12:1) can read the sensitive path ~/.ssh/, "),
+            "{early}"
+        );
+        assert!(early.ends_with("**/.env, **/.env.*"), "{early}");
     }
 
     #[test]
