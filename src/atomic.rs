@@ -29,7 +29,6 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// pipe or socket target is written directly instead.
 pub struct Staged {
     path: PathBuf,
-    dir: PathBuf,
     /// `None`: writing in place (a device, pipe or socket).
     tmp: Option<PathBuf>,
     file: File,
@@ -40,16 +39,12 @@ impl Staged {
     /// Start replacing `path`; a new file gets `mode` (Unix permissions).
     pub fn new(path: &Path, mode: u32) -> io::Result<Staged> {
         let path = follow(path)?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let dir = parent(&path);
         if let Ok(m) = std::fs::metadata(&path) {
             if !m.is_file() && !m.is_dir() {
                 let file = OpenOptions::new().write(true).open(&path)?;
                 return Ok(Staged {
                     path,
-                    dir,
                     tmp: None,
                     file,
                     done: false,
@@ -67,7 +62,6 @@ impl Staged {
         };
         Ok(Staged {
             path,
-            dir,
             tmp: Some(tmp),
             file,
             done: false,
@@ -85,8 +79,16 @@ impl Staged {
         self.done = true;
         // The rename itself must survive a crash too.
         #[cfg(unix)]
-        File::open(&self.dir)?.sync_all()?;
+        File::open(parent(&self.path))?.sync_all()?;
         Ok(())
+    }
+}
+
+/// The directory holding `path` (`.` for a bare name).
+fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
     }
 }
 
