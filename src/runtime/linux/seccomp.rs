@@ -195,23 +195,34 @@ fn socket_rules(allow: &[String]) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
         rules.push(rule(not_listed)?);
     }
     if !ip.is_empty() {
-        // The type is `type & 0xf`, so SOCK_NONBLOCK and SOCK_CLOEXEC do
-        // not matter. Protocol 0 or the type's own: raw, SCTP and MPTCP
-        // sockets are not what Landlock's TCP rules cover.
+        // The kernel refuses (EINVAL) a type with flags other than
+        // SOCK_NONBLOCK and SOCK_CLOEXEC, so the types it accepts for an
+        // allowed IP type are that type with those flags: any other value
+        // is denied with one rule per family, not one per type (the filter
+        // is JIT-compiled at every start, and its length is the cost).
+        let flags = [
+            0,
+            libc::SOCK_NONBLOCK as u64,
+            libc::SOCK_CLOEXEC as u64,
+            (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u64,
+        ];
         for fam in inet {
-            for t in 0u64..16 {
-                match ip.iter().find(|(ty, _)| *ty == t) {
-                    None => rules.push(rule(vec![
-                        cond(0, SeccompCmpOp::Eq, fam)?,
-                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
-                    ])?),
-                    Some((_, proto)) => rules.push(rule(vec![
-                        cond(0, SeccompCmpOp::Eq, fam)?,
-                        cond(1, SeccompCmpOp::MaskedEq(0xf), t)?,
-                        cond(2, SeccompCmpOp::Ne, 0)?,
-                        cond(2, SeccompCmpOp::Ne, *proto)?,
-                    ])?),
+            let mut other_type = vec![cond(0, SeccompCmpOp::Eq, fam)?];
+            for (ty, _) in &ip {
+                for f in flags {
+                    other_type.push(cond(1, SeccompCmpOp::Ne, ty | f)?);
                 }
+            }
+            rules.push(rule(other_type)?);
+            // An allowed type with a protocol other than 0 or its own: raw,
+            // SCTP and MPTCP sockets are not what Landlock's TCP rules cover.
+            for (ty, proto) in &ip {
+                rules.push(rule(vec![
+                    cond(0, SeccompCmpOp::Eq, fam)?,
+                    cond(1, SeccompCmpOp::MaskedEq(0xf), *ty)?,
+                    cond(2, SeccompCmpOp::Ne, 0)?,
+                    cond(2, SeccompCmpOp::Ne, *proto)?,
+                ])?);
             }
         }
     }
@@ -348,6 +359,74 @@ mod tests {
             build(&section(true)).unwrap().len(),
             2 + usize::from(cfg!(target_arch = "x86_64"))
         );
+    }
+
+    /// The socket filter against the rule it implements, for every
+    /// allow-list: family, type (with and without flags) and protocol,
+    /// including values with high bits the kernel ignores.
+    #[test]
+    fn socket_filter_allows_exactly_the_listed_kinds() {
+        let kinds = ["unix", "netlink", "tcp", "udp"];
+        let flags = (libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) as u32;
+        let mut types: Vec<u64> = Vec::new();
+        for t in 0..16u64 {
+            for f in [0, libc::SOCK_NONBLOCK, libc::SOCK_CLOEXEC, flags as i32] {
+                types.push(t | f as u64);
+                types.push(t | f as u64 | 0xdead_0000_0000_0000);
+            }
+            types.extend([t | 0x10, t | 0x4000_0000, t | 0x8000_0000]);
+        }
+        let mut families: Vec<u64> = (0..48).collect();
+        families.extend([0xffff, 0xffff_ffff, 0x1_0000_0002, 0x7_0000_000a]);
+        let protos: [u64; 9] = [0, 1, 6, 17, 132, 255, 262, 0xffff_ffff, 0x1_0000_0006];
+        for mask in 0..16u32 {
+            let allow: Vec<String> = (0..4)
+                .filter(|b| mask & (1 << b) != 0)
+                .map(|b| kinds[b].to_string())
+                .collect();
+            let prog = compile(socket_rules(&allow).unwrap(), libc::EACCES).unwrap();
+            // Its length is start-up time: 108 instructions for the usual
+            // unix, netlink, tcp and udp (290 with a rule per socket type).
+            assert!(prog.len() <= 110, "{allow:?}: {} instructions", prog.len());
+            let has = |k: &str| allow.iter().any(|a| a == k);
+            for &fam in &families {
+                for &ty in &types {
+                    // The kernel takes ints, and refuses other flags.
+                    let (f, t, valid) = (
+                        fam as u32 as i32,
+                        ty as u32,
+                        ty as u32 & !(0xf | flags) == 0,
+                    );
+                    if !valid {
+                        continue;
+                    }
+                    for &proto in &protos {
+                        let (t, p) = ((t & 0xf) as i32, proto as u32 as i32);
+                        let ip = |ty: i32, own: i32| t == ty && (p == 0 || p == own);
+                        let want = (f == libc::AF_UNIX && has("unix"))
+                            || (f == libc::AF_NETLINK && has("netlink"))
+                            || ((f == libc::AF_INET || f == libc::AF_INET6)
+                                && ((has("tcp") && ip(libc::SOCK_STREAM, libc::IPPROTO_TCP))
+                                    || (has("udp") && ip(libc::SOCK_DGRAM, libc::IPPROTO_UDP))));
+                        let got = interpret(
+                            std::slice::from_ref(&prog),
+                            native_arch(),
+                            libc::SYS_socket as u32,
+                            [fam, ty, proto, 0, 0, 0],
+                        );
+                        let want = if want {
+                            libc::SECCOMP_RET_ALLOW
+                        } else {
+                            libc::SECCOMP_RET_ERRNO | libc::EACCES as u32
+                        };
+                        assert_eq!(
+                            got, want,
+                            "{allow:?}: socket({fam:#x}, {ty:#x}, {proto:#x})"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
