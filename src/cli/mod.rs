@@ -8,10 +8,11 @@ mod run;
 mod sbpl;
 
 use camino::Utf8PathBuf;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sbx::atomic::Staged;
 use sbx::compile::{self, Failure, Inputs, Options, Target};
 use sbx::diag::{self, Diagnostic, Files};
+use std::ffi::OsString;
 use std::io::{BufWriter, IsTerminal, Write};
 
 #[derive(Parser)]
@@ -138,13 +139,29 @@ enum MessageFormat {
 /// process ends soon, and the tree's destructor cost a third as much as
 /// building it (`sbx run` starts a process per command).
 fn parse() -> Result<Cli, clap::Error> {
-    use clap::{CommandFactory, FromArgMatches};
-    let mut cmd = Cli::command();
-    let parsed = cmd
-        .try_get_matches_from_mut(std::env::args_os())
-        .and_then(|mut m| {
-            Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
-        });
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    match parse_run(&argv) {
+        Some(cli) => Ok(cli),
+        None => parse_with(Cli::command(), &argv),
+    }
+}
+
+/// `sbx run …` parsed with a tree of that one subcommand: building every
+/// subcommand's arguments was a tenth of the loader's instructions. Help,
+/// version and every error take the full tree, so they read the same.
+fn parse_run(argv: &[OsString]) -> Option<Cli> {
+    if argv.get(1).is_none_or(|a| a != "run") {
+        return None;
+    }
+    let cmd =
+        clap::Command::new("sbx").subcommand(run::RunArgs::augment_args(clap::Command::new("run")));
+    parse_with(cmd, argv).ok()
+}
+
+fn parse_with(mut cmd: clap::Command, argv: &[OsString]) -> Result<Cli, clap::Error> {
+    let parsed = cmd.try_get_matches_from_mut(argv).and_then(|mut m| {
+        Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+    });
     std::mem::forget(cmd);
     parsed
 }
@@ -400,6 +417,81 @@ fn write_text(output: Option<&Utf8PathBuf>, text: &str) -> Result<(), Diagnostic
                 // A closed pipe (`sbx compile … | head`) is not our failure.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 Err(e) => Err(io_error(format!("cannot write to stdout: {e}"))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(cli: Cli) -> String {
+        match cli.cmd {
+            Cmd::Run(a) => format!("{a:?}"),
+            _ => panic!("not run"),
+        }
+    }
+
+    /// The one-subcommand tree accepts exactly what the full tree accepts
+    /// for `run`, with the same result; everything else falls back.
+    #[test]
+    fn run_parses_alike_with_one_subcommand() {
+        let cases: &[&[&str]] = &[
+            &["run", "p.toml", "--", "true"],
+            &["run", "--artifact", "a.json", "--", "cmd", "--help", "-x"],
+            &[
+                "run",
+                "--artifact=a.json",
+                "--report",
+                "--workspace",
+                "w",
+                "--",
+                "x",
+            ],
+            &[
+                "run",
+                "p.toml",
+                "--tool",
+                "t",
+                "--home",
+                "h",
+                "--approvals",
+                "s",
+                "--",
+                "x",
+                "y",
+            ],
+            &["run", "--landlock-abi", "3", "p.toml", "--", "x"],
+            &["run", "p.toml", "--", "--", "x"],
+            &["run", "p.toml", "x"],
+            &["run", "p.toml", "--"],
+            &["run", "--", "x"],
+            &["run", "p.toml", "--artifact", "a.json", "--", "x"],
+            &["run", "--artifact", "a.json", "--tool", "t", "--", "x"],
+            &["run", "--artifact", "a.json", "--approvals", "s", "--", "x"],
+            &["run", "--landlock-abi", "x", "p.toml", "--", "x"],
+            &["run", "--frobnicate", "p.toml", "--", "x"],
+            &["run", "--help"],
+            &["run", "--version"],
+            &["run"],
+            &["check", "p.toml"],
+            &["--version"],
+        ];
+        for case in cases {
+            let argv: Vec<OsString> = std::iter::once("sbx")
+                .chain(case.iter().copied())
+                .map(OsString::from)
+                .collect();
+            let full = parse_with(Cli::command(), &argv);
+            match (parse_run(&argv), full) {
+                (Some(fast), Ok(full)) => assert_eq!(run_args(fast), run_args(full), "{case:?}"),
+                (None, Ok(full)) => assert!(
+                    !matches!(full.cmd, Cmd::Run(_)),
+                    "{case:?}: a valid `run` took the slow path"
+                ),
+                (Some(_), Err(e)) => panic!("{case:?}: accepted, but the full tree says {e}"),
+                (None, Err(_)) => {}
             }
         }
     }

@@ -5,7 +5,7 @@ use camino::Utf8PathBuf;
 use clap::Args;
 use std::ffi::OsString;
 
-#[derive(Args)]
+#[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("source").required(true).args(["policy", "artifact"]))]
 pub struct RunArgs {
     /// Policy file to compile for this OS.
