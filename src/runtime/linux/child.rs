@@ -75,7 +75,7 @@ pub struct Prepared {
     envp_ptrs: Vec<*const c_char>,
     pub ruleset: Option<OwnedFd>,
     fprogs: Vec<libc::sock_fprog>,
-    pub rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+    pub rlimits: Vec<(super::limits::Resource, libc::rlimit)>,
     /// Capabilities removed from every set (bounding too, so a root
     /// child does not get them back at exec).
     drop_caps: Vec<u32>,
@@ -95,7 +95,7 @@ impl Prepared {
         envp: Vec<CString>,
         ruleset: Option<OwnedFd>,
         filters: Vec<seccompiler::BpfProgram>,
-        rlimits: Vec<(libc::__rlimit_resource_t, libc::rlimit)>,
+        rlimits: Vec<(super::limits::Resource, libc::rlimit)>,
         drop_caps: Vec<u32>,
     ) -> Prepared {
         let ptrs = |v: &[CString]| {

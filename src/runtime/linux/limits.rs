@@ -59,11 +59,17 @@ pub fn capabilities(names: &[String]) -> Result<Vec<u32>, String> {
         .collect()
 }
 
+/// `setrlimit`'s resource type: an enum in glibc, an int in musl.
+#[cfg(target_env = "gnu")]
+pub type Resource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+pub type Resource = libc::c_int;
+
 /// Resource limits for the child. Never raise a hard limit (that needs
 /// privilege): take the smaller of ours and the current one.
-pub fn rlimits(l: &Limits) -> Vec<(libc::__rlimit_resource_t, libc::rlimit)> {
+pub fn rlimits(l: &Limits) -> Vec<(Resource, libc::rlimit)> {
     let mut out = Vec::new();
-    let mut push = |res: libc::__rlimit_resource_t, cur: u64, max: u64| {
+    let mut push = |res: Resource, cur: u64, max: u64| {
         let mut old = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,

@@ -76,10 +76,12 @@ fn syscall(name: &str) -> Option<i64> {
 /// nothing to deny.
 const ARCH_SPECIFIC: &[&str] = &["ioperm", "iopl"];
 
+// The requests are ints in musl, unsigned longs in glibc.
+#[allow(clippy::unnecessary_cast)]
 fn ioctl_request(name: &str) -> Option<u64> {
     match name {
-        "TIOCSTI" => Some(libc::TIOCSTI),
-        "TIOCLINUX" => Some(libc::TIOCLINUX),
+        "TIOCSTI" => Some(libc::TIOCSTI as u64),
+        "TIOCLINUX" => Some(libc::TIOCLINUX as u64),
         _ => None,
     }
 }

@@ -221,6 +221,7 @@ fn missing_paths_at_run_time_are_dropped() {
 /// denied with the section's errno, sockets outside the allow-list get
 /// EACCES, and ordinary syscalls are allowed.
 #[test]
+#[allow(clippy::unnecessary_cast)] // ioctl requests are ints in musl
 fn seccomp_filters_decide_every_listed_syscall() {
     use super::seccomp::{build, interpret, native_arch, syscall_number};
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
@@ -256,20 +257,20 @@ fn seccomp_filters_decide_every_listed_syscall() {
 
         let ioctl = |req: u64| run(nr(libc::SYS_ioctl), [1, req, 0, 0, 0, 0]);
         assert_eq!(sc.deny_ioctl, ["TIOCLINUX", "TIOCSTI"]);
-        for req in [libc::TIOCLINUX, libc::TIOCSTI] {
+        for req in [libc::TIOCLINUX as u64, libc::TIOCSTI as u64] {
             assert_eq!(ioctl(req), eperm);
             // The kernel reads the request as an int.
             assert_eq!(ioctl(req | 0xffff_ffff_0000_0000), eperm);
         }
-        for req in [libc::TCGETS, libc::TIOCGWINSZ, libc::FIONREAD, 0] {
+        for req in [libc::TCGETS, libc::TIOCGWINSZ, libc::FIONREAD, 0].map(|r| r as u64) {
             assert_eq!(ioctl(req), allow);
         }
-        let ptrace = |req: libc::c_uint| run(nr(libc::SYS_ptrace), [req as u64, 1, 0, 0, 0, 0]);
+        let ptrace = |req: u32| run(nr(libc::SYS_ptrace), [u64::from(req), 1, 0, 0, 0, 0]);
         assert_eq!(sc.deny_ptrace, ["PTRACE_ATTACH", "PTRACE_SEIZE"]);
-        assert_eq!(ptrace(libc::PTRACE_ATTACH), eperm);
-        assert_eq!(ptrace(libc::PTRACE_SEIZE), eperm);
-        assert_eq!(ptrace(libc::PTRACE_TRACEME), allow);
-        assert_eq!(ptrace(libc::PTRACE_PEEKDATA), allow);
+        assert_eq!(ptrace(libc::PTRACE_ATTACH as u32), eperm);
+        assert_eq!(ptrace(libc::PTRACE_SEIZE as u32), eperm);
+        assert_eq!(ptrace(libc::PTRACE_TRACEME as u32), allow);
+        assert_eq!(ptrace(libc::PTRACE_PEEKDATA as u32), allow);
 
         let socket = |f: libc::c_int, t: libc::c_int, p: libc::c_int| {
             run(
