@@ -7,10 +7,10 @@ use landlock::{
     AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
     RulesetAttr, RulesetCreatedAttr, Scope,
 };
-use std::fs::{File, OpenOptions};
+use std::ffi::CString;
+use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The running kernel's Landlock ABI; 0 when Landlock is not built in or
 /// not enabled at boot.
@@ -30,11 +30,20 @@ pub fn kernel_abi() -> u32 {
 
 /// Open a rule's path the way Landlock wants it: `O_PATH`, following
 /// symlinks (the rule applies to the target), close-on-exec.
+///
+/// Not through `OpenOptions`: musl's `O_ACCMODE` includes `O_PATH` (as
+/// `O_SEARCH`), so std masks it out of the custom flags there, and the path
+/// would be opened for reading: a FIFO would block, `/dev/tty` without a
+/// terminal would fail, a device's open would run.
 pub fn open_path(path: &str) -> io::Result<Opened<File>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(path)?;
+    let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated path; the descriptor is owned from here on.
+    let fd = unsafe { libc::openat(libc::AT_FDCWD, c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let f = unsafe { File::from_raw_fd(fd) };
     let is_dir = f.metadata()?.is_dir();
     Ok(Opened { handle: f, is_dir })
 }

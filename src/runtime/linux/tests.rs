@@ -351,3 +351,37 @@ fn seccomp_filters_decide_every_listed_syscall() {
         }
     }
 }
+
+/// Rule paths are opened with `O_PATH` on every libc: a FIFO does not
+/// block, and the descriptor cannot read. (std's `OpenOptions` drops
+/// `O_PATH` on musl, which opened each path for reading.)
+#[test]
+fn rule_paths_are_opened_with_o_path() {
+    use super::kernel::open_path;
+    use std::os::fd::AsRawFd;
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // With O_RDONLY this open would wait for a writer forever.
+    let o = open_path(fifo.to_str().unwrap()).unwrap();
+    assert!(!o.is_dir);
+    // SAFETY: F_GETFL on a descriptor we own.
+    let fl = unsafe { libc::fcntl(o.handle.as_raw_fd(), libc::F_GETFL) };
+    assert_eq!(fl & libc::O_PATH, libc::O_PATH, "flags {fl:#o}");
+    let mut buf = [0u8; 1];
+    use std::io::Read;
+    assert_eq!(
+        (&o.handle).read(&mut buf).unwrap_err().raw_os_error(),
+        Some(libc::EBADF)
+    );
+    assert!(open_path(d.path().to_str().unwrap()).unwrap().is_dir);
+    assert_eq!(
+        open_path("/nonexistent/sbx")
+            .err()
+            .and_then(|e| e.raw_os_error()),
+        Some(libc::ENOENT)
+    );
+    assert!(open_path("a\0b").is_err());
+}
