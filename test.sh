@@ -16,3 +16,7 @@ if command -v wine >/dev/null && command -v x86_64-w64-mingw32-gcc >/dev/null; t
 fi
 # Every failing test binary, not only the first.
 cargo test --all-targets --no-fail-fast
+# The static musl build (docs/performance.md: the faster `sbx run`): the
+# library's unit tests, the escape battery and the kernel oracle again.
+cargo test --target x86_64-unknown-linux-musl --no-fail-fast --lib \
+  --test linux_escape --test kernel_oracle
