@@ -4,7 +4,8 @@
 //! Two filters, because `seccompiler` has one match action per filter:
 //! privileged or filter-bypassing syscalls get EPERM, sockets the policy
 //! does not allow get EACCES (the errno Landlock uses for a denied
-//! connect). The kernel runs every installed filter, so they combine.
+//! connect). On x86_64 a third, six-instruction filter refuses x32
+//! syscalls. The kernel runs every installed filter, so they combine.
 
 use crate::back::landlock::Seccomp;
 use seccompiler::{
