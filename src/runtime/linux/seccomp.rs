@@ -139,21 +139,19 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
             None => return Err(format!("seccomp: unknown syscall {name}")),
         }
     }
-    let mut ioctl = Vec::new();
-    for name in &s.deny_ioctl {
-        let req = ioctl_request(name).ok_or_else(|| format!("seccomp: unknown ioctl {name}"))?;
-        ioctl.push(rule(vec![cond(1, SeccompCmpOp::Eq, req)?])?);
-    }
-    if !ioctl.is_empty() {
-        rules.insert(libc::SYS_ioctl, ioctl);
-    }
-    let mut ptrace = Vec::new();
-    for name in &s.deny_ptrace {
-        let req = ptrace_request(name).ok_or_else(|| format!("seccomp: unknown ptrace {name}"))?;
-        ptrace.push(rule(vec![cond(0, SeccompCmpOp::Eq, req)?])?);
-    }
-    if !ptrace.is_empty() {
-        rules.insert(libc::SYS_ptrace, ptrace);
+    for (nr, chain) in [
+        (
+            libc::SYS_ioctl,
+            request_rules(&s.deny_ioctl, "ioctl", 1, ioctl_request)?,
+        ),
+        (
+            libc::SYS_ptrace,
+            request_rules(&s.deny_ptrace, "ptrace", 0, ptrace_request)?,
+        ),
+    ] {
+        if !chain.is_empty() {
+            rules.insert(nr, chain);
+        }
     }
     let mut progs = vec![compile(rules, deny_errno)?];
     if let Some(sock) = &s.sockets {
@@ -165,6 +163,23 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
         progs.push(x32);
     }
     Ok(progs)
+}
+
+/// One rule per listed request (`ioctl`'s, `ptrace`'s): argument `arg`
+/// equal to it.
+fn request_rules(
+    names: &[String],
+    what: &str,
+    arg: u8,
+    request: fn(&str) -> Option<u64>,
+) -> Result<Vec<SeccompRule>, String> {
+    names
+        .iter()
+        .map(|name| {
+            let req = request(name).ok_or_else(|| format!("seccomp: unknown {what} {name}"))?;
+            rule(vec![cond(arg, SeccompCmpOp::Eq, req)?])
+        })
+        .collect()
 }
 
 /// Rules matching every `socket(2)` call *not* in the allow-list.
