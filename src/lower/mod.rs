@@ -3,6 +3,8 @@
 
 pub mod paths;
 pub mod presets;
+#[cfg(target_os = "linux")]
+mod walk;
 
 use crate::diag::{codes, Diagnostic, Location, Severity};
 use crate::ir::{
@@ -10,7 +12,7 @@ use crate::ir::{
 };
 use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
-use paths::{anchor, canonicalise, join, macos_alias, normalise, Anchor, Resolver};
+use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
 use sha2::{Digest, Sha256};
 
 /// RFD 075's built-in sensitive paths; user entries are appended.
@@ -69,10 +71,11 @@ struct Ctx<'a> {
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let resolve = !opts.portable && opts.os == Os::host();
+    let mut resolver = Resolver::default();
     let roots = if opts.portable {
         ir::Roots::portable()
     } else {
-        let fix = |p: &str| root_path(p, opts.os, resolve);
+        let mut fix = |p: &str| root_path_in(&mut resolver, p, opts.os, resolve);
         ir::Roots {
             workspace: fix(&opts.workspace),
             home: fix(&opts.home),
@@ -85,7 +88,7 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
         roots,
         diags: Vec::new(),
         notes: Vec::new(),
-        resolver: Resolver::default(),
+        resolver,
     };
     if resolve && !std::path::Path::new(&cx.roots.workspace).is_dir() {
         return Err(vec![Diagnostic::new(
@@ -245,13 +248,17 @@ pub fn rule_access(v: &crate::policy::model::FsRule) -> Access {
 /// A root (workspace, home, temp) spelled as lowering spells it: `mount`
 /// and `approve` key approvals on the same canonical workspace.
 pub fn root_path(p: &str, os: Os, resolve: bool) -> String {
+    root_path_in(&mut Resolver::default(), p, os, resolve)
+}
+
+fn root_path_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> String {
     let p = if os == Os::Windows {
         p.replace('\\', "/")
     } else {
         p.to_string()
     };
     if resolve {
-        canonicalise(&p).0
+        r.canonicalise(&p).0
     } else {
         normalise(&p)
     }
@@ -351,7 +358,7 @@ impl Ctx<'_> {
     ) -> Option<Grant> {
         let mut aliases = Vec::new();
         let (path, kind) = if self.resolve {
-            let (canon, exists) = self.resolver.canonicalise(abs);
+            let (canon, dir) = self.resolver.resolve(abs);
             // Windows: `C:/x` and `c:\X` name the canonical `C:\x`; only a
             // real difference (a junction, a link) is worth an alias.
             let lexical = if self.windows() {
@@ -367,12 +374,10 @@ impl Ctx<'_> {
             if !same {
                 aliases.push(lexical);
             }
-            let kind = if !exists {
-                PathKind::Missing
-            } else if std::path::Path::new(&canon).is_dir() {
-                PathKind::Dir
-            } else {
-                PathKind::File
+            let kind = match dir {
+                None => PathKind::Missing,
+                Some(true) => PathKind::Dir,
+                Some(false) => PathKind::File,
             };
             (canon, kind)
         } else {

@@ -120,25 +120,50 @@ fn plain_windows(s: &str) -> Option<String> {
 
 /// [`canonicalise`] with its `realpath` calls memoised, for one lowering:
 /// each rule was resolved twice (escape check, then grant), and rules
-/// under one missing directory resolved its parents again each time.
+/// under one missing directory resolved its parents again each time. On
+/// Linux the walk itself is shared too ([`super::walk`]).
 #[derive(Debug, Default)]
 pub struct Resolver {
     /// Keyed by the path's bytes: hashing a `Path` walks its components.
-    realpath: HashMap<Vec<u8>, Option<PathBuf>>,
+    /// The value: the canonical path and whether it is a directory.
+    realpath: HashMap<Vec<u8>, Option<(PathBuf, bool)>>,
+    #[cfg(target_os = "linux")]
+    walker: super::walk::Walker,
 }
 
 impl Resolver {
-    fn realpath(&mut self, p: &Path) -> Option<PathBuf> {
+    fn realpath(&mut self, p: &Path) -> Option<(PathBuf, bool)> {
         let key = p.as_os_str().as_encoded_bytes();
         if let Some(r) = self.realpath.get(key) {
             return r.clone();
         }
-        let r = realpath(p).ok();
+        #[cfg(target_os = "linux")]
+        let r = if p.is_absolute() {
+            self.walker.realpath(key)
+        } else {
+            realpath(p).ok().map(|c| {
+                let dir = c.is_dir();
+                (c, dir)
+            })
+        };
+        #[cfg(not(target_os = "linux"))]
+        let r = realpath(p).ok().map(|c| {
+            let dir = c.is_dir();
+            (c, dir)
+        });
         self.realpath.insert(key.to_vec(), r.clone());
         r
     }
 
+    /// The canonical path and whether the full path exists.
     pub fn canonicalise(&mut self, path: &str) -> (String, bool) {
+        let (c, kind) = self.resolve(path);
+        (c, kind.is_some())
+    }
+
+    /// The canonical path and, when the full path exists, whether it is a
+    /// directory (following symlinks).
+    pub fn resolve(&mut self, path: &str) -> (String, Option<bool>) {
         // Under a directory already known not to resolve, nothing does:
         // skip straight to the parent walk.
         let parent_missing = Path::new(path).parent().is_some_and(|d| {
@@ -147,9 +172,9 @@ impl Resolver {
                 .is_some_and(Option::is_none)
         });
         if !parent_missing {
-            if let Some(c) = self.realpath(Path::new(path)) {
+            if let Some((c, dir)) = self.realpath(Path::new(path)) {
                 if let Some(s) = c.to_str() {
-                    return (s.to_string(), true);
+                    return (s.to_string(), Some(dir));
                 }
             }
         }
@@ -160,19 +185,19 @@ impl Resolver {
             if let Some(name) = cur.file_name() {
                 missing.push(name);
             }
-            if let Some(c) = self.realpath(parent) {
+            if let Some((c, _)) = self.realpath(parent) {
                 let mut out = c;
                 for m in missing.iter().rev() {
                     out.push(m);
                 }
                 if let Some(s) = out.to_str() {
-                    return (normalise(s), false);
+                    return (normalise(s), None);
                 }
                 break;
             }
             cur = parent;
         }
-        (normalise(path), false)
+        (normalise(path), None)
     }
 }
 
