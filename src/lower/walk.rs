@@ -13,7 +13,7 @@
 //! denied) fails the whole path, as `realpath` does.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
@@ -41,19 +41,25 @@ impl Walker {
         if path.first() != Some(&b'/') {
             return None;
         }
-        // Pending components, last first; a trailing slash asks for a
-        // directory like a trailing `.` does.
-        let mut todo: Vec<Vec<u8>> = Vec::new();
-        push_components(&mut todo, path);
-        let mut cur: Vec<u8> = Vec::new(); // "" is the root
+        // Symlink targets met on the way; `todo` holds the components
+        // still to walk, last first, as (text, start, end) with text 0 the
+        // path and text i the i-th target.
+        let mut targets: Vec<Vec<u8>> = Vec::new();
+        let mut todo: Vec<(usize, usize, usize)> = Vec::new();
+        push_components(&mut todo, 0, path);
+        let mut cur: Vec<u8> = Vec::with_capacity(path.len() + 16); // "" is the root
         let mut is_dir = true;
-        let mut links = 0;
-        while let Some(c) = todo.pop() {
+        while let Some((text, a, b)) = todo.pop() {
             if !is_dir {
                 return None;
             }
-            match c.as_slice() {
-                b"." => continue,
+            let c = if text == 0 {
+                &path[a..b]
+            } else {
+                &targets[text - 1][a..b]
+            };
+            match c {
+                b"." | b"" => continue,
                 b".." => {
                     let cut = cur.iter().rposition(|&b| b == b'/').unwrap_or(0);
                     cur.truncate(cut);
@@ -61,25 +67,19 @@ impl Walker {
                 }
                 _ => {}
             }
-            let mut next = Vec::with_capacity(cur.len() + 1 + c.len());
-            next.extend_from_slice(&cur);
-            next.push(b'/');
-            next.extend_from_slice(&c);
-            match self.node(&next) {
-                Node::Dir => cur = next,
-                Node::File => {
-                    cur = next;
-                    is_dir = false;
-                }
+            let len = cur.len();
+            cur.push(b'/');
+            cur.extend_from_slice(c);
+            match self.node(&cur) {
+                Node::Dir => {}
+                Node::File => is_dir = false,
                 Node::Link(target) => {
-                    links += 1;
-                    if links > MAX_LINKS || target.is_empty() {
+                    if targets.len() >= MAX_LINKS || target.is_empty() {
                         return None;
                     }
-                    if target[0] == b'/' {
-                        cur.clear();
-                    }
-                    push_components(&mut todo, &target);
+                    cur.truncate(if target[0] == b'/' { 0 } else { len });
+                    push_components(&mut todo, targets.len() + 1, &target);
+                    targets.push(target);
                 }
                 Node::Fail => return None,
             }
@@ -87,7 +87,7 @@ impl Walker {
         if cur.is_empty() {
             cur.push(b'/');
         }
-        Some((PathBuf::from(OsStr::from_bytes(&cur)), is_dir))
+        Some((PathBuf::from(OsString::from_vec(cur)), is_dir))
     }
 
     fn node(&mut self, path: &[u8]) -> Node {
@@ -109,16 +109,25 @@ impl Walker {
     }
 }
 
-/// Push `path`'s components onto `todo` so that the first pops first.
-fn push_components(todo: &mut Vec<Vec<u8>>, path: &[u8]) {
-    if path.ends_with(b"/") && path.iter().any(|&b| b != b'/') {
-        todo.push(b".".to_vec());
-    }
-    for c in path.split(|&b| b == b'/').rev() {
-        if !c.is_empty() {
-            todo.push(c.to_vec());
+/// Push the components of `s` (text number `text`) onto `todo` so that the
+/// first pops first.
+fn push_components(todo: &mut Vec<(usize, usize, usize)>, text: usize, s: &[u8]) {
+    // A trailing slash asks for a directory, as a trailing `.` does: an
+    // empty range at the end stands for it (walked as ".").
+    let at = todo.len();
+    let mut start = 0;
+    for i in 0..=s.len() {
+        if i == s.len() || s[i] == b'/' {
+            if i > start {
+                todo.push((text, start, i));
+            }
+            start = i + 1;
         }
     }
+    if s.len() > 1 && s.ends_with(b"/") && todo.len() > at {
+        todo.push((text, s.len(), s.len()));
+    }
+    todo[at..].reverse();
 }
 
 #[cfg(test)]
