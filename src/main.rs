@@ -6,6 +6,11 @@
 
 mod cli;
 
+/// The static musl build allocates with dlmalloc (Cargo.toml says why).
+#[cfg(all(target_os = "linux", target_env = "musl"))]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() {
     std::process::exit(cli::main());
 }
