@@ -1,5 +1,6 @@
 //! Exit codes of compile / check / schema (CLI.md): 0 success, 1 invalid
-//! policy, 2 usage or I/O error; and `-o` is never half-written.
+//! policy, 2 usage or I/O error; `-o` is never half-written; and the
+//! executable is linked at a fixed address on Linux.
 
 mod common;
 
@@ -403,4 +404,27 @@ fn deny_warnings_fails_on_warnings() {
     ]);
     assert_eq!(denied.code, 1, "{}", denied.stderr);
     assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+/// On Linux the `sbx` executable is linked at a fixed address (build.rs;
+/// `.cargo/config.toml` for musl), so it applies no relocations at start
+/// (docs/performance.md); `--features pie` makes it position-independent.
+#[cfg(target_os = "linux")]
+#[test]
+fn sbx_is_linked_at_a_fixed_address() {
+    use std::io::Read;
+    let mut head = [0u8; 18];
+    std::fs::File::open(env!("CARGO_BIN_EXE_sbx"))
+        .and_then(|mut f| f.read_exact(&mut head))
+        .unwrap();
+    assert_eq!(&head[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([head[16], head[17]]);
+    const ET_EXEC: u16 = 2;
+    const ET_DYN: u16 = 3;
+    let want = if cfg!(feature = "pie") {
+        ET_DYN
+    } else {
+        ET_EXEC
+    };
+    assert_eq!(e_type, want, "ELF type of {}", env!("CARGO_BIN_EXE_sbx"));
 }
