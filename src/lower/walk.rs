@@ -207,7 +207,9 @@ mod tests {
             let want = std::fs::canonicalize(p).ok().map(|c| (c, true));
             assert_eq!(Walker::default().realpath(p.as_bytes()), want, "{p}");
         }
-        // The symlink limit: a chain of n links resolves up to n = 40.
+        // The symlink limit: a chain of n links resolves up to n = 40, the
+        // kernel's limit (glibc's `realpath` agrees, musl's stops at 39),
+        // so the kernel is the oracle here: `stat` follows the chain.
         let n = 44;
         for i in 0..n {
             let next = if i + 1 == n {
@@ -219,11 +221,13 @@ mod tests {
         }
         for i in 0..n {
             let p = format!("{r}/c{i}");
-            let want = std::fs::canonicalize(&p).ok().map(|c| (c, true));
+            let want = std::fs::metadata(&p)
+                .is_ok()
+                .then(|| (PathBuf::from(format!("{r}/a")), true));
             assert_eq!(Walker::default().realpath(p.as_bytes()), want, "{p}");
         }
-        assert!(std::fs::canonicalize(format!("{r}/c0")).is_err());
-        assert!(std::fs::canonicalize(format!("{r}/c4")).is_ok());
+        assert!(std::fs::metadata(format!("{r}/c3")).is_err());
+        assert!(std::fs::metadata(format!("{r}/c4")).is_ok());
         assert_eq!(w.realpath(b"relative/path"), None);
         assert_eq!(w.realpath(b""), None);
     }
