@@ -137,20 +137,21 @@ impl Resolver {
         if let Some(r) = self.realpath.get(key) {
             return r.clone();
         }
-        #[cfg(target_os = "linux")]
-        let r = if p.is_absolute() {
-            self.walker.realpath(key)
-        } else {
+        // `realpath` and a `stat` for the kind, where the walk is not used.
+        let libc_realpath = |p: &Path| {
             realpath(p).ok().map(|c| {
                 let dir = c.is_dir();
                 (c, dir)
             })
         };
+        #[cfg(target_os = "linux")]
+        let r = if p.is_absolute() {
+            self.walker.realpath(key)
+        } else {
+            libc_realpath(p)
+        };
         #[cfg(not(target_os = "linux"))]
-        let r = realpath(p).ok().map(|c| {
-            let dir = c.is_dir();
-            (c, dir)
-        });
+        let r = libc_realpath(p);
         self.realpath.insert(key.to_vec(), r.clone());
         r
     }
