@@ -254,8 +254,29 @@ pub fn lower_for(
     opts: &Options,
     os: Os,
 ) -> Result<lower::Lowered, Failure> {
+    lower_with(lower::lower, policy, opts, os)
+}
+
+/// [`lower_for`] with no `policy_hash` in the IR: for `sbx run`, which
+/// applies it and writes nothing ([`lower::lower_unhashed`]).
+pub fn lower_to_apply(
+    policy: &policy::Policy,
+    opts: &Options,
+    os: Os,
+) -> Result<lower::Lowered, Failure> {
+    lower_with(lower::lower_unhashed, policy, opts, os)
+}
+
+type Lower = fn(&policy::Policy, &lower::Options) -> Result<lower::Lowered, Vec<Diagnostic>>;
+
+fn lower_with(
+    lower: Lower,
+    policy: &policy::Policy,
+    opts: &Options,
+    os: Os,
+) -> Result<lower::Lowered, Failure> {
     let lo = lower_options(opts, os)?;
-    lower::lower(policy, &lo).map_err(|d| Failure {
+    lower(policy, &lo).map_err(|d| Failure {
         diagnostics: d,
         exit_code: 1,
     })

@@ -105,3 +105,27 @@ fn portable_ir_has_no_host_paths() {
         assert_eq!(v["roots"]["temp"], "${TMPDIR}");
     }
 }
+
+/// `sbx run`'s IR (no hash) is the written IR but for `policy_hash`,
+/// which is a sha256 there and empty here.
+#[test]
+fn ir_to_apply_is_the_ir_without_its_hash() {
+    for case in fixture_cases() {
+        let inputs = inputs(&case);
+        let opts = options(&case);
+        let (policy, _) = compile::load(&inputs, &opts).unwrap();
+        for os in oses(&case) {
+            let mut written = compile::lower_for(&policy, &opts, os).unwrap().ir;
+            let applied = compile::lower_to_apply(&policy, &opts, os).unwrap().ir;
+            assert!(
+                written.policy_hash.starts_with("sha256:") && written.policy_hash.len() == 71,
+                "{}: {}",
+                case.name,
+                written.policy_hash
+            );
+            assert_eq!(applied.policy_hash, "", "{}", case.name);
+            written.policy_hash.clear();
+            assert_eq!(written, applied, "{}", case.name);
+        }
+    }
+}

@@ -150,7 +150,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
         }
     };
     super::report(&diags, &files, false);
-    match compile::lower_for(&policy, &opts, os) {
+    match compile::lower_to_apply(&policy, &opts, os) {
         Ok(l) => {
             super::report(&l.diagnostics, &files, false);
             Some(l.ir)

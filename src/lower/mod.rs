@@ -70,16 +70,30 @@ struct Ctx<'a> {
 }
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
+    let mut l = lower_unhashed(policy, opts)?;
+    l.ir.policy_hash = hash(&l.ir);
+    Ok(l)
+}
+
+/// [`lower`] without the IR's `policy_hash` (left empty), for an IR that
+/// is applied and dropped, never written: `sbx run POLICY`. Hashing costs
+/// that run a serialisation of the whole IR and two `cpuid`s, which trap
+/// to the hypervisor in a VM.
+pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let resolve = !opts.portable && opts.os == Os::host();
     let mut resolver = Resolver::default();
+    // Whether the workspace is a directory, known from resolving it.
+    let mut workspace_dir = None;
     let roots = if opts.portable {
         ir::Roots::portable()
     } else {
-        let mut fix = |p: &str| root_path_in(&mut resolver, p, opts.os, resolve);
+        let mut fix = |p: &str| root_in(&mut resolver, p, opts.os, resolve);
+        let workspace;
+        (workspace, workspace_dir) = fix(&opts.workspace);
         ir::Roots {
-            workspace: fix(&opts.workspace),
-            home: fix(&opts.home),
-            temp: fix(&opts.temp),
+            workspace,
+            home: fix(&opts.home).0,
+            temp: fix(&opts.temp).0,
         }
     };
     let mut cx = Ctx {
@@ -90,7 +104,7 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
         notes: Vec::new(),
         resolver,
     };
-    if resolve && !std::path::Path::new(&cx.roots.workspace).is_dir() {
+    if resolve && workspace_dir != Some(true) {
         return Err(vec![Diagnostic::new(
             codes::BAD_PATH,
             format!("workspace {} is not a directory", opts.workspace),
@@ -225,7 +239,6 @@ pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>
     cx.notes.sort();
     cx.notes.dedup();
     ir.precision = cx.notes;
-    ir.policy_hash = hash(&ir);
     Ok(Lowered {
         ir,
         diagnostics: cx.diags,
@@ -248,19 +261,21 @@ pub fn rule_access(v: &crate::policy::model::FsRule) -> Access {
 /// A root (workspace, home, temp) spelled as lowering spells it: `mount`
 /// and `approve` key approvals on the same canonical workspace.
 pub fn root_path(p: &str, os: Os, resolve: bool) -> String {
-    root_path_in(&mut Resolver::default(), p, os, resolve)
+    root_in(&mut Resolver::default(), p, os, resolve).0
 }
 
-fn root_path_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> String {
+/// [`root_path`] with `r`, and whether the root is a directory (`None`
+/// when it does not exist or was not looked at).
+fn root_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> (String, Option<bool>) {
     let p = if os == Os::Windows {
         p.replace('\\', "/")
     } else {
         p.to_string()
     };
     if resolve {
-        r.canonicalise(&p).0
+        r.resolve(&p)
     } else {
-        normalise(&p)
+        (normalise(&p), None)
     }
 }
 
@@ -844,5 +859,51 @@ mod tests {
             "[[net]]\nport = 443\n[[net]]\nport = 22\n[[net]]\nport = 22\nallow = false\n",
         );
         assert_eq!(ir.net.connect, Ports::Some(vec![443]));
+    }
+
+    /// Lowering on the host refuses a workspace that is not a directory
+    /// (a file, nothing, a link to a file), and takes a link to one.
+    #[cfg(unix)]
+    #[test]
+    fn host_workspace_must_be_a_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().to_str().unwrap();
+        std::fs::create_dir(d.path().join("ws")).unwrap();
+        std::fs::write(d.path().join("file"), "").unwrap();
+        std::os::unix::fs::symlink("ws", d.path().join("to-ws")).unwrap();
+        std::os::unix::fs::symlink("file", d.path().join("to-file")).unwrap();
+        let layer = load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: "[[fs]]\npath = \".\"\nread = true\n".into(),
+            },
+            None,
+        )
+        .unwrap();
+        let policy = merge(&[layer]);
+        for (ws, ok) in [
+            ("ws", true),
+            ("to-ws", true),
+            ("file", false),
+            ("to-file", false),
+            ("missing", false),
+        ] {
+            let opts = Options {
+                workspace: format!("{root}/{ws}"),
+                home: root.to_string(),
+                temp: root.to_string(),
+                os: Os::host(),
+                portable: false,
+                path_var: None,
+                approvals: Vec::new(),
+            };
+            match lower(&policy, &opts) {
+                Ok(l) => assert!(ok, "{ws} was taken as {}", l.ir.roots.workspace),
+                Err(d) => {
+                    assert!(!ok, "{ws}: {d:?}");
+                    assert!(d[0].message.contains("is not a directory"), "{d:?}");
+                }
+            }
+        }
     }
 }
