@@ -159,13 +159,52 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
     // mostly per filter (~40 µs here), not per instruction.
     let mut deny = x32_guard(deny_errno);
     deny.extend(compile(rules, deny_errno)?);
-    let mut progs = vec![deny];
-    if let Some(sock) = &s.sockets {
-        let e =
-            errno(&sock.errno).ok_or_else(|| format!("seccomp: unknown errno {}", sock.errno))?;
-        progs.push(compile(socket_rules(&sock.allow)?, e)?);
+    match &s.sockets {
+        Some(sock) => {
+            let e = errno(&sock.errno)
+                .ok_or_else(|| format!("seccomp: unknown errno {}", sock.errno))?;
+            Ok(chain(compile(socket_rules(&sock.allow)?, e)?, deny))
+        }
+        None => Ok(vec![deny]),
     }
-    Ok(progs)
+}
+
+/// One program that decides as the filters `[later, first]` installed in
+/// that order would: `first` is attached, then `later`. Attaching costs
+/// the kernel about as much per filter as per hundred instructions, so
+/// sbx attaches one. `later` runs first (the kernel runs the newest
+/// filter first and keeps its result on a tie); each of its "allow"
+/// returns becomes a jump to `first`, which then decides. For the two
+/// `build` makes this is the kernel's rule exactly: both kill on a
+/// foreign architecture, and otherwise `later` returns either "allow" or
+/// an errno, which no result of `first` outranks. Too long for one
+/// program (4,096 instructions): two filters, as before.
+fn chain(later: BpfProgram, first: BpfProgram) -> Vec<BpfProgram> {
+    const RET_K: u16 = 0x06;
+    const JA: u16 = 0x05;
+    if later.len() + first.len() > 4096 {
+        return vec![first, later];
+    }
+    let len = later.len();
+    let mut out: BpfProgram = later
+        .into_iter()
+        .enumerate()
+        .map(|(pc, ins)| {
+            if ins.code == RET_K && ins.k == libc::SECCOMP_RET_ALLOW {
+                // To the instruction after `later`'s last: `first`'s first.
+                seccompiler::sock_filter {
+                    code: JA,
+                    jt: 0,
+                    jf: 0,
+                    k: (len - pc - 1) as u32,
+                }
+            } else {
+                ins
+            }
+        })
+        .collect();
+    out.extend(first);
+    vec![out]
 }
 
 /// One rule per listed request (`ioctl`'s, `ptrace`'s): argument `arg`
@@ -374,7 +413,86 @@ mod tests {
     #[test]
     fn compiles_every_listed_syscall() {
         assert_eq!(build(&section(false)).unwrap().len(), 1);
-        assert_eq!(build(&section(true)).unwrap().len(), 2);
+        assert_eq!(build(&section(true)).unwrap().len(), 1);
+    }
+
+    /// The chained program decides as the two filters installed one after
+    /// the other would, for every syscall number (x32's too) on this and
+    /// foreign architectures, with the arguments each filter looks at.
+    #[test]
+    fn chained_program_decides_as_two_filters() {
+        let s = section(true);
+        let deny_errno = errno(&s.errno).unwrap();
+        let one = build(&s).unwrap();
+        assert_eq!(one.len(), 1);
+        let mut deny = build(&section(false)).unwrap();
+        let sock = compile(
+            socket_rules(&s.sockets.as_ref().unwrap().allow).unwrap(),
+            libc::EACCES,
+        )
+        .unwrap();
+        deny.push(sock.clone());
+        // The chain replaced every "allow" of the socket filter, and kept
+        // the deny list's program whole after it.
+        assert_eq!(one[0].len(), deny[0].len() + sock.len());
+        let allow = |p: &BpfProgram| {
+            p.iter()
+                .filter(|i| i.code == 0x06 && i.k == libc::SECCOMP_RET_ALLOW)
+                .count()
+        };
+        assert_eq!(allow(&one[0]), allow(&deny[0]));
+        let mut args: Vec<[u64; 6]> = Vec::new();
+        for fam in [0, 1, 2, 10, 16, 17, 0x1_0000_0002] {
+            for ty in [1, 2, 3, 5, 0x801, 0x80002] {
+                for proto in [0, 6, 17, 132, 255] {
+                    args.push([fam, ty, proto, 0, 0, 0]);
+                }
+            }
+        }
+        // ioctl's request and ptrace's are the arguments after.
+        for req in [0, 0x5412, 0x541c, 16, 0x4206, 0xffff_ffff] {
+            args.push([0, req, 0, 0, 0, 0]);
+            args.push([req, 0, 0, 0, 0, 0]);
+        }
+        let arches = [native_arch(), 0x4000_0003, 0xc000_00b7, 0];
+        let mut errnos = std::collections::BTreeSet::new();
+        for arch in arches {
+            for nr in (0..600u32).chain((0..600).map(|n| n | 0x4000_0000)) {
+                for a in &args {
+                    let want = interpret(&deny, arch, nr, *a);
+                    let got = interpret(&one, arch, nr, *a);
+                    assert_eq!(got, want, "arch {arch:#x} nr {nr:#x} args {a:x?}");
+                    errnos.insert(got);
+                }
+            }
+        }
+        // Both filters' errnos, "allow" and a kill were all reached.
+        let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
+        for r in [
+            libc::SECCOMP_RET_ALLOW,
+            errno(deny_errno),
+            errno(libc::EACCES),
+            libc::SECCOMP_RET_KILL_PROCESS,
+        ] {
+            assert!(errnos.contains(&r), "{r:#x} never returned");
+        }
+    }
+
+    /// Over the kernel's limit together: two filters, each whole.
+    #[test]
+    fn too_long_to_chain_stays_two_filters() {
+        let a: BpfProgram = vec![
+            seccompiler::sock_filter {
+                code: 0x06,
+                jt: 0,
+                jf: 0,
+                k: 0
+            };
+            3000
+        ];
+        let b = a.clone();
+        let two = chain(b.clone(), a.clone());
+        assert_eq!(two, vec![a, b]);
     }
 
     /// The socket filter against the rule it implements, for every
