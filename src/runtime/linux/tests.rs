@@ -226,7 +226,7 @@ fn seccomp_filters_decide_every_listed_syscall() {
     use super::seccomp::{build, interpret, native_arch, syscall_number};
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | e as u32;
     let allow = libc::SECCOMP_RET_ALLOW;
-    let arch = native_arch();
+    let arch = native_arch().unwrap();
     let nr = |n: libc::c_long| n as u32;
     for (other_protocols, dns) in [(false, false), (false, true), (true, false)] {
         let mut i = ir(PathMode::Resolved, vec![]);
