@@ -185,8 +185,6 @@ fn deny_rules(s: &Seccomp) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
 /// an errno, which no result of `first` outranks. Too long for one
 /// program (4,096 instructions): two filters, as before.
 fn chain(later: BpfProgram, first: BpfProgram) -> Vec<BpfProgram> {
-    const RET_K: u16 = 0x06;
-    const JA: u16 = 0x05;
     if later.len() + first.len() > 4096 {
         return vec![first, later];
     }
@@ -194,17 +192,12 @@ fn chain(later: BpfProgram, first: BpfProgram) -> Vec<BpfProgram> {
     let mut out: BpfProgram = later
         .into_iter()
         .enumerate()
-        .map(|(pc, ins)| {
-            if ins.code == RET_K && ins.k == libc::SECCOMP_RET_ALLOW {
+        .map(|(pc, i)| {
+            if i.code == RET_K && i.k == libc::SECCOMP_RET_ALLOW {
                 // To the instruction after `later`'s last: `first`'s first.
-                seccompiler::sock_filter {
-                    code: JA,
-                    jt: 0,
-                    jf: 0,
-                    k: (len - pc - 1) as u32,
-                }
+                ins(JA, 0, 0, (len - pc - 1) as u32)
             } else {
-                ins
+                i
             }
         })
         .collect();
@@ -295,6 +288,7 @@ fn socket_rules(allow: &[String]) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
 }
 
 const LD_W_ABS: u16 = 0x20;
+const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const RET_K: u16 = 0x06;
@@ -364,9 +358,9 @@ fn tree(keys: &[u32], after: usize, out: &mut BpfProgram) -> Option<()> {
 ///   (`bench/seccomp_attach.c`: ~2.6 µs per instruction).
 ///
 /// The program itself still decides every listed syscall. A foreign
-/// architecture goes straight to it (it kills). Without a known
-/// architecture tag, or with too many keys for 8-bit jumps, the prefix
-/// is the x32 refusal alone, or nothing.
+/// architecture goes straight to it (it kills). With too many keys for
+/// 8-bit jumps the prefix is the x32 refusal alone; without a known
+/// architecture tag (not x86_64, so no x32), nothing.
 fn prefix(keys: &[u32], errno: i32) -> BpfProgram {
     let Some(arch) = native_arch() else {
         return Vec::new();
@@ -383,19 +377,15 @@ fn prefix(keys: &[u32], errno: i32) -> BpfProgram {
             libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
         ));
     }
+    // The architecture check jumps over the body with an 8-bit offset.
     let mut search = Vec::new();
-    if keys.is_empty() || tree(keys, 0, &mut search).is_none() {
-        search.clear();
+    if !keys.is_empty() && tree(keys, 0, &mut search).is_some() && body.len() + search.len() <= 255
+    {
+        body.extend(search);
     }
-    body.extend(search);
-    match u8::try_from(body.len()) {
-        Ok(skip) => {
-            out.push(ins(JEQ_K, 0, skip, arch));
-            out.extend(body);
-            out
-        }
-        Err(_) => Vec::new(),
-    }
+    out.push(ins(JEQ_K, 0, body.len() as u8, arch));
+    out.extend(body);
+    out
 }
 
 /// Run the installed filters on one `seccomp_data` as the kernel does:
@@ -606,23 +596,42 @@ mod tests {
         assert!(slowest_bare >= 2 * keys.len(), "{slowest_bare}");
     }
 
-    /// Too many listed syscalls for the tree's 8-bit jumps: the prefix is
-    /// the x32 refusal alone, and decisions are the program's.
+    /// However many syscalls are listed, the prefix keeps the x32 refusal
+    /// and decides as the program: with a search while it fits in 8-bit
+    /// jumps (with room for the x32 refusal), without one past that.
     #[test]
-    fn prefix_without_room_for_the_tree() {
-        let keys: Vec<u32> = (0..900).step_by(3).collect();
-        let rules: BTreeMap<i64, Vec<SeccompRule>> =
-            keys.iter().map(|&k| (i64::from(k), vec![])).collect();
-        let bare = compile(rules, libc::EPERM).unwrap();
-        let p = prefix(&keys, libc::EPERM);
+    fn prefix_for_any_number_of_listed_syscalls() {
+        let native = native_arch().unwrap();
         let x32 = cfg!(target_arch = "x86_64");
-        assert_eq!(p.len(), if x32 { 5 } else { 3 });
-        let mut full = p;
-        full.extend(bare.iter().cloned());
-        for nr in 0..1000u32 {
-            let data = seccomp_data(native_arch().unwrap(), nr, [0; 6]);
-            assert_eq!(run(&full, &data), run(&bare, &data), "nr {nr}");
+        let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        let mut searched = Vec::new();
+        for n in [1usize, 4, 5, 44, 100, 150, 180, 190, 200, 250, 300] {
+            let keys: Vec<u32> = (0..n as u32).map(|k| 3 * k + 1).collect();
+            let rules: BTreeMap<i64, Vec<SeccompRule>> =
+                keys.iter().map(|&k| (i64::from(k), vec![])).collect();
+            let bare = compile(rules, libc::EPERM).unwrap();
+            let p = prefix(&keys, libc::EPERM);
+            let base = if x32 { 5 } else { 3 };
+            assert!(
+                p.len() == base || p.len() == base + tree_len(n),
+                "{n}: {}",
+                p.len()
+            );
+            searched.push(p.len() > base);
+            let mut full = p;
+            full.extend(bare.iter().cloned());
+            for nr in (0..1000u32).chain((0..40).map(|k| k | 0x4000_0000)) {
+                let data = seccomp_data(native, nr, [0; 6]);
+                let want = if x32 && nr >= 0x4000_0000 {
+                    eperm
+                } else {
+                    run(&bare, &data)
+                };
+                assert_eq!(run(&full, &data), want, "{n} keys, nr {nr:#x}");
+            }
         }
+        // Both kinds were made: small lists searched, long ones not.
+        assert!(searched[0] && searched[3] && !searched[searched.len() - 1]);
         // A tree of small key sets is balanced and fits.
         for n in 1..=120usize {
             let keys: Vec<u32> = (0..n as u32).map(|k| 7 * k + 2).collect();
