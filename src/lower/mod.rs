@@ -396,7 +396,16 @@ impl Ctx<'_> {
             };
             (canon, kind)
         } else {
-            (abs.to_string(), PathKind::Unknown)
+            match macos_alias(abs) {
+                // On a Mac `/etc`, `/tmp` and `/var` are links into
+                // `/private`: spelled as resolving would spell them there,
+                // so a rule and a preset on one directory are one grant.
+                Some(long) if self.opts.os == Os::Macos && long.starts_with("/private/") => {
+                    aliases.push(abs.to_string());
+                    (long, PathKind::Unknown)
+                }
+                _ => (abs.to_string(), PathKind::Unknown),
+            }
         };
         if kind == PathKind::Missing && !keep_missing {
             return None;
@@ -820,6 +829,10 @@ mod tests {
     use crate::policy::{load_layer, merge::merge, source::SourceFile};
 
     fn lower_text(text: &str) -> Ir {
+        lower_text_for(text, Os::Linux)
+    }
+
+    fn lower_text_for(text: &str, os: Os) -> Ir {
         let layer = load_layer(
             SourceFile {
                 name: "p.toml".into(),
@@ -832,12 +845,46 @@ mod tests {
             workspace: String::new(),
             home: String::new(),
             temp: String::new(),
-            os: Os::Linux,
+            os,
             portable: true,
             path_var: None,
             approvals: Vec::new(),
         };
         lower(&merge(&[layer]), &opts).unwrap().ir
+    }
+
+    /// Unresolved, for macOS: `/etc` is spelled `/private/etc` as on a
+    /// Mac, so a rule on it and the preset on `/private/etc` are one grant
+    /// (the rule's), and the IR decides as the profile does. (Found by the
+    /// `sbpl_injection` fuzzer: two grants of equal length disagreed.)
+    #[test]
+    fn macos_private_links_are_one_grant() {
+        let ir = lower_text_for(
+            "[[fs]]\npath = \"/etc\"\nread = true\nupdate = true\n[[fs]]\npath = \"/tmp/x\"\nread = true\n",
+            Os::Macos,
+        );
+        let etc: Vec<_> = ir
+            .fs
+            .iter()
+            .filter(|g| g.path == "/private/etc" || g.aliases.iter().any(|a| a == "/etc"))
+            .collect();
+        assert_eq!(etc.len(), 1, "{etc:?}");
+        assert_eq!(etc[0].path, "/private/etc");
+        assert_eq!(etc[0].aliases, ["/etc"]);
+        assert!(matches!(etc[0].source, Source::Rule { index: 0, .. }));
+        for p in ["/etc/x", "/private/etc/x"] {
+            assert!(ir.access_at(p).update, "{p}");
+        }
+        assert!(ir
+            .fs
+            .iter()
+            .any(|g| g.path == "/private/tmp/x" && g.aliases == ["/tmp/x"]));
+        // Other OSes keep the path as written.
+        let ir = lower_text("[[fs]]\npath = \"/etc\"\nread = true\n");
+        assert!(ir
+            .fs
+            .iter()
+            .any(|g| g.path == "/etc" && g.aliases.is_empty()));
     }
 
     #[test]
