@@ -292,6 +292,8 @@ const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const RET_K: u16 = 0x06;
+/// The kernel's `__X32_SYSCALL_BIT`: set in the number of an x32 syscall.
+const X32_BIT: u32 = 0x4000_0000;
 
 fn ins(code: u16, jt: u8, jf: u8, k: u32) -> seccompiler::sock_filter {
     seccompiler::sock_filter { code, jt, jf, k }
@@ -369,7 +371,7 @@ fn prefix(keys: &[u32], errno: i32) -> BpfProgram {
     let mut out = vec![ins(LD_W_ABS, 0, 0, 4)]; // seccomp_data.arch
     let mut body = vec![ins(LD_W_ABS, 0, 0, 0)]; // seccomp_data.nr
     if x32 {
-        body.push(ins(JGE_K, 0, 1, 0x4000_0000));
+        body.push(ins(JGE_K, 0, 1, X32_BIT));
         body.push(ins(
             RET_K,
             0,
@@ -526,7 +528,7 @@ mod tests {
         let arches = [native_arch().unwrap(), 0x4000_0003, 0xc000_00b7, 0];
         let mut errnos = std::collections::BTreeSet::new();
         for arch in arches {
-            for nr in (0..600u32).chain((0..600).map(|n| n | 0x4000_0000)) {
+            for nr in (0..600u32).chain((0..600).map(|n| n | X32_BIT)) {
                 for a in &args {
                     let want = interpret(&deny, arch, nr, *a);
                     let got = interpret(&one, arch, nr, *a);
@@ -568,9 +570,12 @@ mod tests {
             args.push([3, req, 0, 0, 0, 0]);
             args.push([req, 7, 0, 0, 0, 0]);
         }
-        let numbers = (0..1100u32)
-            .chain((0..600).map(|n| n | 0x4000_0000))
-            .chain([0x3fff_ffff, 0x7fff_ffff, 0x8000_0000, u32::MAX]);
+        let numbers = (0..1100u32).chain((0..600).map(|n| n | X32_BIT)).chain([
+            0x3fff_ffff,
+            0x7fff_ffff,
+            0x8000_0000,
+            u32::MAX,
+        ]);
         let (mut slowest, mut slowest_bare) = (0, 0);
         for arch in [native, 0x4000_0003, 0xc000_00b7, 0xc000_003e, 0] {
             for nr in numbers.clone() {
@@ -578,13 +583,13 @@ mod tests {
                     let data = seccomp_data(arch, nr, *a);
                     let (got, steps) = run_counting(&full, &data);
                     let (bare_says, bare_steps) = run_counting(&bare, &data);
-                    let want = if x32 && arch == native && nr >= 0x4000_0000 {
+                    let want = if x32 && arch == native && nr >= X32_BIT {
                         eperm
                     } else {
                         bare_says
                     };
                     assert_eq!(got, want, "arch {arch:#x} nr {nr:#x} args {a:x?}");
-                    if arch == native && nr < 0x4000_0000 && !keys.contains(&nr) {
+                    if arch == native && nr < X32_BIT && !keys.contains(&nr) {
                         assert_eq!(got, libc::SECCOMP_RET_ALLOW, "nr {nr}");
                         slowest = slowest.max(steps);
                         slowest_bare = slowest_bare.max(bare_steps);
@@ -620,9 +625,9 @@ mod tests {
             searched.push(p.len() > base);
             let mut full = p;
             full.extend(bare.iter().cloned());
-            for nr in (0..1000u32).chain((0..40).map(|k| k | 0x4000_0000)) {
+            for nr in (0..1000u32).chain((0..40).map(|k| k | X32_BIT)) {
                 let data = seccomp_data(native, nr, [0; 6]);
-                let want = if x32 && nr >= 0x4000_0000 {
+                let want = if x32 && nr >= X32_BIT {
                     eperm
                 } else {
                     run(&bare, &data)
