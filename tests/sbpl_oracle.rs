@@ -307,6 +307,36 @@ fn sbpl_read_only_git_inside_a_writable_workspace() {
     }
 }
 
+/// An absolute rule inside a parameter's directory (here the workspace and
+/// home at their run-time values) narrows what the parameter's rule grants
+/// there, as a relative rule would (found by the `sbpl_injection` fuzzer:
+/// the profile used to let the workspace's rule decide inside it).
+#[test]
+fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {
+    let ws = VALUES[0].1;
+    let toml = format!(
+        "version = 1\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"{ws}/vendor\"\nread = true\n\
+         [[fs]]\npath = \"~/docs\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"{HOME}/docs/signed\"\nread = true\n"
+    );
+    let inputs = Inputs::from_text("policy.toml", &toml);
+    let (ir, text) = compile(&inputs, None, true, "/unused");
+    assert_agrees("absolute inside a parameter", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    let allow = |op, p: &str| o.profile.decide(op, p).is_allow();
+    for dir in [format!("{ws}/vendor"), format!("{HOME}/docs/signed")] {
+        let f = format!("{dir}/f");
+        assert!(allow(FileOp::Read, &f), "{f}");
+        for op in [FileOp::Write, FileOp::WriteCreate, FileOp::WriteUnlink] {
+            assert!(!allow(op, &f), "{op:?} {f}");
+        }
+    }
+    assert!(allow(FileOp::Write, &format!("{ws}/src/main.rs")));
+    assert!(allow(FileOp::Write, &format!("{HOME}/docs/notes.txt")));
+}
+
 /// Rights for one random rule.
 fn rights() -> impl Strategy<Value = Vec<&'static str>> {
     prop::sample::subsequence(

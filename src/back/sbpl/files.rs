@@ -184,10 +184,13 @@ impl<'a> Files<'a> {
         // contain a parameter's directory at run time. Assumed layout
         // (docs/macos.md): any parameter may lie below an absolute path except
         // the device nodes of /dev; the workspace may lie below home or temp;
-        // home and temp lie below no other parameter; no absolute path lies
-        // below a parameter (nobody sets HOME=/).
+        // home and temp lie below no other parameter; an absolute path may
+        // lie below any parameter (a rule written as `/Users/me/src/app/x`
+        // for a workspace there), so it denies what parameter-rooted grants
+        // allow and it lacks.
         let (mut abs, mut abs_specific) = (Access::NONE, false);
         let (mut roots, mut roots_specific) = (Access::NONE, false);
+        let (mut params, mut params_specific) = (Access::NONE, false);
         for (i, n) in nodes.iter().enumerate() {
             // What the rules emitted so far allow here: the nearest grant that
             // certainly contains this one, plus any that might at run time.
@@ -218,6 +221,13 @@ impl<'a> Files<'a> {
                 inherited = inherited.union(roots);
                 spell |= roots_specific;
             }
+            if n.spellings
+                .iter()
+                .any(|s| s.param.is_none() && !crate::ir::path_within(&s.rest, "/dev"))
+            {
+                inherited = inherited.union(params);
+                spell |= params_specific;
+            }
             specific.push(spell);
             let access = n.grant.access;
             for s in &n.spellings {
@@ -231,6 +241,10 @@ impl<'a> Files<'a> {
                         roots_specific |= spell;
                     }
                     _ => {}
+                }
+                if s.param.is_some() {
+                    params = params.union(access);
+                    params_specific |= spell;
                 }
             }
 
@@ -455,6 +469,14 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
 /// where that is unknown until run time.
 fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
     let portable = ir.mode == PathMode::Portable;
+    // Rights parameter-rooted grants give: at run time they may cover an
+    // absolute directory above an absolute grant (a workspace rule and a
+    // rule written as `/Users/me/src/app/x`).
+    let from_params = index
+        .nodes
+        .iter()
+        .filter(|n| n.spellings.iter().any(|s| s.param.is_some()))
+        .fold(Access::NONE, |a, n| a.union(n.grant.access));
     let mut lists = [Unique::default(), Unique::default()];
     let mut done: [HashSet<String>; 2] = Default::default();
     for n in &index.nodes {
@@ -471,9 +493,15 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     }
                     let at = index.access_at(&anc);
                     let allowed = if k == 0 { at.create } else { at.delete };
+                    let param_may = if k == 0 {
+                        from_params.create
+                    } else {
+                        from_params.delete
+                    };
                     // Whether a parameter's directory is granted from
-                    // outside its root is unknown until run time.
-                    if allowed || anc.param.is_some() && portable {
+                    // outside its root, or an absolute directory from a
+                    // parameter's grant, is unknown until run time.
+                    if allowed || portable && (anc.param.is_some() || param_may) {
                         lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
                 }
