@@ -310,7 +310,8 @@ fn sbpl_read_only_git_inside_a_writable_workspace() {
 /// An absolute rule inside a parameter's directory (here the workspace and
 /// home at their run-time values) narrows what the parameter's rule grants
 /// there, as a relative rule would (found by the `sbpl_injection` fuzzer:
-/// the profile used to let the workspace's rule decide inside it).
+/// the profile used to let the workspace's rule decide inside it); above a
+/// workspace rule, it leaves that rule to decide.
 #[test]
 fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {
     let ws = VALUES[0].1;
@@ -319,7 +320,9 @@ fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {
          [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
          [[fs]]\npath = \"{ws}/vendor\"\nread = true\n\
          [[fs]]\npath = \"~/docs\"\nread = true\nwrite = true\n\
-         [[fs]]\npath = \"{HOME}/docs/signed\"\nread = true\n"
+         [[fs]]\npath = \"{HOME}/docs/signed\"\nread = true\n\
+         [[fs]]\npath = \"{ws}/lib\"\nread = true\n\
+         [[fs]]\npath = \"lib/gen\"\nread = true\nwrite = true\n"
     );
     let inputs = Inputs::from_text("policy.toml", &toml);
     let (ir, text) = compile(&inputs, None, true, "/unused");
@@ -335,6 +338,9 @@ fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {
     }
     assert!(allow(FileOp::Write, &format!("{ws}/src/main.rs")));
     assert!(allow(FileOp::Write, &format!("{HOME}/docs/notes.txt")));
+    // Above a workspace rule: the workspace rule still decides inside it.
+    assert!(!allow(FileOp::Write, &format!("{ws}/lib/f")));
+    assert!(allow(FileOp::Write, &format!("{ws}/lib/gen/f")));
 }
 
 /// Rights for one random rule.

@@ -58,14 +58,16 @@ impl Spelling {
     }
 
     /// Components below `/`. A parameter counts as the depth it usually
-    /// has on macOS (`/Users/me` = 2, a workspace below it, `$TMPDIR` =
-    /// `/private/var/folders/xx/yyyy/T` = 6), so emission order matches
-    /// nesting for the usual layout; docs/macos.md says so.
+    /// has on macOS (`/Users/me` = 2, a workspace `/Users/me/src/app` = 4,
+    /// `$TMPDIR` = `/private/var/folders/xx/yyyy/T` = 6), so emission order
+    /// matches nesting for the usual layout, also against an absolute rule
+    /// inside a workspace at depth 3 or 4, above or below a workspace rule;
+    /// docs/macos.md says so.
     pub fn depth(&self) -> usize {
         let base = match self.param {
             None => 0,
             Some(HOME_PARAM) => 2,
-            Some(WORKSPACE_PARAM) => 3,
+            Some(WORKSPACE_PARAM) => 4,
             Some(_) => 6,
         };
         base + self.rest.split('/').filter(|c| !c.is_empty()).count()
