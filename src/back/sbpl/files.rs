@@ -221,10 +221,7 @@ impl<'a> Files<'a> {
                 inherited = inherited.union(roots);
                 spell |= roots_specific;
             }
-            if n.spellings
-                .iter()
-                .any(|s| s.param.is_none() && !crate::ir::path_within(&s.rest, "/dev"))
-            {
+            if n.spellings.iter().any(Spelling::may_nest_with_params) {
                 inherited = inherited.union(params);
                 spell |= params_specific;
             }
@@ -232,7 +229,7 @@ impl<'a> Files<'a> {
             let access = n.grant.access;
             for s in &n.spellings {
                 match s.param {
-                    None if !crate::ir::path_within(&s.rest, "/dev") => {
+                    None if s.may_nest_with_params() => {
                         abs = abs.union(access);
                         abs_specific |= spell;
                     }
@@ -479,10 +476,11 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
     let mut lists = [Unique::default(), Unique::default()];
     let mut done: [HashSet<String>; 2] = Default::default();
+    // The two rights, in the order of `lists`: create, delete.
+    let rights: [fn(Access) -> bool; 2] = [|a| a.create, |a| a.delete];
     for n in &index.nodes {
-        let a = n.grant.access;
-        for (k, lacks) in [!a.create, !a.delete].into_iter().enumerate() {
-            if !lacks {
+        for (k, right) in rights.iter().enumerate() {
+            if right(n.grant.access) {
                 continue;
             }
             for s in &n.spellings {
@@ -491,17 +489,11 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     if !done[k].insert(anc.text()) {
                         continue;
                     }
-                    let at = index.access_at(&anc);
-                    let allowed = if k == 0 { at.create } else { at.delete };
-                    let param_may = if k == 0 {
-                        from_params.create
-                    } else {
-                        from_params.delete
-                    };
+                    let allowed = right(index.access_at(&anc));
                     // Whether a parameter's directory is granted from
                     // outside its root, or an absolute directory from a
                     // parameter's grant, is unknown until run time.
-                    if allowed || portable && (anc.param.is_some() || param_may) {
+                    if allowed || portable && (anc.param.is_some() || right(from_params)) {
                         lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
                 }

@@ -57,6 +57,12 @@ impl Spelling {
         }
     }
 
+    /// An absolute spelling that may contain, or lie inside, a parameter's
+    /// directory at run time: any but the device nodes of `/dev`.
+    pub fn may_nest_with_params(&self) -> bool {
+        self.param.is_none() && !crate::ir::path_within(&self.rest, "/dev")
+    }
+
     /// Components below `/`. A parameter counts as the depth it usually
     /// has on macOS (`/Users/me` = 2, a workspace `/Users/me/src/app` = 4,
     /// `$TMPDIR` = `/private/var/folders/xx/yyyy/T` = 6), so emission order
