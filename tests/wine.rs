@@ -35,7 +35,7 @@ fn wine() -> Option<&'static Wine> {
             .unwrap_or_else(|| root.join("target/x86_64-pc-windows-gnu/debug"));
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
         let problem = if Command::new("wine").arg("--version").output().is_err() {
-            Some("wine is not installed (run .ci/windows-setup.sh)".to_string())
+            Some("wine is not installed (run .ci/prereqs.sh)".to_string())
         } else {
             [
                 "sbx.exe",
