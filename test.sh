@@ -20,6 +20,12 @@ cargo test --all-targets --no-fail-fast
 # library's unit tests, the escape battery and the kernel oracle again.
 cargo test --target x86_64-unknown-linux-musl --no-fail-fast --lib \
   --test linux_escape --test kernel_oracle
+# The escape battery again as uid 65534, on both builds (as root; run
+# unprivileged, the battery above already was).
+if [ "$(id -u)" = 0 ]; then
+  tests/linux_escape/unprivileged.sh
+  tests/linux_escape/unprivileged.sh --target x86_64-unknown-linux-musl
+fi
 # Each fuzz target for a bounded time (stable Rust, see fuzz/run.sh).
 if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
   fuzz/run.sh "${FUZZ_SECONDS:-20}"

@@ -102,6 +102,152 @@ pub const DROP_CAPABILITIES: &[&str] = &[
     "CAP_WAKE_ALARM",
 ];
 
+/// `ioctl` requests refused on any descriptor: typing into the terminal
+/// (TIOCSTI), and the console's own requests.
+const DENY_IOCTL: &[&str] = &["TIOCLINUX", "TIOCSTI"];
+
+/// `ptrace` requests refused: attaching to a process already running.
+const DENY_PTRACE: &[&str] = &["PTRACE_ATTACH", "PTRACE_SEIZE"];
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// What `art` lacks of the baseline every artifact of this sbx carries
+/// (empty: nothing). The loader refuses an artifact that lacks any of
+/// it: edited by hand, or written by something else.
+pub fn missing_baseline(art: &LinuxArtifact) -> Vec<String> {
+    let s = &art.seccomp;
+    let mut out = Vec::new();
+    let mut need = |what: &str, have: &[String], names: &[&str]| {
+        for n in names {
+            if !have.iter().any(|h| h == n) {
+                out.push(format!("{what} {n}"));
+            }
+        }
+    };
+    need("seccomp deny", &s.deny, DENY_SYSCALLS);
+    need("seccomp deny_ioctl", &s.deny_ioctl, DENY_IOCTL);
+    need("seccomp deny_ptrace", &s.deny_ptrace, DENY_PTRACE);
+    need(
+        "drop_capabilities",
+        &art.drop_capabilities,
+        DROP_CAPABILITIES,
+    );
+    if s.errno != "EPERM" {
+        out.push(format!("seccomp errno EPERM (it has {})", s.errno));
+    }
+    let tcp_restricted = art.landlock.ruleset.iter().any(|r| {
+        r.handled_access_net
+            .iter()
+            .flatten()
+            .any(|n| n == "connect_tcp")
+    });
+    for r in arg_rules(tcp_restricted) {
+        if !s.deny_args.contains(&r) {
+            out.push(format!(
+                "seccomp deny_args rule on {} ({:?})",
+                r.syscall, r.when
+            ));
+        }
+    }
+    out
+}
+
+/// Calls a sandboxed process could use on processes outside its tree
+/// (Landlock's scopes cover signals and ptrace, not these): only the
+/// caller itself (`0`) may be named. `setpriority`'s and `ioprio_set`'s
+/// group and user forms reach every process of a group or uid.
+/// A test as (argument, operation, value): see [`ArgTest`].
+type Test = (u8, ArgOp, &'static str);
+
+const OWN_PROCESS_ONLY: &[(&str, &[Test])] = &[
+    ("prlimit64", &[(0, ArgOp::Ne, "0")]),
+    ("setpriority", &[(0, ArgOp::Ne, "PRIO_PROCESS")]),
+    ("setpriority", &[(1, ArgOp::Ne, "0")]),
+    ("sched_setscheduler", &[(0, ArgOp::Ne, "0")]),
+    ("sched_setparam", &[(0, ArgOp::Ne, "0")]),
+    ("sched_setattr", &[(0, ArgOp::Ne, "0")]),
+    ("sched_setaffinity", &[(0, ArgOp::Ne, "0")]),
+    ("ioprio_set", &[(0, ArgOp::Ne, "IOPRIO_WHO_PROCESS")]),
+    ("ioprio_set", &[(1, ArgOp::Ne, "0")]),
+    ("migrate_pages", &[(0, ArgOp::Ne, "0")]),
+    ("move_pages", &[(0, ArgOp::Ne, "0")]),
+];
+
+/// Where a mode word is given to a new or existing file: (syscall, the
+/// mode's argument, the flags' argument when the mode only counts with
+/// `O_CREAT` or `O_TMPFILE`). A set-user-ID file planted by a root
+/// sandbox would run as root after the run.
+const MODE_ARGS: &[(&str, u8, Option<u8>)] = &[
+    ("chmod", 1, None),
+    ("creat", 1, None),
+    ("fchmod", 1, None),
+    ("fchmodat", 2, None),
+    ("fchmodat2", 2, None),
+    ("mknod", 1, None),
+    ("mknodat", 2, None),
+    ("open", 2, Some(1)),
+    ("openat", 3, Some(2)),
+];
+
+/// `sendto`, `sendmsg`, `sendmmsg` and the argument holding their flags:
+/// `MSG_FASTOPEN` connects without `connect(2)`, so without Landlock's
+/// check. EOPNOTSUPP is what the kernel answers when Fast Open is off,
+/// which clients already handle by connecting normally.
+const SEND_FLAGS: &[(&str, u8)] = &[("sendmmsg", 3), ("sendmsg", 2), ("sendto", 3)];
+
+/// The argument rules every Linux artifact carries; the Fast Open rules
+/// when TCP connects are restricted.
+pub fn arg_rules(tcp_restricted: bool) -> Vec<ArgRule> {
+    let test = |arg: u8, op: ArgOp, value: &str| ArgTest {
+        arg,
+        op,
+        value: value.to_string(),
+    };
+    let rule = |syscall: &str, errno: &str, when: Vec<ArgTest>| ArgRule {
+        syscall: syscall.to_string(),
+        errno: errno.to_string(),
+        when,
+    };
+    let mut out: Vec<ArgRule> = OWN_PROCESS_ONLY
+        .iter()
+        .map(|(name, tests)| {
+            let when = tests.iter().map(|&(a, op, v)| test(a, op, v)).collect();
+            rule(name, "EPERM", when)
+        })
+        .collect();
+    for &(name, mode, flags) in MODE_ARGS {
+        for bit in ["S_ISUID", "S_ISGID"] {
+            match flags {
+                None => out.push(rule(name, "EPERM", vec![test(mode, ArgOp::Has, bit)])),
+                Some(f) => {
+                    for flag in ["O_CREAT", "O_TMPFILE"] {
+                        out.push(rule(
+                            name,
+                            "EPERM",
+                            vec![test(f, ArgOp::Has, flag), test(mode, ArgOp::Has, bit)],
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    // Its mode sits in a struct seccomp cannot read; callers fall back to
+    // `openat` on ENOSYS.
+    out.push(rule("openat2", "ENOSYS", vec![]));
+    if tcp_restricted {
+        for &(name, flags) in SEND_FLAGS {
+            out.push(rule(
+                name,
+                "EOPNOTSUPP",
+                vec![test(flags, ArgOp::Has, "MSG_FASTOPEN")],
+            ));
+        }
+    }
+    out
+}
+
 /// Build the Linux artifact. Never refuses for precision reasons (see
 /// [`emit`]); refuses paths it cannot represent.
 pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
@@ -122,7 +268,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         exact_abi,
         landlock,
         seccomp: seccomp(ir),
-        drop_capabilities: DROP_CAPABILITIES.iter().map(|c| c.to_string()).collect(),
+        drop_capabilities: strings(DROP_CAPABILITIES),
         env: ir.env.clone(),
         exec_allow: ir.commands.as_ref().map(|cmds| {
             cmds.iter()
@@ -397,9 +543,9 @@ pub fn exact_abi(doc: &LandlockConfig) -> u32 {
 fn seccomp(ir: &Ir) -> Seccomp {
     Seccomp {
         errno: "EPERM".into(),
-        deny: DENY_SYSCALLS.iter().map(|s| s.to_string()).collect(),
-        deny_ioctl: vec!["TIOCLINUX".into(), "TIOCSTI".into()],
-        deny_ptrace: vec!["PTRACE_ATTACH".into(), "PTRACE_SEIZE".into()],
+        deny: strings(DENY_SYSCALLS),
+        deny_ioctl: strings(DENY_IOCTL),
+        deny_ptrace: strings(DENY_PTRACE),
         sockets: (!ir.net.other_protocols).then(|| SocketFilter {
             errno: "EACCES".into(),
             allow: ["netlink", "tcp", "udp", "unix"]
@@ -408,6 +554,7 @@ fn seccomp(ir: &Ir) -> Seccomp {
                 .map(String::from)
                 .collect(),
         }),
+        deny_args: arg_rules(ir.net.connect != Ports::All),
     }
 }
 

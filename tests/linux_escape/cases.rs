@@ -35,6 +35,11 @@ pub const ALL: &[(&str, Case)] = &[
     ("no_landlock_best_effort_vs_required", no_landlock),
     ("required_refuses_inexact_policy", required_inexact),
     ("portable_artifact_expands_placeholders", portable_artifact),
+    ("tcp_fast_open_past_connect", tcp_fast_open),
+    ("limits_and_priority_of_host_process", host_process_limits),
+    ("set_user_id_and_file_capabilities", set_user_id),
+    ("nothing_outlives_the_run", nothing_outlives),
+    ("artifact_without_baseline_refused", artifact_baseline),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {
@@ -200,17 +205,23 @@ fn capabilities(fx: &Fx) -> Result<(), String> {
     let (Some(Ok(eff)), Some(Ok(bnd))) = (it.next(), it.next()) else {
         return Err(format!("caps: {out:?}"));
     };
+    // Without CAP_SETPCAP the bounding set cannot shrink; an unprivileged
+    // child has no effective capabilities, and no_new_privs keeps it so.
+    let root = unsafe { libc::geteuid() } == 0;
     for (name, bit) in [
         ("CAP_SYS_ADMIN", 21),
         ("CAP_PERFMON", 38),
         ("CAP_SYS_MODULE", 16),
     ] {
-        check(eff & (1 << bit) == 0 && bnd & (1 << bit) == 0, || {
-            format!("{name} kept: eff {eff:x} bnd {bnd:x}")
-        })?;
+        check(
+            eff & (1 << bit) == 0 && (!root || bnd & (1 << bit) == 0),
+            || format!("{name} kept: eff {eff:x} bnd {bnd:x}"),
+        )?;
     }
+    check(root || eff == 0, || {
+        format!("unprivileged child: eff {eff:x}")
+    })?;
     // A root child keeps root's file semantics (Landlock still applies).
-    let root = unsafe { libc::geteuid() } == 0;
     check(!root || eff & (1 << 1) != 0, || {
         format!("CAP_DAC_OVERRIDE lost: {eff:x}")
     })
@@ -735,8 +746,9 @@ fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs
             .open(&slave)
             .unwrap()
     };
-    let mut c = std::process::Command::new(crate::fixture::SBX);
-    c.arg("run")
+    let mut c = std::process::Command::new(crate::fixture::sbx_bin());
+    c.env("HOME", fx.root.join("home"))
+        .arg("run")
         .arg(p)
         .arg("--workspace")
         .arg(&fx.ws)
@@ -797,4 +809,255 @@ fn terminal(fx: &Fx) -> Result<(), String> {
     check(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 5, || {
         format!("after fg: status {st:#x}")
     })
+}
+
+/// A loopback server that answers every connection with "yes".
+fn answering_server(v6: bool) -> (std::thread::JoinHandle<()>, String) {
+    let l = TcpListener::bind(if v6 { "[::1]:0" } else { "127.0.0.1:0" }).unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let h = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        l.set_nonblocking(false).unwrap();
+        // Bounded: the unsandboxed control and at most one escape per op.
+        for _ in 0..6 {
+            let Ok((mut c, _)) = l.accept() else { return };
+            let mut b = [0u8; 2];
+            let _ = c.read(&mut b);
+            let _ = c.write_all(b"yes");
+        }
+    });
+    (h, port)
+}
+
+/// TCP Fast Open connects inside `sendto`/`sendmsg`, where Landlock's
+/// connect check never runs: refused (EOPNOTSUPP, as with Fast Open
+/// off) with no net rules and with a port-only rule, on IPv4 and IPv6.
+/// Controls: the same probe works unsandboxed, and a plain connect to
+/// the allowed port works in the sandbox.
+fn tcp_fast_open(fx: &Fx) -> Result<(), String> {
+    for v6 in [false, true] {
+        let (_h, port) = answering_server(v6);
+        let fam = if v6 { "6" } else { "4" };
+        expect(
+            "unsandboxed fast open",
+            &fx.unsandboxed(&["tfo-sendto", fam, &port]),
+            "OK",
+        )?;
+        let none = fx.policy("best_effort", "");
+        let allowed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let okp = allowed.local_addr().unwrap().port().to_string();
+        let port_rule = fx.policy(
+            "required",
+            &format!("\n[[net]]\nhost = \"*\"\nport = {okp}\n"),
+        );
+        for p in [&none, &port_rule] {
+            for op in ["tfo-sendto", "tfo-sendmsg"] {
+                expect(
+                    &format!("{op} v{fam}"),
+                    &fx.run(p, &[], &[op, fam, &port]),
+                    "EOPNOTSUPP",
+                )?;
+            }
+        }
+        expect(
+            "connect to the allowed port",
+            &fx.run(&port_rule, &[], &["connect-tcp", &okp]),
+            "OK",
+        )?;
+    }
+    Ok(())
+}
+
+/// `prlimit`, `setpriority` and `sched_setaffinity` on a process outside
+/// the sandbox are refused; the same calls on the caller itself work.
+fn host_process_limits(fx: &Fx) -> Result<(), String> {
+    let mut v = victim();
+    let pid = v.id().to_string();
+    let p = fx.policy("best_effort", "");
+    let r = (|| {
+        expect(
+            "unsandboxed prlimit",
+            &fx.unsandboxed(&["prlimit", &pid]),
+            "OK",
+        )?;
+        expect(
+            "prlimit host",
+            &fx.run(&p, &[], &["prlimit", &pid]),
+            "EPERM",
+        )?;
+        expect("prlimit self", &fx.run(&p, &[], &["prlimit", "0"]), "OK")?;
+        expect(
+            "renice host",
+            &fx.run(&p, &[], &["setpriority", &pid, "5"]),
+            "EPERM",
+        )?;
+        expect(
+            "renice all of the user's",
+            &fx.run(&p, &[], &["setpriority-user", "5"]),
+            "EPERM",
+        )?;
+        expect(
+            "renice self",
+            &fx.run(&p, &[], &["setpriority", "0", "5"]),
+            "OK",
+        )?;
+        expect(
+            "affinity host",
+            &fx.run(&p, &[], &["setaffinity", &pid]),
+            "EPERM",
+        )?;
+        expect(
+            "affinity self",
+            &fx.run(&p, &[], &["setaffinity", "0"]),
+            "OK",
+        )
+    })();
+    let _ = v.kill();
+    let _ = v.wait();
+    r
+}
+
+/// No set-user-ID or set-group-ID file comes out of a run, by any route
+/// that takes a mode, and no file capability. Controls: ordinary modes
+/// work in the sandbox, and the set-user-ID chmod works unsandboxed.
+fn set_user_id(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let f = fx.path("ws/data");
+    let plain = fx.path("ws/plain");
+    std::fs::write(&plain, "x").unwrap();
+    expect(
+        "unsandboxed",
+        &fx.unsandboxed(&["chmod", &plain, "4755"]),
+        "OK",
+    )?;
+    for mode in ["4755", "2755", "6777"] {
+        expect("chmod", &fx.run(&p, &[], &["chmod", &f, mode]), "EPERM")?;
+        expect("fchmod", &fx.run(&p, &[], &["fchmod", &f, mode]), "EPERM")?;
+        expect(
+            "fchmodat",
+            &fx.run(&p, &[], &["fchmodat", &f, mode]),
+            "EPERM",
+        )?;
+        let new = fx.path(&format!("ws/new{mode}"));
+        expect(
+            "open O_CREAT",
+            &fx.run(&p, &[], &["create", &new, mode]),
+            "EPERM",
+        )?;
+        expect(
+            "O_TMPFILE",
+            &fx.run(&p, &[], &["tmpfile-link", &fx.path("ws"), &new, mode]),
+            "EPERM",
+        )?;
+        expect("mknod", &fx.run(&p, &[], &["mknod", &new, mode]), "EPERM")?;
+    }
+    expect("mode unchanged", &fx.run(&p, &[], &["mode", &f]), "644")?;
+    expect("openat2", &fx.run(&p, &[], &["openat2", &f]), "ENOSYS")?;
+    expect(
+        "file capability",
+        &fx.run(&p, &[], &["set-file-capability", &f]),
+        "EPERM",
+    )?;
+    // Controls under the same policy.
+    expect("chmod 755", &fx.run(&p, &[], &["chmod", &f, "755"]), "OK")?;
+    let ok = fx.path("ws/ordinary");
+    expect(
+        "create 0644",
+        &fx.run(&p, &[], &["create", &ok, "644"]),
+        "OK",
+    )?;
+    expect(
+        "O_TMPFILE 0600",
+        &fx.run(
+            &p,
+            &[],
+            &["tmpfile-link", &fx.path("ws"), &fx.path("ws/tmp"), "600"],
+        ),
+        "OK",
+    )
+}
+
+fn alive(pid: &str) -> bool {
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !state.is_empty()
+        && !state
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+}
+
+/// A process the command leaves behind, however deep and in whatever
+/// session, dies when the command exits, with or without a wall-clock
+/// limit. The chain is longer than any fixed depth limit would reach.
+/// Control: the last process was alive while the command ran (the probe
+/// waited for it to report).
+fn nothing_outlives(fx: &Fx) -> Result<(), String> {
+    for extra in ["", "\n[limits]\nwall_time_s = 30\n"] {
+        let p = fx.policy("best_effort", extra);
+        for depth in ["1", "100"] {
+            let out = fx.run(&p, &[], &["daemon-chain", depth]);
+            code("daemon chain", &out, 0)?;
+            let pid = out.answer().to_string();
+            check(pid.parse::<i32>().is_ok(), || format!("{out:?}"))?;
+            // Run ended within the deadline: every holder of its stdout
+            // was gone (the harness read to EOF).
+            check(out.elapsed < Duration::from_secs(30), || {
+                format!("took {:?}", out.elapsed)
+            })?;
+            check(!alive(&pid), || {
+                format!("depth {depth}: {pid} still running")
+            })?;
+        }
+    }
+    // `sh -c 'sleep & exit'` under a limit: gone at once, not at the limit.
+    let p = fx.policy("best_effort", "\n[limits]\nwall_time_s = 30\n");
+    let out = fx.run(&p, &[], &["spawn-sleeper", "0"]);
+    let pid = out.stdout.lines().next().unwrap_or("").trim().to_string();
+    check(!pid.is_empty() && !alive(&pid), || {
+        format!("sleeper: {out:?}")
+    })
+}
+
+/// An artifact that lacks the baseline (here: an empty seccomp deny list)
+/// is refused before anything runs; the artifact as written runs.
+fn artifact_baseline(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let art = fx.root.join("base.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        p.into(),
+        "--target".into(),
+        "linux".into(),
+        "-o".into(),
+        art.clone().into(),
+    ];
+    code("compile", &fx.sbx(&compile, None), 0)?;
+    let run = |art: &std::path::Path| {
+        let args: Vec<OsString> = vec![
+            "run".into(),
+            "--artifact".into(),
+            art.into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+            "exit".into(),
+            "0".into(),
+        ];
+        fx.sbx(&args, None)
+    };
+    code("as written", &run(&art), 0)?;
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&art).unwrap()).unwrap();
+    for key in ["deny", "deny_args"] {
+        let mut d = doc.clone();
+        d["seccomp"][key] = serde_json::json!([]);
+        let edited = fx.root.join(format!("edited-{key}.json"));
+        std::fs::write(&edited, d.to_string()).unwrap();
+        let out = run(&edited);
+        code(key, &out, 125)?;
+        check(out.stderr.contains("baseline"), || out.stderr.clone())?;
+    }
+    Ok(())
 }

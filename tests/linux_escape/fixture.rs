@@ -8,7 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+
+/// The `sbx` under test: `SBX_BIN` when set (the unprivileged run copies
+/// both binaries where any user can execute them), else cargo's build.
+pub fn sbx_bin() -> String {
+    std::env::var("SBX_BIN").unwrap_or_else(|_| SBX.to_string())
+}
 
 /// Layout (under a fresh temp dir):
 /// `ws/` the workspace (read-write): `data`, `a`, `b`, `c`, `sub/`,
@@ -122,7 +128,7 @@ execute = true
     /// must not reach the child), stdin from /dev/null, a 60 s deadline,
     /// and optionally `keep_fd` inherited as descriptor 5.
     pub fn sbx(&self, args: &[OsString], keep_fd: Option<i32>) -> Out {
-        let mut cmd = Command::new(SBX);
+        let mut cmd = Command::new(sbx_bin());
         cmd.args(args)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")

@@ -25,6 +25,7 @@ fn errno_name(e: i32) -> String {
         libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
         libc::EROFS => "EROFS",
         libc::ENOEXEC => "ENOEXEC",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
         _ => return format!("errno{e}"),
     };
     n.to_string()
@@ -273,6 +274,176 @@ unsafe fn op(args: &[String]) -> String {
             let _ = std::io::stdout().flush();
             libc::sleep(num(a(1)));
             "slept".into()
+        }
+        // TCP Fast Open: data and connection in one sendto/sendmsg, with
+        // no connect(2). `a(1)` is 4 or 6, `a(2)` the loopback port.
+        "tfo-sendto" | "tfo-sendmsg" => {
+            let v6 = a(1) == "6";
+            let port: u16 = num(a(2));
+            let fam = if v6 { libc::AF_INET6 } else { libc::AF_INET };
+            let s = libc::socket(fam, libc::SOCK_STREAM, 0);
+            if s < 0 {
+                return res(-1);
+            }
+            let mut sa6: libc::sockaddr_in6 = std::mem::zeroed();
+            sa6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sa6.sin6_port = port.to_be();
+            sa6.sin6_addr.s6_addr[15] = 1;
+            let sa4 = loopback(port);
+            let (addr, len): (*const libc::sockaddr, u32) = if v6 {
+                (
+                    (&sa6 as *const libc::sockaddr_in6).cast(),
+                    std::mem::size_of_val(&sa6) as u32,
+                )
+            } else {
+                (
+                    (&sa4 as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of_val(&sa4) as u32,
+                )
+            };
+            let mut data = *b"hi";
+            let r = if a(0) == "tfo-sendto" {
+                libc::sendto(s, data.as_ptr().cast(), 2, libc::MSG_FASTOPEN, addr, len)
+            } else {
+                let mut iov = libc::iovec {
+                    iov_base: data.as_mut_ptr().cast(),
+                    iov_len: 2,
+                };
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_name = addr as *mut libc::c_void;
+                msg.msg_namelen = len;
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                libc::sendmsg(s, &msg, libc::MSG_FASTOPEN)
+            };
+            if r < 0 {
+                return res(-1);
+            }
+            // The server answers: the connection really went through.
+            let mut buf = [0u8; 16];
+            res(libc::recv(s, buf.as_mut_ptr().cast(), 16, 0) as i64)
+        }
+        "prlimit" => {
+            // Set the target's soft limit on open files to what it is.
+            let pid: libc::pid_t = num(a(1));
+            let mut old: libc::rlimit64 = std::mem::zeroed();
+            if libc::prlimit64(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) < 0 {
+                return res(-1);
+            }
+            res(libc::prlimit64(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()).into())
+        }
+        "setpriority" => res(libc::setpriority(libc::PRIO_PROCESS, num(a(1)), num(a(2))).into()),
+        "setpriority-user" => res(libc::setpriority(libc::PRIO_USER, 0, num(a(1))).into()),
+        "setaffinity" => {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) < 0 {
+                return res(-1);
+            }
+            res(libc::sched_setaffinity(num(a(1)), std::mem::size_of_val(&set), &set).into())
+        }
+        "chmod" => res(libc::chmod(c(a(1)).as_ptr(), u32::from_str_radix(a(2), 8).unwrap()).into()),
+        "fchmod" => {
+            let fd = libc::open(c(a(1)).as_ptr(), libc::O_RDONLY);
+            res(libc::fchmod(fd, u32::from_str_radix(a(2), 8).unwrap()).into())
+        }
+        "fchmodat" => res(libc::fchmodat(
+            libc::AT_FDCWD,
+            c(a(1)).as_ptr(),
+            u32::from_str_radix(a(2), 8).unwrap(),
+            0,
+        )
+        .into()),
+        "create" => res(libc::open(
+            c(a(1)).as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT,
+            u32::from_str_radix(a(2), 8).unwrap(),
+        )
+        .into()),
+        "tmpfile-link" => {
+            // An unnamed file with the mode, then given a name.
+            let fd = libc::open(
+                c(a(1)).as_ptr(),
+                libc::O_TMPFILE | libc::O_WRONLY,
+                u32::from_str_radix(a(3), 8).unwrap(),
+            );
+            if fd < 0 {
+                return res(-1);
+            }
+            let proc = format!("/proc/self/fd/{fd}");
+            res(libc::linkat(
+                libc::AT_FDCWD,
+                c(&proc).as_ptr(),
+                libc::AT_FDCWD,
+                c(a(2)).as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+            .into())
+        }
+        "mknod" => res(libc::mknod(
+            c(a(1)).as_ptr(),
+            libc::S_IFREG | u32::from_str_radix(a(2), 8).unwrap(),
+            0,
+        )
+        .into()),
+        "openat2" => {
+            let how = [libc::O_RDONLY as u64, 0, 0];
+            res(libc::syscall(
+                libc::SYS_openat2,
+                libc::AT_FDCWD,
+                c(a(1)).as_ptr(),
+                how.as_ptr(),
+                24usize,
+            ))
+        }
+        "set-file-capability" => {
+            // security.capability, version 2, no capabilities: the call
+            // itself is what needs CAP_SETFCAP.
+            let mut v = [0u8; 20];
+            v[3] = 2;
+            res(libc::setxattr(
+                c(a(1)).as_ptr(),
+                c("security.capability").as_ptr(),
+                v.as_ptr().cast(),
+                v.len(),
+                0,
+            )
+            .into())
+        }
+        "mode" => {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::stat(c(a(1)).as_ptr(), &mut st) < 0 {
+                return res(-1);
+            }
+            format!("{:o}", st.st_mode & 0o7777)
+        }
+        "daemon-chain" => {
+            // `a(1)` nested children, each in a session of its own; the
+            // last prints its pid and sleeps. The probe exits at once.
+            let depth: u32 = num(a(1));
+            let mut pfd = [0; 2];
+            libc::pipe(pfd.as_mut_ptr());
+            for level in 0..=depth {
+                if libc::fork() != 0 {
+                    if level == 0 {
+                        // The probe itself: report the last pid, exit.
+                        libc::close(pfd[1]);
+                        let mut buf = [0u8; 16];
+                        let n = libc::read(pfd[0], buf.as_mut_ptr().cast(), 16);
+                        let pid = String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned();
+                        return pid;
+                    }
+                    // A middle link: wait for nothing, just stay.
+                    libc::pause();
+                    libc::_exit(0);
+                }
+                libc::setsid();
+            }
+            let pid = libc::getpid().to_string();
+            libc::write(pfd[1], pid.as_ptr().cast(), pid.len());
+            libc::close(pfd[1]);
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            libc::sleep(120);
+            libc::_exit(0);
         }
         other => format!("unknown probe op {other}"),
     }

@@ -108,6 +108,119 @@ pub struct Seccomp {
     pub deny_ptrace: Vec<String>,
     /// `None`: every socket family and type may be created.
     pub sockets: Option<SocketFilter>,
+    /// Calls refused by their arguments: reaching processes outside the
+    /// sandbox, set-user-ID and set-group-ID modes, TCP Fast Open past
+    /// Landlock's connect check (`back::landlock::ARG_RULES`).
+    pub deny_args: Vec<ArgRule>,
+}
+
+/// `syscall` fails with `errno` when every test in `when` holds (no
+/// tests: always). Written as one line, `openat(arg2 has O_CREAT, arg3
+/// has S_ISUID) -> EPERM` or `openat2 -> ENOSYS`, so the artifact stays
+/// short and reads like the rule.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ArgRule {
+    pub syscall: String,
+    pub errno: String,
+    pub when: Vec<ArgTest>,
+}
+
+/// A test of one argument's low 32 bits (every argument these rules
+/// read is an `int`, a mode or a flag word): `argN has V` (every bit of
+/// V set), `argN == V`, `argN != V`. `value` is a constant's name
+/// (`S_ISUID`, `MSG_FASTOPEN`, …) or a decimal number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ArgTest {
+    pub arg: u8,
+    pub op: ArgOp,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ArgOp {
+    /// Every bit of `value` is set.
+    Has,
+    Eq,
+    Ne,
+}
+
+impl ArgOp {
+    fn word(self) -> &'static str {
+        match self {
+            ArgOp::Has => "has",
+            ArgOp::Eq => "==",
+            ArgOp::Ne => "!=",
+        }
+    }
+}
+
+impl From<ArgRule> for String {
+    fn from(r: ArgRule) -> String {
+        let tests: Vec<String> = r
+            .when
+            .iter()
+            .map(|t| format!("arg{} {} {}", t.arg, t.op.word(), t.value))
+            .collect();
+        if tests.is_empty() {
+            format!("{} -> {}", r.syscall, r.errno)
+        } else {
+            format!("{}({}) -> {}", r.syscall, tests.join(", "), r.errno)
+        }
+    }
+}
+
+impl TryFrom<String> for ArgRule {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<ArgRule, String> {
+        let bad =
+            || format!("argument rule {s:?}: expected `call(argN has|==|!= VALUE, …) -> ERRNO`");
+        let (head, errno) = s.split_once(" -> ").ok_or_else(bad)?;
+        let (syscall, when) = match head.split_once('(') {
+            None => (head, Vec::new()),
+            Some((name, rest)) => {
+                let inner = rest.strip_suffix(')').ok_or_else(bad)?;
+                let tests = inner
+                    .split(", ")
+                    .map(|t| {
+                        let mut w = t.split(' ');
+                        let (Some(arg), Some(op), Some(value), None) =
+                            (w.next(), w.next(), w.next(), w.next())
+                        else {
+                            return Err(bad());
+                        };
+                        let arg = arg
+                            .strip_prefix("arg")
+                            .and_then(|n| n.parse::<u8>().ok())
+                            .ok_or_else(bad)?;
+                        let op = match op {
+                            "has" => ArgOp::Has,
+                            "==" => ArgOp::Eq,
+                            "!=" => ArgOp::Ne,
+                            _ => return Err(bad()),
+                        };
+                        Ok(ArgTest {
+                            arg,
+                            op,
+                            value: value.to_string(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                (name, tests)
+            }
+        };
+        let word =
+            |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !word(syscall) || !word(errno) {
+            return Err(bad());
+        }
+        Ok(ArgRule {
+            syscall: syscall.to_string(),
+            errno: errno.to_string(),
+            when,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

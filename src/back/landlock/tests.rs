@@ -382,3 +382,63 @@ fn output_is_deterministic_and_round_trips() {
     let parsed: LandlockConfig = serde_json::from_str(&doc).unwrap();
     check_config(&parsed).unwrap();
 }
+
+/// Every artifact carries the baseline; the loader's check names what
+/// an edited one lacks, and the Fast Open rules follow the network.
+#[test]
+fn baseline_is_carried_and_checked() {
+    let art = build(&typical()).unwrap();
+    assert_eq!(missing_baseline(&art), Vec::<String>::new());
+    let mut edited = art.clone();
+    edited.seccomp.deny.retain(|n| n != "mount");
+    edited
+        .seccomp
+        .deny_args
+        .retain(|r| r.syscall != "prlimit64");
+    edited.drop_capabilities.clear();
+    let missing = missing_baseline(&edited).join(", ");
+    for want in [
+        "seccomp deny mount",
+        "prlimit64",
+        "drop_capabilities CAP_SYS_ADMIN",
+    ] {
+        assert!(missing.contains(want), "{missing}");
+    }
+    let tfo = |a: &LinuxArtifact| {
+        a.seccomp
+            .deny_args
+            .iter()
+            .any(|r| r.when.iter().any(|t| t.value == "MSG_FASTOPEN"))
+    };
+    assert!(tfo(&art));
+    let mut open = typical();
+    open.net.connect = crate::ir::Ports::All;
+    open.net.other_protocols = true;
+    let open = build(&open).unwrap();
+    assert!(!tfo(&open));
+    assert_eq!(missing_baseline(&open), Vec::<String>::new());
+}
+
+/// Argument rules are one line each in the artifact, and read back as
+/// written; malformed lines are refused.
+#[test]
+fn argument_rules_round_trip_as_lines() {
+    for r in arg_rules(true) {
+        let line = String::from(r.clone());
+        assert_eq!(ArgRule::try_from(line.clone()).unwrap(), r, "{line}");
+    }
+    let line = String::from(arg_rules(true).remove(0));
+    assert_eq!(line, "prlimit64(arg0 != 0) -> EPERM");
+    for bad in [
+        "prlimit64(arg0 != 0)",
+        "prlimit64(arg0 != 0 -> EPERM",
+        "prlimit64(argx != 0) -> EPERM",
+        "prlimit64(arg0 < 0) -> EPERM",
+        "prlimit64(arg0 != 0 1) -> EPERM",
+        "pr limit -> EPERM",
+        " -> EPERM",
+        "openat2 -> ",
+    ] {
+        assert!(ArgRule::try_from(bad.to_string()).is_err(), "{bad}");
+    }
+}

@@ -58,7 +58,16 @@ fn check_artifact(art: &LinuxArtifact) -> Result<(), String> {
             art.target
         ));
     }
-    check_config(&art.landlock).map_err(|e| format!("invalid landlock member: {e}"))
+    check_config(&art.landlock).map_err(|e| format!("invalid landlock member: {e}"))?;
+    let missing = crate::back::landlock::missing_baseline(art);
+    if !missing.is_empty() {
+        return Err(format!(
+            "the artifact lacks part of the baseline every sbx artifact carries \
+             (edited, or not written by this sbx; compile it again): {}",
+            missing.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// `sbx run --artifact FILE -- CMD`: the file's text.
@@ -285,15 +294,11 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     );
 
     let wall = art.limits.wall_time_s.map(Duration::from_secs);
-    let not_ours = if wall.is_some() {
-        // Orphaned descendants come back to us, so the tree kill finds
-        // processes that left the group.
-        // SAFETY: plain prctl on ourselves.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        wait::own_children()
-    } else {
-        Vec::new()
-    };
+    // Orphaned descendants come back to us, so the tree is found and
+    // killed when the child exits, also processes that left its group.
+    // SAFETY: plain prctl on ourselves.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let not_ours = wait::own_children();
 
     let pid = match child::spawn(&prepared) {
         Ok(pid) => pid,

@@ -89,11 +89,14 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
             let sc = &art.seccomp;
             let _ = write!(
                 s,
-                "sbx: seccomp: {n} filter(s); {} syscalls, ioctl {}, ptrace {} denied ({})",
+                "sbx: seccomp: {n} filter(s); {} syscalls, ioctl {}, ptrace {} denied ({}); \
+                 {} argument rules ({})",
                 sc.deny.len(),
                 sc.deny_ioctl.join(" "),
                 sc.deny_ptrace.join(" "),
-                sc.errno
+                sc.errno,
+                sc.deny_args.len(),
+                arg_rule_calls(&sc.deny_args)
             );
             match &sc.sockets {
                 Some(f) => {
@@ -172,4 +175,12 @@ fn words(v: &[&str]) -> String {
     } else {
         v.join(" ")
     }
+}
+
+/// The calls argument rules refuse, each once, in order.
+fn arg_rule_calls(rules: &[crate::back::landlock::ArgRule]) -> String {
+    let mut names: Vec<&str> = rules.iter().map(|r| r.syscall.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(" ")
 }

@@ -1,14 +1,15 @@
 //! The artifact's seccomp section compiled to BPF for the running
 //! architecture (before fork; the child only installs the programs).
 //!
-//! Two filters, because `seccompiler` has one match action per filter:
-//! privileged or filter-bypassing syscalls get EPERM, sockets the policy
-//! does not allow get EACCES (the errno Landlock uses for a denied
-//! connect). On x86_64 the first starts with five instructions that
-//! refuse x32 syscalls. The kernel runs every installed filter, so they
-//! combine.
+//! One `seccompiler` program per errno, because `seccompiler` has one
+//! match action per filter: sockets the policy does not allow get EACCES
+//! (the errno Landlock uses for a denied connect), argument rules their
+//! own errno, and the deny list (privileged or filter-bypassing syscalls,
+//! and argument rules with its errno) EPERM. They are chained into one
+//! program behind a prefix that refuses x32 syscalls and allows every
+//! unlisted syscall number at once.
 
-use crate::back::landlock::Seccomp;
+use crate::back::landlock::{ArgOp, ArgRule, Seccomp};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -20,6 +21,7 @@ pub fn errno(name: &str) -> Option<i32> {
         "EPERM" => Some(libc::EPERM),
         "EACCES" => Some(libc::EACCES),
         "ENOSYS" => Some(libc::ENOSYS),
+        "EOPNOTSUPP" => Some(libc::EOPNOTSUPP),
         _ => None,
     }
 }
@@ -28,6 +30,32 @@ fn syscall(name: &str) -> Option<i64> {
     use libc::*;
     let n = match name {
         "acct" => SYS_acct,
+        #[cfg(target_arch = "x86_64")]
+        "chmod" => SYS_chmod,
+        #[cfg(target_arch = "x86_64")]
+        "creat" => SYS_creat,
+        "fchmod" => SYS_fchmod,
+        "fchmodat" => SYS_fchmodat,
+        "fchmodat2" => SYS_fchmodat2,
+        "ioprio_set" => SYS_ioprio_set,
+        "migrate_pages" => SYS_migrate_pages,
+        #[cfg(target_arch = "x86_64")]
+        "mknod" => SYS_mknod,
+        "mknodat" => SYS_mknodat,
+        "move_pages" => SYS_move_pages,
+        #[cfg(target_arch = "x86_64")]
+        "open" => SYS_open,
+        "openat" => SYS_openat,
+        "openat2" => SYS_openat2,
+        "prlimit64" => SYS_prlimit64,
+        "sched_setaffinity" => SYS_sched_setaffinity,
+        "sched_setattr" => SYS_sched_setattr,
+        "sched_setparam" => SYS_sched_setparam,
+        "sched_setscheduler" => SYS_sched_setscheduler,
+        "sendmmsg" => SYS_sendmmsg,
+        "sendmsg" => SYS_sendmsg,
+        "sendto" => SYS_sendto,
+        "setpriority" => SYS_setpriority,
         "add_key" => SYS_add_key,
         "bpf" => SYS_bpf,
         "clock_adjtime" => SYS_clock_adjtime,
@@ -76,7 +104,24 @@ fn syscall(name: &str) -> Option<i64> {
 
 /// Syscalls that exist only on some architectures: absent here means
 /// nothing to deny.
-const ARCH_SPECIFIC: &[&str] = &["ioperm", "iopl"];
+const ARCH_SPECIFIC: &[&str] = &["chmod", "creat", "ioperm", "iopl", "mknod", "open"];
+
+/// The constants argument rules name (`ArgTest::value`), or a number.
+#[allow(clippy::unnecessary_cast)]
+fn constant(name: &str) -> Option<u64> {
+    let v = match name {
+        "S_ISUID" => libc::S_ISUID as u64,
+        "S_ISGID" => libc::S_ISGID as u64,
+        "O_CREAT" => libc::O_CREAT as u64,
+        "O_TMPFILE" => libc::O_TMPFILE as u64,
+        "MSG_FASTOPEN" => libc::MSG_FASTOPEN as u64,
+        "PRIO_PROCESS" => libc::PRIO_PROCESS as u64,
+        // include/uapi/linux/ioprio.h; not in the libc crate.
+        "IOPRIO_WHO_PROCESS" => 1,
+        _ => return name.parse::<u32>().ok().map(u64::from),
+    };
+    Some(v)
+}
 
 // The requests are ints in musl, unsigned longs in glibc.
 #[allow(clippy::unnecessary_cast)]
@@ -128,20 +173,112 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProg
 /// Compile the section; unknown names are errors (the artifact is not
 /// what this sbx wrote).
 pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
-    let deny_errno =
-        errno(&s.errno).ok_or_else(|| format!("seccomp: unknown errno {}", s.errno))?;
-    let rules = deny_rules(s)?;
-    let keys: Vec<u32> = rules.keys().map(|&n| n as u32).collect();
-    let mut deny = prefix(&keys, deny_errno);
-    deny.extend(compile(rules, deny_errno)?);
-    match &s.sockets {
-        Some(sock) => {
-            let e = errno(&sock.errno)
-                .ok_or_else(|| format!("seccomp: unknown errno {}", sock.errno))?;
-            Ok(chain(compile(socket_rules(&sock.allow)?, e)?, deny))
+    let errno_of = |name: &str| errno(name).ok_or_else(|| format!("seccomp: unknown errno {name}"));
+    let deny_errno = errno_of(&s.errno)?;
+    let mut deny = deny_rules(s)?;
+    // By errno, in the order they run: the socket filter, the argument
+    // rules with errnos of their own, the deny list.
+    let mut groups: BTreeMap<i32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
+    for r in &s.deny_args {
+        let e = errno_of(&r.errno)?;
+        let Some((nr, rule)) = arg_rule(r)? else {
+            continue;
+        };
+        let map = if e == deny_errno {
+            &mut deny
+        } else {
+            groups.entry(e).or_default()
+        };
+        match (rule, map.get_mut(&nr)) {
+            // Refused whatever its arguments: no condition may narrow it.
+            (None, _) => {
+                map.insert(nr, vec![]);
+            }
+            (Some(_), Some(rules)) if rules.is_empty() => {}
+            (Some(rule), Some(rules)) => rules.push(rule),
+            (Some(rule), None) => {
+                map.insert(nr, vec![rule]);
+            }
         }
-        None => Ok(vec![deny]),
     }
+    let mut programs = Vec::new();
+    if let Some(sock) = &s.sockets {
+        programs.push((socket_rules(&sock.allow)?, errno_of(&sock.errno)?));
+    }
+    programs.extend(groups.into_iter().map(|(e, rules)| (rules, e)));
+    programs.push((deny, deny_errno));
+    let keys: std::collections::BTreeSet<u32> = programs
+        .iter()
+        .flat_map(|(rules, _)| rules.keys().map(|&n| n as u32))
+        .collect();
+    let mut compiled = Vec::new();
+    for (rules, e) in programs {
+        compiled.push(compile(rules, e)?);
+    }
+    let mut out = chain_all(compiled);
+    // The newest filter runs first: the prefix goes in front of it.
+    let keys: Vec<u32> = keys.into_iter().collect();
+    if let Some(newest) = out.last_mut() {
+        let mut p = prefix(&keys, deny_errno);
+        p.append(newest);
+        *newest = p;
+    }
+    Ok(out)
+}
+
+/// A syscall number and its rule (`None`: refused whatever its arguments).
+type NumberedRule = (i64, Option<SeccompRule>);
+
+/// An argument rule as a `seccompiler` rule on its syscall's number
+/// (`None` inside: no tests, always refused); `None` for a syscall this
+/// architecture does not have.
+fn arg_rule(r: &ArgRule) -> Result<Option<NumberedRule>, String> {
+    let Some(nr) = syscall(&r.syscall) else {
+        if ARCH_SPECIFIC.contains(&r.syscall.as_str()) {
+            return Ok(None);
+        }
+        return Err(format!("seccomp: unknown syscall {}", r.syscall));
+    };
+    if r.when.is_empty() {
+        return Ok(Some((nr, None)));
+    }
+    let conds = r
+        .when
+        .iter()
+        .map(|t| {
+            let v = constant(&t.value).ok_or_else(|| {
+                format!(
+                    "seccomp: unknown value {} in a rule on {}",
+                    t.value, r.syscall
+                )
+            })?;
+            if t.arg > 5 {
+                return Err(format!(
+                    "seccomp: argument {} of {} does not exist",
+                    t.arg, r.syscall
+                ));
+            }
+            let op = match t.op {
+                ArgOp::Has => SeccompCmpOp::MaskedEq(v),
+                ArgOp::Eq => SeccompCmpOp::Eq,
+                ArgOp::Ne => SeccompCmpOp::Ne,
+            };
+            cond(t.arg, op, v)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some((nr, Some(rule(conds)?))))
+}
+
+/// `programs` (in the order they run) as one program where they fit, see
+/// [`chain`]; in install order.
+fn chain_all(programs: Vec<BpfProgram>) -> Vec<BpfProgram> {
+    let mut rev = programs.into_iter().rev();
+    let mut out: Vec<BpfProgram> = rev.next().into_iter().collect();
+    for p in rev {
+        let first = out.pop().unwrap_or_default();
+        out.extend(chain(p, first));
+    }
+    out
 }
 
 /// The deny list's rules by syscall number: the listed syscalls, and
@@ -478,6 +615,7 @@ mod tests {
                 errno: "EACCES".into(),
                 allow: vec!["unix".into(), "tcp".into()],
             }),
+            deny_args: crate::back::landlock::arg_rules(true),
         }
     }
 
@@ -502,17 +640,35 @@ mod tests {
             libc::EACCES,
         )
         .unwrap();
-        deny.push(sock.clone());
-        // The chain replaced every "allow" of the socket filter, and kept
-        // the deny list's program whole after it.
-        assert_eq!(one[0].len(), deny[0].len() + sock.len());
-        let allow = |p: &BpfProgram| {
-            p.iter()
-                .filter(|i| i.code == 0x06 && i.k == libc::SECCOMP_RET_ALLOW)
-                .count()
-        };
-        assert_eq!(allow(&one[0]), allow(&deny[0]));
+        assert_eq!(deny.len(), 1);
+        deny.push(sock);
         let mut args: Vec<[u64; 6]> = Vec::new();
+        // The argument rules' arguments: pids, flags and modes.
+        for i in 0..4 {
+            for v in [
+                1,
+                2,
+                0o4755,
+                0o2755,
+                0x20000000,
+                0x40,
+                libc::O_TMPFILE as u64,
+            ] {
+                let mut a = [0u64; 6];
+                a[i] = v;
+                args.push(a);
+            }
+        }
+        for (f, m) in [(1, 2), (2, 3)] {
+            for flag in [0x40, libc::O_TMPFILE as u64, 0x2] {
+                for mode in [0o4755, 0o2755, 0o755] {
+                    let mut a = [0u64; 6];
+                    a[f] = flag;
+                    a[m] = mode;
+                    args.push(a);
+                }
+            }
+        }
         for fam in [0, 1, 2, 10, 16, 17, 0x1_0000_0002] {
             for ty in [1, 2, 3, 5, 0x801, 0x80002] {
                 for proto in [0, 6, 17, 132, 255] {
@@ -543,6 +699,8 @@ mod tests {
             libc::SECCOMP_RET_ALLOW,
             errno(deny_errno),
             errno(libc::EACCES),
+            errno(libc::EOPNOTSUPP),
+            errno(libc::ENOSYS),
             libc::SECCOMP_RET_KILL_PROCESS,
         ] {
             assert!(errnos.contains(&r), "{r:#x} never returned");
@@ -557,7 +715,8 @@ mod tests {
     /// alone takes two per listed syscall).
     #[test]
     fn prefix_decides_as_the_program_and_fast() {
-        let s = section(false);
+        let mut s = section(false);
+        s.deny_args.clear();
         let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
         let bare = compile(deny_rules(&s).unwrap(), libc::EPERM).unwrap();
         let keys: Vec<u32> = deny_rules(&s).unwrap().keys().map(|&n| n as u32).collect();
@@ -731,6 +890,119 @@ mod tests {
         }
     }
 
+    /// Every argument rule refuses its call with its errno exactly when
+    /// all its tests hold: with arguments that meet them, and with each
+    /// test failed in turn (other arguments at values no rule looks for).
+    #[test]
+    fn argument_rules_decide_as_written() {
+        for restricted in [true, false] {
+            let mut s = section(restricted);
+            s.deny_args = crate::back::landlock::arg_rules(restricted);
+            let progs = build(&s).unwrap();
+            let native = native_arch().unwrap();
+            let decide = |nr: u32, a: [u64; 6]| interpret(&progs, native, nr, a);
+            for r in &s.deny_args {
+                let Some(nr) = syscall_number(&r.syscall) else {
+                    continue;
+                };
+                let errno = libc::SECCOMP_RET_ERRNO | errno(&r.errno).unwrap() as u32;
+                // Meets every test; `Ne 0` is met by a pid of 1234.
+                let mut a = [0u64; 6];
+                for t in &r.when {
+                    let v = constant(&t.value).unwrap();
+                    a[t.arg as usize] |= match t.op {
+                        ArgOp::Has | ArgOp::Eq => v,
+                        ArgOp::Ne => v + 1234,
+                    };
+                }
+                assert_eq!(decide(nr, a), errno, "{r:?} with {a:x?}");
+                // High bits the kernel does not read change nothing.
+                let high = a.map(|x| x | 0xffff_ffff_0000_0000);
+                assert_eq!(decide(nr, high), errno, "{r:?} with {high:x?}");
+                for (i, t) in r.when.iter().enumerate() {
+                    let mut b = a;
+                    let v = constant(&t.value).unwrap();
+                    b[t.arg as usize] = match t.op {
+                        ArgOp::Has => a[t.arg as usize] & !v,
+                        ArgOp::Eq => v + 1,
+                        ArgOp::Ne => v,
+                    };
+                    // Another rule on the same call may still hold.
+                    let other = s.deny_args.iter().any(|o| {
+                        o != r
+                            && o.syscall == r.syscall
+                            && o.when.iter().all(|t| {
+                                let v = constant(&t.value).unwrap();
+                                let x = b[t.arg as usize] & 0xffff_ffff;
+                                match t.op {
+                                    ArgOp::Has => x & v == v,
+                                    ArgOp::Eq => x == v,
+                                    ArgOp::Ne => x != v,
+                                }
+                            })
+                    });
+                    if !other {
+                        assert_eq!(
+                            decide(nr, b),
+                            libc::SECCOMP_RET_ALLOW,
+                            "{r:?} with test {i} failed: {b:x?}"
+                        );
+                    }
+                }
+            }
+            // Fast Open only where connects are restricted.
+            let tfo = [0, 0, 0, libc::MSG_FASTOPEN as u64, 0, 0];
+            let want = if restricted {
+                libc::SECCOMP_RET_ERRNO | libc::EOPNOTSUPP as u32
+            } else {
+                libc::SECCOMP_RET_ALLOW
+            };
+            assert_eq!(decide(libc::SYS_sendto as u32, tfo), want);
+            // Plain calls pass: a read-only open, chmod 755, own limits.
+            assert_eq!(
+                decide(libc::SYS_openat as u32, [0, 0, 0, 0o4755, 0, 0]),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(
+                decide(libc::SYS_fchmod as u32, [3, 0o755, 0, 0, 0, 0]),
+                libc::SECCOMP_RET_ALLOW
+            );
+            assert_eq!(
+                decide(libc::SYS_prlimit64 as u32, [0, 7, 1, 0, 0, 0]),
+                libc::SECCOMP_RET_ALLOW
+            );
+        }
+    }
+
+    /// An argument rule without tests refuses outright, and a conditional
+    /// rule on a syscall the deny list refuses cannot narrow it.
+    #[test]
+    fn unconditional_rules_stay_unconditional() {
+        let mut s = section(false);
+        s.deny_args = vec![
+            ArgRule {
+                syscall: "mount".into(),
+                errno: "EPERM".into(),
+                when: vec![crate::back::landlock::ArgTest {
+                    arg: 0,
+                    op: ArgOp::Eq,
+                    value: "7".into(),
+                }],
+            },
+            ArgRule {
+                syscall: "openat2".into(),
+                errno: "ENOSYS".into(),
+                when: vec![],
+            },
+        ];
+        let progs = build(&s).unwrap();
+        let native = native_arch().unwrap();
+        let mount = interpret(&progs, native, libc::SYS_mount as u32, [1; 6]);
+        assert_eq!(mount, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32);
+        let o2 = interpret(&progs, native, libc::SYS_openat2 as u32, [1; 6]);
+        assert_eq!(o2, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32);
+    }
+
     #[test]
     fn unknown_names_are_refused() {
         let mut s = section(false);
@@ -739,5 +1011,22 @@ mod tests {
         let mut s = section(true);
         s.sockets.as_mut().unwrap().allow.push("bluetooth".into());
         assert!(build(&s).is_err());
+        for (syscall, value, arg) in [
+            ("frob", "0", 0),
+            ("chmod", "S_ISFROB", 1),
+            ("chmod", "0", 6),
+        ] {
+            let mut s = section(false);
+            s.deny_args.push(ArgRule {
+                syscall: syscall.into(),
+                errno: "EPERM".into(),
+                when: vec![crate::back::landlock::ArgTest {
+                    arg,
+                    op: ArgOp::Has,
+                    value: value.into(),
+                }],
+            });
+            assert!(build(&s).is_err(), "{syscall} {value} {arg}");
+        }
     }
 }

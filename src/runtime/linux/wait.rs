@@ -124,7 +124,11 @@ pub struct Outcome {
     pub timed_out: bool,
 }
 
-/// Wait for the child; past `wall`, kill its whole tree.
+/// Wait for the child; past `wall`, kill its whole tree. Whatever the
+/// child left running is killed once it has exited: nothing the sandbox
+/// started outlives the run (a process left behind could take the
+/// terminal back, or write after the user thinks the run is over).
+/// Needs sbx to be the subreaper of its descendants.
 pub fn wait(
     pid: libc::pid_t,
     tty: Option<RawFd>,
@@ -147,7 +151,7 @@ pub fn wait(
                     timed_out: false,
                 },
                 Err(_) => {
-                    kill_tree(pid, not_ours);
+                    stop_and_kill(Some(pid), not_ours);
                     Outcome {
                         status: rx
                             .recv()
@@ -160,6 +164,7 @@ pub fn wait(
             out
         }
     };
+    kill_leftovers(not_ours);
     if let Some(t) = tty {
         // SAFETY: getpgrp has no preconditions.
         hand_tty(t, unsafe { libc::getpgrp() });
@@ -192,36 +197,58 @@ pub fn own_children() -> Vec<libc::pid_t> {
     children(0)
 }
 
-/// Stop the child's tree top-down (a stopped process cannot fork), then
-/// kill everything found. Descendants that left the process group are
-/// found through `/proc/PID/task/TID/children`, and orphans through our
-/// own children list (we are their subreaper).
-fn kill_tree(pid: libc::pid_t, not_ours: &[libc::pid_t]) {
-    // SAFETY: signals to the child's group, which we created.
-    unsafe { libc::kill(-pid, libc::SIGSTOP) };
-    let mut seen: Vec<libc::pid_t> = Vec::new();
-    let mut frontier: Vec<libc::pid_t> = vec![pid];
-    for _ in 0..64 {
-        frontier.extend(own_children().into_iter().filter(|c| !not_ours.contains(c)));
-        frontier.retain(|p| !seen.contains(p));
-        frontier.sort_unstable();
-        frontier.dedup();
-        if frontier.is_empty() {
-            break;
+/// Stop the child's group (while the child is unreaped, so its id is
+/// still that group's), then every process found below our own children
+/// (top-down: a stopped process cannot fork, so its children list is
+/// complete once read), then kill them all. No depth limit: the walk
+/// ends when no unseen process is left. Returns what was killed.
+fn stop_and_kill(group: Option<libc::pid_t>, not_ours: &[libc::pid_t]) -> Vec<libc::pid_t> {
+    if let Some(g) = group {
+        // SAFETY: signals to the child's group, which we created.
+        unsafe { libc::kill(-g, libc::SIGSTOP) };
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo: Vec<libc::pid_t> = own_children()
+        .into_iter()
+        .filter(|c| !not_ours.contains(c))
+        .collect();
+    while let Some(p) = todo.pop() {
+        if !seen.insert(p) {
+            continue;
         }
-        let mut next = Vec::new();
-        for p in frontier.drain(..) {
-            // SAFETY: p is the child or one of its descendants.
-            unsafe { libc::kill(p, libc::SIGSTOP) };
-            seen.push(p);
-            next.extend(children(p));
-        }
-        frontier = next;
+        // SAFETY: p is the child or one of its descendants.
+        unsafe { libc::kill(p, libc::SIGSTOP) };
+        todo.extend(children(p));
     }
     for p in &seen {
         // SAFETY: as above.
         unsafe { libc::kill(*p, libc::SIGKILL) };
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    if let Some(g) = group {
+        // SAFETY: as above.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+    seen.into_iter().collect()
+}
+
+/// After the child has been reaped: kill and reap everything it left,
+/// until none of our children is the sandbox's. Processes whose parents
+/// die come back to us (we are their subreaper), so each round finds
+/// what a fork raced past the last.
+fn kill_leftovers(not_ours: &[libc::pid_t]) {
+    loop {
+        let killed = stop_and_kill(None, not_ours);
+        let ours: Vec<libc::pid_t> = own_children()
+            .into_iter()
+            .filter(|c| !not_ours.contains(c))
+            .collect();
+        if killed.is_empty() && ours.is_empty() {
+            return;
+        }
+        for c in ours {
+            let mut status = 0;
+            // SAFETY: reaping our own (killed) child.
+            unsafe { libc::waitpid(c, &mut status, libc::__WALL) };
+        }
+    }
 }
