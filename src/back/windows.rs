@@ -8,7 +8,7 @@ use super::{collect, write_json, EmitError, Emitted, Header};
 use crate::ir::{
     self, Access, Enforcement, Ir, PathKind, PathMode, Ports, Precision, Roots, Status,
 };
-use crate::runtime::env::MINIMAL_WINDOWS;
+use crate::policy::model::MINIMAL_ENV_WINDOWS;
 use serde::{Deserialize, Serialize};
 
 pub const TARGET: &str = "windows";
@@ -404,7 +404,7 @@ fn check_paths(ir: &Ir) -> Result<(), EmitError> {
 
 fn env(env: &ir::Env) -> EnvSpec {
     let mut minimal = env.minimal.clone();
-    for name in MINIMAL_WINDOWS {
+    for name in MINIMAL_ENV_WINDOWS {
         if !minimal.iter().any(|m| m.eq_ignore_ascii_case(name)) {
             minimal.push(name.to_string());
         }

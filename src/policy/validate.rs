@@ -356,13 +356,21 @@ fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
 }
 
 fn pattern(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
-    if let Err(e) = crate::runtime::env::check_pattern(p) {
+    if let Err(e) = check_pattern(p) {
         out.push(
             Diagnostic::new(codes::BAD_PATTERN, format!("invalid glob {p:?}: {e}"))
                 .at(parsed.locate(ptr))
                 .help("globs use `*`, `?`, `[abc]` and `{a,b}`; escape a literal bracket as `[[]`"),
         );
     }
+}
+
+/// Check every pattern compiles, so a bad glob is a located policy error,
+/// not a run-time failure.
+fn check_pattern(pat: &str) -> Result<(), String> {
+    globset::Glob::new(pat)
+        .map(|_| ())
+        .map_err(|e| e.kind().to_string())
 }
 
 #[cfg(test)]
