@@ -147,7 +147,7 @@ fn parse() -> Result<Cli, clap::Error> {
 }
 
 /// `sbx run …` parsed with a tree of that one subcommand: building every
-/// subcommand's arguments was a tenth of the loader's instructions. Help,
+/// subcommand's arguments would be a tenth of the loader's instructions. Help,
 /// version and every error take the full tree, so they read the same.
 fn parse_run(argv: &[OsString]) -> Option<Cli> {
     if argv.get(1).is_none_or(|a| a != "run") {

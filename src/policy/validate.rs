@@ -13,7 +13,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// them safely, so they are refused wherever they appear.
 pub fn control_characters(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     /// The pointer is built only when something is found: formatting one
-    /// per node was a tenth of a large compile.
+    /// per node would be a tenth of a large compile.
     fn pointer(path: &[Seg]) -> String {
         let mut p = String::new();
         for s in path {
