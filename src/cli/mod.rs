@@ -136,7 +136,7 @@ enum MessageFormat {
 }
 
 /// `Cli::try_parse`, without freeing clap's command tree afterwards: the
-/// process ends soon, and the tree's destructor cost a third as much as
+/// process ends soon, and the tree's destructor costs a third as much as
 /// building it (`sbx run` starts a process per command).
 fn parse() -> Result<Cli, clap::Error> {
     let argv: Vec<OsString> = std::env::args_os().collect();

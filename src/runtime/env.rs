@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 /// Names and `PREFIX*` patterns (the minimal set's `LC_*`, and most
 /// policies' `AWS_*`-style globs) are matched directly; only other globs
 /// are compiled with `globset`, whose build (a regex and an Aho-Corasick
-/// automaton, and CPU feature detection on first use) cost more than the
+/// automaton, and CPU feature detection on first use) costs more than the
 /// rest of `sbx run --artifact`'s own work before the child starts.
 #[derive(Debug, Clone)]
 pub struct EnvFilter {
