@@ -99,7 +99,7 @@ pub fn store_path(explicit: Option<&Utf8Path>) -> Option<Utf8PathBuf> {
 /// Refuse a store inside `workspace` (canonical), judged after resolving
 /// symlinks in the store's path.
 pub fn check_outside(store: &Utf8Path, workspace: &str) -> Result<(), Error> {
-    if crate::external::inside_workspace(store.as_str(), workspace) {
+    if crate::lower::external::inside_workspace(store.as_str(), workspace) {
         return Err(Error::InWorkspace {
             store: store.to_string(),
             workspace: workspace.into(),

@@ -442,14 +442,18 @@ impl Net {
 impl Env {
     /// The variables every child gets on `os` (when set), and no others.
     pub fn minimal(os: Os) -> Env {
-        use crate::runtime::env::{MINIMAL, MINIMAL_WINDOWS};
+        use crate::policy::model::{MINIMAL_ENV, MINIMAL_ENV_WINDOWS};
         let extra: &[&str] = if os == Os::Windows {
-            MINIMAL_WINDOWS
+            MINIMAL_ENV_WINDOWS
         } else {
             &[]
         };
         Env {
-            minimal: MINIMAL.iter().chain(extra).map(|s| s.to_string()).collect(),
+            minimal: MINIMAL_ENV
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect(),
             allow: Vec::new(),
         }
     }

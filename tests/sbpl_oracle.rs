@@ -309,8 +309,8 @@ fn sbpl_read_only_git_inside_a_writable_workspace() {
 
 /// An absolute rule inside a parameter's directory (here the workspace and
 /// home at their run-time values) narrows what the parameter's rule grants
-/// there, as a relative rule would (found by the `sbpl_injection` fuzzer:
-/// the profile used to let the workspace's rule decide inside it); above a
+/// there, as a relative rule would (the workspace's rule must not decide
+/// inside it; the `sbpl_injection` fuzzer reaches this case); above a
 /// workspace rule, it leaves that rule to decide.
 #[test]
 fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {

@@ -285,7 +285,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
 
 /// `--target linux`. The precision lines are the lowering's notes plus
 /// this back end's; the caller refuses inexact ones under
-/// `enforcement = "required"` (see [`crate::compile::compile`]).
+/// `enforcement = "required"` (see `sbx::compile`).
 pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
     collect(0, |out| emit_to(ir, out))
 }

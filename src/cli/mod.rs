@@ -136,7 +136,7 @@ enum MessageFormat {
 }
 
 /// `Cli::try_parse`, without freeing clap's command tree afterwards: the
-/// process ends soon, and the tree's destructor cost a third as much as
+/// process ends soon, and the tree's destructor costs a third as much as
 /// building it (`sbx run` starts a process per command).
 fn parse() -> Result<Cli, clap::Error> {
     let argv: Vec<OsString> = std::env::args_os().collect();
@@ -147,7 +147,7 @@ fn parse() -> Result<Cli, clap::Error> {
 }
 
 /// `sbx run …` parsed with a tree of that one subcommand: building every
-/// subcommand's arguments was a tenth of the loader's instructions. Help,
+/// subcommand's arguments would be a tenth of the loader's instructions. Help,
 /// version and every error take the full tree, so they read the same.
 fn parse_run(argv: &[OsString]) -> Option<Cli> {
     if argv.get(1).is_none_or(|a| a != "run") {

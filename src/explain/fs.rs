@@ -1,9 +1,9 @@
 //! Filesystem requests: most-specific-wins on the canonical path, and the
 //! nested-escape boundary of external rules (RFD D43).
 
-use super::enforce::{note, Enforced, TargetNote};
 use super::{Boundary, Explanation, FsOp};
 use crate::ir::{path_within, Access, Grant, Ir, Os, PathKind, PathMode};
+use crate::lint::enforce::{note, Enforced, TargetNote};
 use crate::lint::origin::Origin;
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
 

@@ -4,12 +4,11 @@
 //! Library users (agent hosts, tool runners) call [`explain`] with an IR
 //! they lowered for this host; `sbx explain` prints the result.
 
-mod enforce;
 mod fs;
 mod net;
 mod process;
 
-pub use enforce::{command_notes, port_notes, Enforced, TargetNote};
+pub use crate::lint::enforce::{command_notes, port_notes, Enforced, TargetNote};
 
 use crate::ir::{Access, Ir};
 use crate::lint::origin::Origin;

@@ -2,10 +2,10 @@
 //! host, port, scheme and path prefix (cooperatively); the kernel sees the
 //! port only.
 
-use super::enforce::port_notes;
 use super::{Explanation, Query};
 use crate::ir::{Ir, NetRule};
 use crate::lint::cover::host_matches;
+use crate::lint::enforce::port_notes;
 use crate::lint::origin::Origin;
 
 fn scheme_port(s: &str) -> Option<u16> {

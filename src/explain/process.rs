@@ -1,10 +1,10 @@
 //! Environment variables and commands (argv[0] in the allow-list, argv[1..]
 //! against the argument prefixes).
 
-use super::enforce::{command_notes, note, Enforced, TargetNote};
 use super::Explanation;
 use crate::ir::{Command, Ir, Os};
 use crate::lint::cover::{args_match, env_matches};
+use crate::lint::enforce::{command_notes, note, Enforced, TargetNote};
 use crate::lint::origin::Origin;
 use crate::lower::paths::normalise;
 

@@ -2,9 +2,9 @@
 //! port, path_prefix, argument prefixes, per-command envs), with what each
 //! OS does enforce for the rule.
 
+use super::enforce::{command_notes, port_notes, TargetNote};
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
-use crate::explain::{command_notes, port_notes, TargetNote};
 use crate::ir::Ir;
 
 fn join_notes(notes: &[TargetNote]) -> String {

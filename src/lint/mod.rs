@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod coop;
 pub mod cover;
+pub mod enforce;
 pub mod index;
 pub mod origin;
 pub mod precision;

@@ -1,6 +1,7 @@
 //! Lowering: the merged policy, in the user's terms, becomes the IR:
 //! absolute normalised grants, port sets, env patterns, resolved commands.
 
+pub mod external;
 pub mod paths;
 pub mod presets;
 #[cfg(target_os = "linux")]
@@ -440,7 +441,7 @@ impl Ctx<'_> {
         access: Access,
         source: Source,
     ) -> Result<Option<Grant>, Vec<Diagnostic>> {
-        use crate::external::{self as ext, KeyError, Resolution, Status as ApprovalStatus};
+        use crate::lower::external::{self as ext, KeyError, Resolution, Status as ApprovalStatus};
         let path = &r.value.path;
         let key = match ext::rule_key(path, self.windows()) {
             Ok(k) => k,

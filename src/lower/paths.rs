@@ -119,8 +119,8 @@ fn plain_windows(s: &str) -> Option<String> {
 }
 
 /// [`canonicalise`] with its `realpath` calls memoised, for one lowering:
-/// each rule was resolved twice (escape check, then grant), and rules
-/// under one missing directory resolved its parents again each time. On
+/// each rule is resolved twice (escape check, then grant), and rules
+/// under one missing directory would resolve its parents again each time. On
 /// Linux the walk itself is shared too ([`super::walk`]).
 #[derive(Debug, Default)]
 pub struct Resolver {

@@ -342,6 +342,12 @@ impl Preset {
     }
 }
 
+/// Environment variables always forwarded, on every OS (RFD 075).
+pub const MINIMAL_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*"];
+/// What Windows needs to start a process at all, forwarded there too.
+pub const MINIMAL_ENV_WINDOWS: &[&str] =
+    &["SystemRoot", "windir", "TEMP", "TMP", "COMSPEC", "PATHEXT"];
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub struct Limits {

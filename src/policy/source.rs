@@ -471,8 +471,8 @@ mod tests {
         assert_eq!(not_table.location.unwrap().line, 2);
     }
 
-    /// The earlier implementation (a map from every pointer to its spans),
-    /// kept as the oracle for the span tree.
+    /// The oracle for the span tree: a plain map from every pointer to its
+    /// spans, simple enough to trust.
     fn oracle(text: &str) -> (HashMap<String, Range<usize>>, HashMap<String, Range<usize>>) {
         fn table(t: &DeTable<'_>, at: &str, v: &mut Map2, k: &mut Map2) {
             for (key, val) in t.iter() {

@@ -13,7 +13,7 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// them safely, so they are refused wherever they appear.
 pub fn control_characters(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     /// The pointer is built only when something is found: formatting one
-    /// per node was a tenth of a large compile.
+    /// per node would be a tenth of a large compile.
     fn pointer(path: &[Seg]) -> String {
         let mut p = String::new();
         for s in path {
@@ -356,13 +356,21 @@ fn net_rule(r: &NetRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
 }
 
 fn pattern(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
-    if let Err(e) = crate::runtime::env::check_pattern(p) {
+    if let Err(e) = check_pattern(p) {
         out.push(
             Diagnostic::new(codes::BAD_PATTERN, format!("invalid glob {p:?}: {e}"))
                 .at(parsed.locate(ptr))
                 .help("globs use `*`, `?`, `[abc]` and `{a,b}`; escape a literal bracket as `[[]`"),
         );
     }
+}
+
+/// Check every pattern compiles, so a bad glob is a located policy error,
+/// not a run-time failure.
+fn check_pattern(pat: &str) -> Result<(), String> {
+    globset::Glob::new(pat)
+        .map(|_| ())
+        .map_err(|e| e.kind().to_string())
 }
 
 #[cfg(test)]

@@ -2,20 +2,15 @@
 //! forwards. Everything else from the parent is dropped.
 
 use crate::ir;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use std::ffi::{OsStr, OsString};
-
-/// Always forwarded on every OS (RFD 075).
-pub const MINIMAL: &[&str] = &["PATH", "HOME", "USER", "LANG", "LC_*"];
-/// What Windows needs to start a process at all.
-pub const MINIMAL_WINDOWS: &[&str] = &["SystemRoot", "windir", "TEMP", "TMP", "COMSPEC", "PATHEXT"];
 
 /// A compiled matcher for the names the child may receive.
 ///
 /// Names and `PREFIX*` patterns (the minimal set's `LC_*`, and most
 /// policies' `AWS_*`-style globs) are matched directly; only other globs
 /// are compiled with `globset`, whose build (a regex and an Aho-Corasick
-/// automaton, and CPU feature detection on first use) cost more than the
+/// automaton, and CPU feature detection on first use) costs more than the
 /// rest of `sbx run --artifact`'s own work before the child starts.
 #[derive(Debug, Clone)]
 pub struct EnvFilter {
@@ -94,12 +89,6 @@ impl EnvFilter {
         let _ = self.case_insensitive;
         vars.into_iter().filter(|(k, _)| self.allows(k)).collect()
     }
-}
-
-/// Check every pattern compiles; used when lowering so a bad glob is a
-/// located policy error, not a run-time failure.
-pub fn check_pattern(pat: &str) -> Result<(), String> {
-    Glob::new(pat).map(|_| ()).map_err(|e| e.kind().to_string())
 }
 
 #[cfg(test)]

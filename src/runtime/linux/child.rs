@@ -11,7 +11,7 @@
 //!
 //! The child is created with `clone(CLONE_VM | CLONE_VFORK)` on a stack of
 //! its own, as `posix_spawn` does: it shares the parent's memory until
-//! `execve` (no page tables to copy, which a `fork` of this process cost
+//! `execve` (no page tables to copy, which a `fork` of this process costs
 //! about 0.25 ms), and the calling thread waits until then. So it also
 //! writes nothing but its own stack, and it runs with every signal blocked
 //! until its handlers are back to the default: a handler of the parent

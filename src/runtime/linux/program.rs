@@ -78,8 +78,8 @@ pub fn interpreter(p: &Path) -> Option<PathBuf> {
 
 /// Read `PT_INTERP` from an ELF file (32/64-bit, either byte order), whose
 /// first bytes are `start`. Only the header, the program headers and the
-/// name are read: reading the whole file (rustup's proxies are 20 MB) was
-/// most of `sbx run`'s start-up.
+/// name are read: reading the whole file (rustup's proxies are 20 MB) would
+/// be most of `sbx run`'s start-up.
 fn elf_interp(f: &File, start: &[u8]) -> Option<PathBuf> {
     // `len` bytes at `off` (fewer at the end of the file), from `start`
     // when it holds them.

@@ -493,7 +493,7 @@ fn tree(keys: &[u32], after: usize, out: &mut BpfProgram) -> Option<()> {
 ///   has no rule for (`keys`, sorted), in a few steps instead of two per
 ///   listed syscall. At attach time the kernel runs the filter for every
 ///   syscall number to find those it always allows; with the linear chain
-///   `seccompiler` emits that was most of the cost of starting a program
+///   `seccompiler` emits that would be most of the cost of starting a program
 ///   (`bench/seccomp_attach.c`: ~2.6 µs per instruction).
 ///
 /// The program itself still decides every listed syscall. A foreign
