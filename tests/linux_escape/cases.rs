@@ -40,6 +40,8 @@ pub const ALL: &[(&str, Case)] = &[
     ("set_user_id_and_file_capabilities", set_user_id),
     ("nothing_outlives_the_run", nothing_outlives),
     ("artifact_without_baseline_refused", artifact_baseline),
+    ("artifact_rule_through_symlink_out", artifact_symlink_out),
+    ("rule_path_swapped_for_symlink", swap_race),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {
@@ -1060,4 +1062,129 @@ fn artifact_baseline(fx: &Fx) -> Result<(), String> {
         check(out.stderr.contains("baseline"), || out.stderr.clone())?;
     }
     Ok(())
+}
+
+/// A portable artifact grants `build` read-write; at run time `build` is
+/// a symlink to a directory outside. The rule is dropped with a warning,
+/// as `sbx run POLICY` drops it (SBX019); ordinary workspace writes work.
+fn artifact_symlink_out(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy(
+        "best_effort",
+        "\n[[fs]]\npath = \"build\"\nread = true\nwrite = true\n",
+    );
+    let art = fx.root.join("portable.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        p.clone().into(),
+        "--target".into(),
+        "linux".into(),
+        "--portable".into(),
+        "-o".into(),
+        art.clone().into(),
+    ];
+    code("compile", &fx.sbx(&compile, None), 0)?;
+    std::os::unix::fs::symlink(fx.root.join("outside"), fx.ws.join("build")).unwrap();
+    let run = |op: &str, path: &str| {
+        let args: Vec<OsString> = vec![
+            "run".into(),
+            "--artifact".into(),
+            art.clone().into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+            op.into(),
+            path.into(),
+        ];
+        fx.sbx(&args, None)
+    };
+    let out = run("write", &fx.path("ws/build/planted"));
+    expect("write through the link", &out, "EACCES")?;
+    check(out.stderr.contains("outside the workspace"), || {
+        out.stderr.clone()
+    })?;
+    expect("write ws", &run("write", &fx.path("ws/new")), "OK")?;
+    // The policy itself, the same way.
+    expect(
+        "policy: write through the link",
+        &fx.run(&p, &[], &["write", &fx.path("ws/build/planted2")]),
+        "EACCES",
+    )
+}
+
+/// A rule's directory is swapped with a symlink to an outside directory
+/// (`renameat2(RENAME_EXCHANGE)` in a loop) while `sbx run` checks and
+/// opens it: in 50 runs, the outside secret is never read. Control: a
+/// file inside the real directory is read when the swap happens to be
+/// back.
+fn swap_race(fx: &Fx) -> Result<(), String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let d = fx.ws.join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("inside"), "in").unwrap();
+    let swap = fx.ws.join("swap");
+    std::os::unix::fs::symlink(fx.root.join("outside"), &swap).unwrap();
+    // Only `d` is granted: the workspace itself is not readable here.
+    let text = "version = 1\n[process]\npresets = [\"system_runtime\"]\n[[fs]]\npath = \"d\"\nread = true\n";
+    let p = fx.root.join("swap.toml");
+    std::fs::write(&p, text).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (a, b) = (
+        std::ffi::CString::new(d.to_str().unwrap()).unwrap(),
+        std::ffi::CString::new(swap.to_str().unwrap()).unwrap(),
+    );
+    let flag = stop.clone();
+    let swapper = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            // SAFETY: two NUL-terminated paths.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    libc::AT_FDCWD,
+                    a.as_ptr(),
+                    libc::AT_FDCWD,
+                    b.as_ptr(),
+                    libc::RENAME_EXCHANGE,
+                )
+            };
+            n += 1;
+        }
+        n
+    });
+    let secret = fx.path("outside/secret");
+    let mut leaked = 0;
+    let mut errors = Vec::new();
+    for _ in 0..50 {
+        let out = fx.run(&p, &[], &["read", &secret]);
+        match out.answer() {
+            "EACCES" => {}
+            "OK" => leaked += 1,
+            _ => errors.push(format!("{out:?}")),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    // Leave `d` a directory again for the control.
+    if std::fs::symlink_metadata(&d)
+        .unwrap()
+        .file_type()
+        .is_symlink()
+    {
+        std::fs::rename(&d, fx.ws.join("tmp")).unwrap();
+        std::fs::rename(&swap, &d).unwrap();
+        std::fs::rename(fx.ws.join("tmp"), &swap).unwrap();
+    }
+    check(leaked == 0, || {
+        format!("read outside in {leaked} of 50 runs")
+    })?;
+    check(errors.is_empty(), || errors.join("\n"))?;
+    check(swaps > 100, || format!("only {swaps} swaps"))?;
+    expect(
+        "read inside",
+        &fx.run(&p, &[], &["read", d.join("inside").to_str().unwrap()]),
+        "OK",
+    )
 }

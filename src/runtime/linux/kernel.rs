@@ -28,8 +28,11 @@ pub fn kernel_abi() -> u32 {
     u32::try_from(v).unwrap_or(0)
 }
 
-/// Open a rule's path the way Landlock wants it: `O_PATH`, following
-/// symlinks (the rule applies to the target), close-on-exec.
+/// Open a rule's path the way Landlock wants it: `O_PATH`, close-on-exec,
+/// and through no symlink (ELOOP when one is met: the caller resolves
+/// the path and checks where it leads, then opens the result). The rule
+/// then applies to what was checked, whatever is renamed or swapped
+/// after the open.
 ///
 /// Not through `OpenOptions`: musl's `O_ACCMODE` includes `O_PATH` (as
 /// `O_SEARCH`), so std masks it out of the custom flags there, and the path
@@ -37,15 +40,79 @@ pub fn kernel_abi() -> u32 {
 /// terminal would fail, a device's open would run.
 pub fn open_path(path: &str) -> io::Result<Opened<File>> {
     let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let f = match openat2_no_symlinks(&c) {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSYS | libc::EPERM | libc::E2BIG)
+            ) =>
+        {
+            open_nofollow_checked(&c, path)?
+        }
+        r => r?,
+    };
+    let is_dir = f.metadata()?.is_dir();
+    Ok(Opened { handle: f, is_dir })
+}
+
+/// `openat2(RESOLVE_NO_SYMLINKS)`: the kernel refuses any symlink on the
+/// way in the same walk that opens (Linux 5.6).
+fn openat2_no_symlinks(c: &CString) -> io::Result<File> {
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    let how: [u64; 3] = [
+        (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        0,
+        RESOLVE_NO_SYMLINKS,
+    ];
+    // SAFETY: a NUL-terminated path and a properly sized open_how.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            how.as_ptr(),
+            std::mem::size_of_val(&how),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd as i32) })
+}
+
+/// Without `openat2`: open without following a final symlink, then ask
+/// the kernel which path the descriptor has. Any symlink followed on the
+/// way makes it differ from `path` (which is absolute and normalised).
+pub(super) fn open_nofollow_checked(c: &CString, path: &str) -> io::Result<File> {
     // SAFETY: a NUL-terminated path; the descriptor is owned from here on.
-    let fd = unsafe { libc::openat(libc::AT_FDCWD, c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::openat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor nothing else owns.
     let f = unsafe { File::from_raw_fd(fd) };
-    let is_dir = f.metadata()?.is_dir();
-    Ok(Opened { handle: f, is_dir })
+    let real = std::fs::read_link(format!("/proc/self/fd/{fd}"))?;
+    let is_link = f.metadata()?.file_type().is_symlink();
+    if is_link || real.as_os_str() != std::ffi::OsStr::new(path) {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    Ok(f)
+}
+
+/// The canonical form of `path` (every symlink resolved), for a rule
+/// whose path has a symlink on the way.
+pub fn realpath(path: &str) -> Option<String> {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.to_str().map(String::from))
 }
 
 /// Create the ruleset and add every rule. Rights were already trimmed to

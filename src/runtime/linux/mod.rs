@@ -205,9 +205,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         &values,
         &exec_files,
         &mut |p| kernel::open_path(p),
+        &mut kernel::realpath,
     )
     .map_err(fail)?;
     plan.lines.splice(0..0, lines);
+    for w in &plan.warnings {
+        eprintln!("sbx: warning: {w}");
+    }
 
     let filters = seccomp::build(&art.seccomp);
     let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);

@@ -47,6 +47,9 @@ pub struct Plan<F> {
     /// Differences found at run time (ABI, missing paths, overlaps only
     /// visible once placeholders are expanded).
     pub lines: Vec<Precision>,
+    /// Said on stderr before the command runs, even without `--report`:
+    /// rules dropped because a symlink leads out of the workspace.
+    pub warnings: Vec<String>,
 }
 
 fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
@@ -67,6 +70,7 @@ pub fn plan<F>(
     values: &Values,
     extra_files: &[String],
     open: &mut dyn FnMut(&str) -> io::Result<Opened<F>>,
+    resolve: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Plan<F>, String> {
     let abi = forced_abi.map_or(kernel_abi, |f| f.min(kernel_abi));
     let lookup = |name: &str| match name {
@@ -153,10 +157,42 @@ pub fn plan<F>(
 
     let mut rules = Vec::new();
     let mut missing: Vec<(String, FsSet, String)> = Vec::new();
+    // `open` goes through no symlink; a path with one is resolved here,
+    // as lowering resolves it, and a workspace path that leads out of
+    // the workspace is dropped (RFD D43: only an approved external rule
+    // may, and its artifact path is already the target).
+    let ws_canon = resolve(&values.workspace);
+    let mut warnings = Vec::new();
+    let in_workspace = |p: &str| {
+        path_within(p, &values.workspace) || ws_canon.as_deref().is_some_and(|w| path_within(p, w))
+    };
     if abi > 0 {
         for (_, path, r) in &merged {
-            match open(path) {
-                Ok(o) => {
+            let opened = match open(path) {
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => match resolve(path) {
+                    Some(canon) if in_workspace(path) && !in_workspace(&canon) => {
+                        warnings.push(format!(
+                            "{path} resolves to {canon} through a symlink, outside the \
+                             workspace; the rule is dropped"
+                        ));
+                        lines.push(line(
+                            path.clone(),
+                            Status::Dropped,
+                            format!(
+                                "resolves to {canon} through a symlink, outside the workspace: \
+                                 the rule is dropped (an `external = true` rule approved with \
+                                 `sbx approve` may reach it)"
+                            ),
+                        ));
+                        continue;
+                    }
+                    Some(canon) => open(&canon).map(|o| (canon, o)),
+                    None => Err(e),
+                },
+                r => r.map(|o| (path.clone(), o)),
+            };
+            match opened {
+                Ok((path, o)) => {
                     let fit = if o.is_dir {
                         *r
                     } else {
@@ -165,7 +201,7 @@ pub fn plan<F>(
                     let rights = fit.and(handled_fs);
                     if !rights.is_empty() {
                         rules.push(PathRule {
-                            path: path.clone(),
+                            path,
                             rights,
                             handle: o.handle,
                         });
@@ -221,6 +257,7 @@ pub fn plan<F>(
         ports,
         enforced,
         lines,
+        warnings,
     })
 }
 

@@ -82,6 +82,7 @@ fn plan_at(art: &LinuxArtifact, abi: u32) -> Plan<()> {
         &values(),
         &["/usr/bin/prog".to_string()],
         &mut fake(&["/usr", "/w"], &["/w/notes.txt", "/usr/bin/prog"]),
+        &mut |p: &str| Some(p.to_string()),
     )
     .unwrap()
 }
@@ -184,6 +185,7 @@ fn portable_paths_expand_and_overlaps_are_found_at_run_time() {
         &values(),
         &[],
         &mut fake(&["/home/u", "/home/u/ws"], &[]),
+        &mut |p: &str| Some(p.to_string()),
     )
     .unwrap();
     let lines: Vec<(String, Status)> = p.lines.iter().map(|l| (l.rule.clone(), l.status)).collect();
@@ -205,6 +207,7 @@ fn missing_paths_at_run_time_are_dropped() {
         &values(),
         &[],
         &mut fake(&["/usr"], &[]),
+        &mut |p: &str| Some(p.to_string()),
     )
     .unwrap();
     let dropped: Vec<&str> = p
@@ -384,4 +387,98 @@ fn rule_paths_are_opened_with_o_path() {
         Some(libc::ENOENT)
     );
     assert!(open_path("a\0b").is_err());
+}
+
+/// No symlink is followed on the way to a rule's path, last component or
+/// not, with `openat2` and with the fallback: ELOOP, and the caller
+/// resolves and checks.
+#[test]
+fn rule_paths_are_opened_through_no_symlink() {
+    use super::kernel::{open_nofollow_checked, open_path};
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("real")).unwrap();
+    std::fs::create_dir(root.join("real/sub")).unwrap();
+    std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+    let s = |p: &str| root.join(p).to_str().unwrap().to_string();
+    for p in ["link", "link/sub"] {
+        let e = open_path(&s(p)).err().and_then(|e| e.raw_os_error());
+        assert_eq!(e, Some(libc::ELOOP), "{p}");
+        let c = std::ffi::CString::new(s(p)).unwrap();
+        let e = open_nofollow_checked(&c, &s(p))
+            .err()
+            .and_then(|e| e.raw_os_error());
+        assert_eq!(e, Some(libc::ELOOP), "fallback {p}");
+    }
+    for p in ["real", "real/sub"] {
+        assert!(open_path(&s(p)).unwrap().is_dir, "{p}");
+        let c = std::ffi::CString::new(s(p)).unwrap();
+        assert!(open_nofollow_checked(&c, &s(p)).is_ok(), "fallback {p}");
+    }
+}
+
+/// A rule path with a symlink on the way is resolved as lowering would:
+/// a workspace path that leads outside the workspace is dropped (with a
+/// warning), one that stays inside is granted at its target, as is a
+/// system path through a symlink.
+#[test]
+fn symlinks_met_at_run_time_are_resolved_and_checked() {
+    let art = landlock::build(&ir(
+        PathMode::Portable,
+        vec![
+            grant(
+                0,
+                "${WORKSPACE}/build",
+                Access::READ_WRITE,
+                PathKind::Unknown,
+            ),
+            grant(1, "${WORKSPACE}/lib", Access::READ, PathKind::Unknown),
+            grant(2, "/lib64", Access::READ_EXEC, PathKind::Unknown),
+        ],
+    ))
+    .unwrap();
+    let links = [
+        ("/home/u/ws/build", "/srv/outside"),
+        ("/home/u/ws/lib", "/home/u/ws/vendor/lib"),
+        ("/lib64", "/usr/lib64"),
+    ];
+    let mut open = |p: &str| {
+        if links.iter().any(|(l, _)| *l == p) {
+            Err(io::Error::from_raw_os_error(libc::ELOOP))
+        } else if ["/srv/outside", "/home/u/ws/vendor/lib", "/usr/lib64"].contains(&p) {
+            Ok(Opened {
+                handle: (),
+                is_dir: true,
+            })
+        } else {
+            Err(io::Error::from_raw_os_error(libc::ENOENT))
+        }
+    };
+    let mut resolve = |p: &str| {
+        Some(
+            links
+                .iter()
+                .find(|(l, _)| *l == p)
+                .map_or(p, |(_, t)| *t)
+                .to_string(),
+        )
+    };
+    let p = plan(
+        &art.landlock,
+        7,
+        None,
+        &values(),
+        &[],
+        &mut open,
+        &mut resolve,
+    )
+    .unwrap();
+    let paths: Vec<&str> = p.rules.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/home/u/ws/vendor/lib", "/usr/lib64"]);
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].contains("/home/u/ws/build resolves to /srv/outside"));
+    assert!(p
+        .lines
+        .iter()
+        .any(|l| l.rule == "/home/u/ws/build" && l.status == Status::Dropped));
 }
