@@ -93,6 +93,16 @@ const WINDOWS_SYSTEM: &[Root] = &[
     abs("C:/ProgramData", R),
 ];
 
+/// git's own settings, read-only: git stops ("unknown error occurred
+/// while reading the configuration files") when one it finds is
+/// unreadable. Not `~/.git-credentials` nor `~/.config/git/credentials`.
+const GIT_CONFIG: &[Root] = &[
+    home(".gitconfig", R),
+    home(".config/git/config", R),
+    home(".config/git/ignore", R),
+    home(".config/git/attributes", R),
+];
+
 const UNIX_TOOLCHAINS_HOME: &[Root] = &[
     home(".cargo", RX),
     home(".rustup", RX),
@@ -166,9 +176,13 @@ pub fn roots(preset: Preset, os: Os) -> Vec<Root> {
         (Preset::SystemRuntime, Os::Linux) => &[LINUX_SYSTEM],
         (Preset::SystemRuntime, Os::Macos) => &[MACOS_SYSTEM],
         (Preset::SystemRuntime, Os::Windows) => &[WINDOWS_SYSTEM],
-        (Preset::DeveloperToolchains, Os::Linux) => &[LINUX_TOOLCHAINS, UNIX_TOOLCHAINS_HOME],
-        (Preset::DeveloperToolchains, Os::Macos) => &[MACOS_TOOLCHAINS, UNIX_TOOLCHAINS_HOME],
-        (Preset::DeveloperToolchains, Os::Windows) => &[WINDOWS_TOOLCHAINS],
+        (Preset::DeveloperToolchains, Os::Linux) => {
+            &[LINUX_TOOLCHAINS, UNIX_TOOLCHAINS_HOME, GIT_CONFIG]
+        }
+        (Preset::DeveloperToolchains, Os::Macos) => {
+            &[MACOS_TOOLCHAINS, UNIX_TOOLCHAINS_HOME, GIT_CONFIG]
+        }
+        (Preset::DeveloperToolchains, Os::Windows) => &[WINDOWS_TOOLCHAINS, GIT_CONFIG],
         (Preset::UserTemp, Os::Linux) => &[UNIX_TEMP],
         (Preset::UserTemp, Os::Macos) => &[MACOS_TEMP],
         (Preset::UserTemp, Os::Windows) => &[WINDOWS_TEMP],

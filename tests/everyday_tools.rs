@@ -1,0 +1,221 @@
+//! The everyday tools of a workspace work under the default policy
+//! (`fixtures/default.toml`), each when it is installed: git, cargo and
+//! rustc, python3 with a venv and `pip --no-index`, node and npm, make and
+//! gcc, and a coreutils pipeline. The credential files beside their
+//! settings stay unreadable.
+//!
+//! Home is a fresh directory holding a `.gitconfig`, credential files,
+//! and links to the real toolchain directories (`~/.cargo`, `~/.rustup`,
+//! `~/.pyenv`, …), so the presets find the toolchains and nothing else of
+//! the real home is involved.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+
+struct Env {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn setup() -> Option<Env> {
+    if sbx::runtime::linux::kernel_abi() == 0 {
+        println!("SKIPPED: Landlock is not available");
+        return None;
+    }
+    // Not under /tmp, which the default policy grants, nor inside this
+    // checkout, whose `.cargo/config.toml` cargo would read as a parent
+    // directory's configuration.
+    let real = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let base = real.join(".cache/sbx-tests");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("tools-")
+        .tempdir_in(&base)
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, ws) = (root.join("home"), root.join("ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Sandboxed\n\temail = s@example.invalid\n[init]\n\tdefaultBranch = main\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".config/git/ignore"), "*.tmp\n").unwrap();
+    for secret in [".git-credentials", ".config/git/credentials", ".npmrc"] {
+        std::fs::write(home.join(secret), "token-hunter2\n").unwrap();
+    }
+    for d in [".cargo", ".rustup", ".pyenv", ".nvm", ".local"] {
+        if real.join(d).exists() {
+            std::os::unix::fs::symlink(real.join(d), home.join(d)).unwrap();
+        }
+    }
+    Some(Env {
+        _dir: dir,
+        home,
+        ws,
+    })
+}
+
+/// `sh -c script` under the default policy in `env.ws`; (exit, stdout,
+/// stderr).
+fn run(env: &Env, script: &str) -> (i32, String, String) {
+    let policy = common::root().join("fixtures/default.toml");
+    let out = Command::new(SBX)
+        .arg("run")
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(&env.ws)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&env.ws)
+        .env("HOME", &env.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(env: &Env, what: &str, script: &str) -> String {
+    let (code, out, err) = run(env, script);
+    assert_eq!(
+        code, 0,
+        "{what}: exit {code}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    out
+}
+
+fn denied(env: &Env, path: &Path) {
+    let (code, out, err) = run(env, &format!("cat '{}'", path.display()));
+    assert_ne!(code, 0, "{} was readable", path.display());
+    assert!(!out.contains("hunter2"), "{}: {out}", path.display());
+    assert!(
+        err.contains("Permission denied"),
+        "{}: {err}",
+        path.display()
+    );
+}
+
+#[test]
+fn git_works_and_its_credentials_stay_out() {
+    let Some(env) = setup() else { return };
+    if !which("git") {
+        println!("SKIPPED: git is not installed");
+        return;
+    }
+    let out = ok(
+        &env,
+        "git",
+        "set -e; git init -q r; cd r; echo a > a; echo x > x.tmp; git add -A; \
+         git commit -qm one; git branch b; git checkout -q b; echo b >> a; \
+         git stash -q; git stash pop -q; git commit -qam two; git log --format=%an%x20%s; \
+         git status --porcelain --ignored",
+    );
+    assert_eq!(out, "Sandboxed two\nSandboxed one\n!! x.tmp\n", "{out}");
+    denied(&env, &env.home.join(".git-credentials"));
+    denied(&env, &env.home.join(".config/git/credentials"));
+}
+
+#[test]
+fn cargo_and_rustc_build_and_run() {
+    let Some(env) = setup() else { return };
+    if !which("cargo") || !which("rustc") {
+        println!("SKIPPED: cargo or rustc is not installed");
+        return;
+    }
+    let out = ok(
+        &env,
+        "cargo",
+        "set -e; cargo new -q --vcs none c; cd c; cargo run -q --offline; \
+         printf 'fn main() { println!(\"rustc\"); }' > m.rs; rustc m.rs; ./m",
+    );
+    assert_eq!(out, "Hello, world!\nrustc\n");
+}
+
+#[test]
+fn python_venv_and_pip_without_an_index() {
+    let Some(env) = setup() else { return };
+    if !which("python3") {
+        println!("SKIPPED: python3 is not installed");
+        return;
+    }
+    // A one-module wheel, made outside the sandbox.
+    let wheels = env.ws.join("wheels");
+    std::fs::create_dir_all(&wheels).unwrap();
+    let made = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1] + '/sbxdemo-1.0-py3-none-any.whl', 'w')\n\
+             z.writestr('sbxdemo.py', 'X = 42\\n')\n\
+             d = 'sbxdemo-1.0.dist-info/'\n\
+             z.writestr(d + 'METADATA', 'Metadata-Version: 2.1\\nName: sbxdemo\\nVersion: 1.0\\n')\n\
+             z.writestr(d + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: sbx\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+             z.writestr(d + 'RECORD', '')\n\
+             z.close()\n",
+        ])
+        .arg(&wheels)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = ok(
+        &env,
+        "python",
+        "set -e; python3 -m venv v; ./v/bin/pip install -q --no-index --find-links wheels sbxdemo; \
+         ./v/bin/python -c 'import sbxdemo; print(sbxdemo.X)'",
+    );
+    assert_eq!(out.trim_end().lines().last(), Some("42"), "{out}");
+}
+
+#[test]
+fn node_and_npm() {
+    let Some(env) = setup() else { return };
+    if !which("node") || !which("npm") {
+        println!("SKIPPED: node or npm is not installed");
+        return;
+    }
+    let out = ok(
+        &env,
+        "node",
+        "set -e; node -e 'console.log(6 * 7)'; mkdir p; cd p; npm init -y >/dev/null; \
+         npm pkg set version=2.0.0; npm pkg get version",
+    );
+    assert_eq!(out, "42\n\"2.0.0\"\n");
+    denied(&env, &env.home.join(".npmrc"));
+}
+
+#[test]
+fn make_gcc_and_coreutils() {
+    let Some(env) = setup() else { return };
+    if !which("make") || !which("gcc") {
+        println!("SKIPPED: make or gcc is not installed");
+        return;
+    }
+    let out = ok(
+        &env,
+        "make",
+        "set -e; printf 'int main(void) { return 3; }\\n' > m.c; \
+         printf 'm: m.c\\n\\tgcc -o m m.c\\n' > Makefile; make -s; ./m || echo exit=$?; \
+         seq 1 100 | sort -rn | head -3 | tr '\\n' ' '; echo; \
+         find . -name '*.c' | xargs wc -l | awk '{print $1}'",
+    );
+    assert_eq!(out, "exit=3\n100 99 98 \n1\n");
+}
