@@ -161,16 +161,19 @@ pub fn plan<F>(
     // as lowering resolves it, and a workspace path that leads out of
     // the workspace is dropped (RFD D43: only an approved external rule
     // may, and its artifact path is already the target).
-    let ws_canon = resolve(&values.workspace);
+    let mut ws_canon: Option<Option<String>> = None; // resolved when first needed
     let mut warnings = Vec::new();
-    let in_workspace = |p: &str| {
-        path_within(p, &values.workspace) || ws_canon.as_deref().is_some_and(|w| path_within(p, w))
+    let mut in_workspace = |p: &str, resolve: &mut dyn FnMut(&str) -> Option<String>| {
+        let w = ws_canon.get_or_insert_with(|| resolve(&values.workspace));
+        path_within(p, &values.workspace) || w.as_deref().is_some_and(|w| path_within(p, w))
     };
     if abi > 0 {
         for (_, path, r) in &merged {
             let opened = match open(path) {
                 Err(e) if e.raw_os_error() == Some(libc::ELOOP) => match resolve(path) {
-                    Some(canon) if in_workspace(path) && !in_workspace(&canon) => {
+                    Some(canon)
+                        if in_workspace(path, resolve) && !in_workspace(&canon, resolve) =>
+                    {
                         warnings.push(format!(
                             "{path} resolves to {canon} through a symlink, outside the \
                              workspace; the rule is dropped"

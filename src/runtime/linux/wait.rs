@@ -237,14 +237,14 @@ fn stop_and_kill(group: Option<libc::pid_t>, not_ours: &[libc::pid_t]) -> Vec<li
 /// what a fork raced past the last.
 fn kill_leftovers(not_ours: &[libc::pid_t]) {
     loop {
-        let killed = stop_and_kill(None, not_ours);
         let ours: Vec<libc::pid_t> = own_children()
             .into_iter()
             .filter(|c| !not_ours.contains(c))
             .collect();
-        if killed.is_empty() && ours.is_empty() {
+        if ours.is_empty() {
             return;
         }
+        stop_and_kill(None, not_ours);
         for c in ours {
             let mut status = 0;
             // SAFETY: reaping our own (killed) child.
