@@ -70,6 +70,23 @@ enum Cmd {
         after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
+    /// Print a shell completion script for sbx.
+    #[command(
+        after_help = "Example:\n  sbx completions bash > ~/.local/share/bash-completion/completions/sbx\n  sbx completions zsh > ~/.zfunc/_sbx\n  sbx completions fish > ~/.config/fish/completions/sbx.fish"
+    )]
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print sbx's manual page (roff), or write a page per command into DIR.
+    #[command(
+        after_help = "Example:\n  sbx man | man -l -\n  sbx man -o /usr/local/share/man/man1"
+    )]
+    Man {
+        /// Write sbx.1 and sbx-COMMAND.1 for every command into DIR.
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<Utf8PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -182,6 +199,34 @@ pub fn main() -> i32 {
         Cmd::Mount(a) => mount::run(a),
         Cmd::Approve(a) => approve::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Completions { shell } => {
+            let mut text = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sbx", &mut text);
+            print_bytes(&text)
+        }
+        Cmd::Man { output: None } => {
+            let mut text = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut text) {
+                Ok(()) => print_bytes(&text),
+                Err(e) => fail(
+                    io_failure(io_error(format!("man page: {e}"))),
+                    &Files::default(),
+                    false,
+                ),
+            }
+        }
+        Cmd::Man { output: Some(dir) } => {
+            let made = std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir));
+            match made {
+                Ok(()) => 0,
+                Err(e) => fail(
+                    io_failure(io_error(format!("cannot write man pages to {dir}: {e}"))),
+                    &Files::default(),
+                    false,
+                ),
+            }
+        }
         Cmd::Schema { output } => {
             let text = sbx::policy::schema::schema_text();
             match write_text(output.as_ref(), &text) {
@@ -404,6 +449,15 @@ fn load_approvals(
 }
 
 /// Write to `-o` atomically, or to stdout.
+/// Generated text to stdout; exit code.
+fn print_bytes(bytes: &[u8]) -> i32 {
+    let text = String::from_utf8_lossy(bytes);
+    match write_text(None, &text) {
+        Ok(()) => 0,
+        Err(d) => fail(io_failure(d), &Files::default(), false),
+    }
+}
+
 fn write_text(output: Option<&Utf8PathBuf>, text: &str) -> Result<(), Diagnostic> {
     match output {
         Some(p) => {
