@@ -103,7 +103,13 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                         "a table here is a merge table (keys: strategy, value); write rules as `[[{0}]]` or `[[{0}.value]]`",
                         last_segment(&at)
                     ),
-                    _ => format!("allowed keys here: {}", allowed_keys(&at)),
+                    _ => match suggest(key, &key_names(&at)) {
+                        Some(k) => format!(
+                            "did you mean `{k}`? (allowed keys here: {})",
+                            allowed_keys(&at)
+                        ),
+                        None => format!("allowed keys here: {}", allowed_keys(&at)),
+                    },
                 });
                 out.push(d);
             }
@@ -200,12 +206,22 @@ fn explain(
                         .join(", ")
                 })
                 .unwrap_or_else(|| options.to_string());
+            let names: Vec<String> = options
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.as_str().map(String::from))
+                .collect();
+            let help = match e.instance().as_str().and_then(|v| suggest(v, &names)) {
+                Some(n) => format!("did you mean \"{n}\"?"),
+                None => "use one of the listed values".into(),
+            };
             (
                 format!(
                     "{} is not one of {list}",
                     value_kind(parsed, at, e.instance())
                 ),
-                "use one of the listed values".into(),
+                help,
             )
         }
         ValidationErrorKind::Minimum { limit }
@@ -340,14 +356,35 @@ fn last_segment(pointer: &str) -> String {
 
 /// The property names the schema allows at `pointer`, for help lines.
 fn allowed_keys(pointer: &str) -> String {
-    let props = node_at(pointer)
+    let keys = key_names(pointer);
+    if keys.is_empty() {
+        "see `sbx schema`".into()
+    } else {
+        keys.join(", ")
+    }
+}
+
+/// The keys the schema allows in the table at `pointer`.
+fn key_names(pointer: &str) -> Vec<String> {
+    node_at(pointer)
         .and_then(|n| pick(n, |b| b.get("properties").is_some()))
         .and_then(|n| n.get("properties"))
-        .and_then(Value::as_object);
-    match props {
-        Some(p) => p.keys().cloned().collect::<Vec<_>>().join(", "),
-        None => "see `sbx schema`".into(),
-    }
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The candidate closest to a misspelt `word`, when one is close enough
+/// to be what was meant (at most two edits, and fewer than half the
+/// word's letters).
+fn suggest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let limit = 2.min(word.chars().count().saturating_sub(1) / 2).max(1);
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
 }
 
 /// A list-or-merge-table key (`fs`, `net`, `env`, `sensitive_paths`).
@@ -425,6 +462,21 @@ fn types_of(node: &'static Value) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn misspellings_suggest_the_closest_name() {
+        let keys = super::key_names("/fs/0");
+        assert_eq!(super::suggest("paht", &keys), Some("path"));
+        assert_eq!(super::suggest("writ", &keys), Some("write"));
+        assert_eq!(super::suggest("excute", &keys), Some("execute"));
+        assert_eq!(super::suggest("colour", &keys), None);
+        assert_eq!(super::suggest("x", &keys), None);
+        let top = super::key_names("");
+        assert_eq!(super::suggest("proces", &top), Some("process"));
+        assert_eq!(super::suggest("enforcment", &top), Some("enforcement"));
+        let presets: Vec<String> = ["system_runtime", "user_temp"].map(String::from).to_vec();
+        assert_eq!(super::suggest("user_tmp", &presets), Some("user_temp"));
+    }
+
     #[test]
     fn allowed_keys_follow_refs() {
         let k = super::allowed_keys("/fs/0");
