@@ -2,6 +2,7 @@
 
 mod approve;
 mod check;
+mod denials;
 mod explain;
 mod mount;
 mod run;

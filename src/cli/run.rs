@@ -29,6 +29,10 @@ pub struct RunArgs {
     /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
+    /// After the command, list what the sandbox refused and the rules
+    /// that would allow it (Linux: traces the failing calls with strace).
+    #[arg(long)]
+    denials: bool,
     /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
@@ -41,6 +45,33 @@ pub struct RunArgs {
 const FAILED: i32 = sbx::runtime::EXIT_SBX_FAILED;
 
 pub fn run(a: RunArgs) -> i32 {
+    if a.denials {
+        let rerun = || run_here(a.clone_without_denials());
+        return super::denials::run(a.workspace.as_ref(), a.home.as_ref(), rerun);
+    }
+    let code = run_here(a);
+    super::denials::hint(code);
+    code
+}
+
+impl RunArgs {
+    fn clone_without_denials(&self) -> RunArgs {
+        RunArgs {
+            policy: self.policy.clone(),
+            artifact: self.artifact.clone(),
+            tool: self.tool.clone(),
+            workspace: self.workspace.clone(),
+            home: self.home.clone(),
+            approvals: self.approvals.clone(),
+            report: self.report,
+            denials: false,
+            landlock_abi: self.landlock_abi,
+            command: self.command.clone(),
+        }
+    }
+}
+
+fn run_here(a: RunArgs) -> i32 {
     #[cfg(windows)]
     {
         windows(a)
@@ -63,6 +94,7 @@ pub fn run(a: RunArgs) -> i32 {
             &a.home,
             &a.approvals,
             a.report,
+            a.denials,
             a.landlock_abi,
             &a.command,
         );

@@ -1,5 +1,6 @@
 //! Loaders: apply an artifact to a child process on this OS and run it.
 
+pub mod denials;
 pub mod env;
 pub mod expand;
 #[cfg(target_os = "linux")]

@@ -1,0 +1,441 @@
+//! `sbx run --denials`: what the sandbox refused, read from a trace of the
+//! failing system calls (strace's output, one file per process), and the
+//! rules that would allow it, as TOML to paste.
+//!
+//! The trace is taken only with the flag: a run without it pays nothing.
+//! Parsing is plain text and has no OS dependency, so it is tested
+//! everywhere.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// What was refused.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Denied {
+    /// A path and the access the call needed.
+    Path { op: Op, path: String },
+    /// An outbound TCP connection, or a listening port.
+    Net { bind: bool, host: String, port: u16 },
+    /// A socket kind the policy does not allow (UDP, raw, …).
+    Socket,
+    /// A call no policy allows (sbx's baseline: seccomp), by name.
+    Baseline(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Op {
+    Read,
+    /// Write, create, rename or delete.
+    Write,
+    Execute,
+}
+
+impl Op {
+    fn word(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Execute => "execute",
+        }
+    }
+}
+
+/// Calls seccomp refuses whatever the policy, with EPERM.
+const BASELINE: &[&str] = &[
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "mount",
+    "umount2",
+    "ptrace",
+    "prlimit64",
+    "setpriority",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "bpf",
+    "io_uring_setup",
+    "keyctl",
+    "perf_event_open",
+    "unshare",
+];
+
+/// The denials in one process's trace. `cwd` anchors relative paths (the
+/// directory the command started in: a later `chdir` is not followed).
+pub fn parse(trace: &str, cwd: &str) -> Vec<Denied> {
+    trace.lines().filter_map(|l| line(l, cwd)).collect()
+}
+
+fn line(l: &str, cwd: &str) -> Option<Denied> {
+    let (call, rest) = l.split_once('(')?;
+    let call = call.trim().trim_start_matches("<... ");
+    if !call.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') || call.is_empty() {
+        return None;
+    }
+    // strace pads short calls with spaces before ` = `.
+    let (args, result) = rest.rsplit_once(" = ")?;
+    let args = args.trim_end().strip_suffix(')')?;
+    let result = result.trim();
+    let errno = result.strip_prefix("-1 ")?.split(' ').next()?;
+    if errno != "EACCES" && errno != "EPERM" {
+        return None;
+    }
+    let strings = quoted(args);
+    let first = strings.first().map(String::as_str);
+    let at = |s: &str| absolute(s, args, cwd);
+    let d = match call {
+        "open" | "creat" => path_op(first?, args, call == "creat", &at)?,
+        "openat" | "openat2" => path_op(first?, args, false, &at)?,
+        "execve" | "execveat" => Denied::Path {
+            op: Op::Execute,
+            path: at(first?),
+        },
+        "mkdir" | "mkdirat" | "mknod" | "mknodat" | "unlink" | "unlinkat" | "rmdir"
+        | "truncate" => Denied::Path {
+            op: Op::Write,
+            path: at(first?),
+        },
+        "rename" | "renameat" | "renameat2" | "link" | "linkat" | "symlink" | "symlinkat" => {
+            // The new name is the one written.
+            Denied::Path {
+                op: Op::Write,
+                path: at(strings.last()?),
+            }
+        }
+        "connect" | "bind" => {
+            let port = between(args, "htons(", ")")?.parse().ok()?;
+            let host = between(args, "inet_addr(\"", "\"")
+                .or_else(|| between(args, "inet_pton(AF_INET6, \"", "\""))
+                .unwrap_or("*")
+                .to_string();
+            Denied::Net {
+                bind: call == "bind",
+                host,
+                port,
+            }
+        }
+        "socket" if errno == "EACCES" => Denied::Socket,
+        c if errno == "EPERM" && BASELINE.contains(&c) => Denied::Baseline(c.to_string()),
+        _ => return None,
+    };
+    Some(d)
+}
+
+/// An `open` family call: write if the flags write, truncate or create.
+fn path_op(path: &str, args: &str, creat: bool, at: &dyn Fn(&str) -> String) -> Option<Denied> {
+    let writes = creat
+        || [
+            "O_WRONLY",
+            "O_RDWR",
+            "O_CREAT",
+            "O_TRUNC",
+            "O_APPEND",
+            "O_TMPFILE",
+        ]
+        .iter()
+        .any(|f| args.contains(f));
+    Some(Denied::Path {
+        op: if writes { Op::Write } else { Op::Read },
+        path: at(path),
+    })
+}
+
+/// The string literals of strace's argument text, unescaped.
+fn quoted(args: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = args.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut s = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('n') => s.push('\n'),
+                    Some('t') => s.push('\t'),
+                    Some(o) => s.push(o),
+                    None => break,
+                },
+                c => s.push(c),
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = s.find(open)? + open.len();
+    let len = s[start..].find(close)?;
+    Some(&s[start..start + len])
+}
+
+/// A path as the call named it, made absolute: against the directory of
+/// a descriptor strace decoded (`3</dir>`), else against `cwd`.
+fn absolute(path: &str, args: &str, cwd: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    let base = args
+        .split_once('<')
+        .filter(|(fd, _)| fd.trim().parse::<u32>().is_ok())
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map(|(dir, _)| dir)
+        .unwrap_or(cwd);
+    format!("{}/{}", base.trim_end_matches('/'), path)
+}
+
+/// Where sbx's policies anchor paths, to write rules as a user would.
+pub struct Anchors<'a> {
+    pub workspace: &'a str,
+    pub home: &'a str,
+}
+
+/// The home-anchored sensitive places a suggestion never names (POLICY.md
+/// §7: naming is consent, and that is the user's to give).
+const SENSITIVE: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".gpg",
+    ".aws",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".azure",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+];
+
+fn sensitive(path: &str, home: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or("");
+    if name == ".env" || name.starts_with(".env.") {
+        return true;
+    }
+    path.strip_prefix(home)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|r| {
+            SENSITIVE
+                .iter()
+                .any(|s| r == *s || r.starts_with(&format!("{s}/")))
+        })
+}
+
+/// A path as a policy writes it: relative inside the workspace, `~/…`
+/// under home, else absolute.
+fn policy_path(path: &str, a: &Anchors) -> String {
+    let under = |root: &str| {
+        path.strip_prefix(root)
+            .filter(|r| r.is_empty() || r.starts_with('/'))
+            .map(|r| r.trim_start_matches('/').to_string())
+    };
+    if let Some(r) = under(a.workspace) {
+        return if r.is_empty() { ".".into() } else { r };
+    }
+    if let Some(r) = under(a.home) {
+        return if r.is_empty() {
+            "~".into()
+        } else {
+            format!("~/{r}")
+        };
+    }
+    path.to_string()
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// The report: each denial once, then the rules that would allow them.
+/// `exists` tells whether a path exists now (a refused write to a path
+/// that does not exist is granted on its directory).
+pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> String {
+    let set: BTreeSet<&Denied> = denied.iter().collect();
+    let mut s = String::new();
+    if set.is_empty() {
+        s.push_str("sbx: --denials: the sandbox refused nothing the trace shows\n");
+        return s;
+    }
+    let _ = writeln!(s, "sbx: --denials: the sandbox refused {}:", set.len());
+    let mut rules: BTreeSet<String> = BTreeSet::new();
+    for d in &set {
+        match d {
+            Denied::Path { op, path } => {
+                let flag = if sensitive(path, a.home) {
+                    "  (sensitive: no rule suggested)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(s, "  {:<8} {path}{flag}", op.word());
+                if flag.is_empty() {
+                    let target = match op {
+                        Op::Write if !exists(path) => path
+                            .rsplit_once('/')
+                            .map(|(dir, _)| if dir.is_empty() { "/" } else { dir })
+                            .unwrap_or(path),
+                        _ => path,
+                    };
+                    rules.insert(format!(
+                        "[[fs]]\npath = {}\n{} = true\n",
+                        toml_str(&policy_path(target, a)),
+                        op.word()
+                    ));
+                }
+            }
+            Denied::Net { bind, host, port } => {
+                let what = if *bind { "listen" } else { "connect" };
+                let _ = writeln!(s, "  {what:<8} {host}:{port}");
+                let host = if *bind { "*" } else { host.as_str() };
+                let bind = if *bind { "bind = true\n" } else { "" };
+                rules.insert(format!(
+                    "[[net]]\nhost = {}\nport = {port}\n{bind}",
+                    toml_str(host)
+                ));
+            }
+            Denied::Socket => {
+                let _ = writeln!(
+                    s,
+                    "  socket   a UDP, raw or other non-TCP socket (only `[[net]] host = \"*\"` \
+                     with no port, the unrestricted network, allows them)"
+                );
+            }
+            Denied::Baseline(call) => {
+                let _ = writeln!(
+                    s,
+                    "  {call:<8} refused whatever the policy (sbx's baseline, docs/linux.md)"
+                );
+            }
+        }
+    }
+    if !rules.is_empty() {
+        s.push_str("sbx: rules that would allow them (read them before adding):\n\n");
+        for r in rules {
+            s.push_str(&r);
+            s.push('\n');
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = r#"openat(AT_FDCWD, "/srv/f", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EACCES (Permission denied)
+mkdir("/srv/d", 0777)                   = -1 EACCES (Permission denied)
+openat(AT_FDCWD, "/etc/hosts", O_RDONLY) = 3
+faccessat2(AT_FDCWD, "/x", X_OK, AT_EACCESS) = -1 ENOENT (No such file or directory)
+connect(3, {sa_family=AF_INET, sin_port=htons(9), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 EACCES (Permission denied)
+connect(4, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = -1 EACCES (Permission denied)
+openat(AT_FDCWD, "/home/u/.cache", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = -1 EACCES (Permission denied)
+openat(3</home/u/ws>, "out/a \"b\"", O_WRONLY|O_CREAT, 0644) = -1 EACCES (Permission denied)
+openat(AT_FDCWD, "rel.txt", O_RDONLY) = -1 EACCES (Permission denied)
+openat(AT_FDCWD, "/home/u/.ssh/id_ed25519", O_RDONLY) = -1 EACCES (Permission denied)
+execve("/opt/tool/bin/t", ["t"], 0x7ffd /* 3 vars */) = -1 EACCES (Permission denied)
+renameat2(AT_FDCWD, "/tmp/a", AT_FDCWD, "/srv/b", RENAME_NOREPLACE) = -1 EACCES (Permission denied)
+socket(AF_INET, SOCK_DGRAM|SOCK_CLOEXEC, IPPROTO_IP) = -1 EACCES (Permission denied)
+chmod("/home/u/ws/x", 04755)            = -1 EPERM (Operation not permitted)
+bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}, 16) = -1 EACCES (Permission denied)
++++ exited with 1 +++
+"#;
+
+    #[test]
+    fn strace_lines_become_denials() {
+        let d = parse(TRACE, "/home/u/ws/sub");
+        let path = |op, p: &str| Denied::Path {
+            op,
+            path: p.to_string(),
+        };
+        assert_eq!(
+            d,
+            [
+                path(Op::Write, "/srv/f"),
+                path(Op::Write, "/srv/d"),
+                Denied::Net {
+                    bind: false,
+                    host: "127.0.0.1".into(),
+                    port: 9
+                },
+                Denied::Net {
+                    bind: false,
+                    host: "::1".into(),
+                    port: 443
+                },
+                path(Op::Read, "/home/u/.cache"),
+                path(Op::Write, "/home/u/ws/out/a \"b\""),
+                path(Op::Read, "/home/u/ws/sub/rel.txt"),
+                path(Op::Read, "/home/u/.ssh/id_ed25519"),
+                path(Op::Execute, "/opt/tool/bin/t"),
+                path(Op::Write, "/srv/b"),
+                Denied::Socket,
+                Denied::Baseline("chmod".into()),
+                Denied::Net {
+                    bind: true,
+                    host: "0.0.0.0".into(),
+                    port: 8080
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn report_suggests_rules_but_not_for_sensitive_paths() {
+        let d = parse(TRACE, "/home/u/ws");
+        let a = Anchors {
+            workspace: "/home/u/ws",
+            home: "/home/u",
+        };
+        let r = report(&d, &a, &|p| p == "/home/u/.cache");
+        assert!(r.contains("refused 13:"), "{r}");
+        assert!(
+            r.contains("/home/u/.ssh/id_ed25519  (sensitive: no rule suggested)"),
+            "{r}"
+        );
+        assert!(!r.contains("path = \"~/.ssh"), "{r}");
+        // A write to a path that does not exist is granted on its directory.
+        assert!(r.contains("[[fs]]\npath = \"/srv\"\nwrite = true\n"), "{r}");
+        assert!(
+            r.contains("[[fs]]\npath = \"~/.cache\"\nread = true\n"),
+            "{r}"
+        );
+        // Workspace paths are relative; quotes are escaped.
+        assert!(r.contains("[[fs]]\npath = \"out\"\nwrite = true\n"), "{r}");
+        assert!(
+            r.contains("[[fs]]\npath = \"/opt/tool/bin/t\"\nexecute = true\n"),
+            "{r}"
+        );
+        assert!(
+            r.contains("[[net]]\nhost = \"127.0.0.1\"\nport = 9\n"),
+            "{r}"
+        );
+        assert!(
+            r.contains("[[net]]\nhost = \"*\"\nport = 8080\nbind = true\n"),
+            "{r}"
+        );
+        assert!(r.contains("chmod    refused whatever the policy"), "{r}");
+        // The suggestions are TOML a policy accepts.
+        let rules = r.split_once("\n\n").unwrap().1;
+        let doc: toml::Table = toml::from_str(rules).unwrap();
+        assert_eq!(doc["fs"].as_array().unwrap().len(), 5, "{rules}");
+        assert!(report(&[], &a, &|_| true).contains("refused nothing"));
+    }
+
+    #[test]
+    fn odd_lines_are_ignored() {
+        for l in [
+            "",
+            "+++ exited with 0 +++",
+            "--- SIGCHLD {si_signo=SIGCHLD} ---",
+            "openat(AT_FDCWD, \"/x\", O_RDONLY <unfinished ...>",
+            "connect(3, {sa_family=AF_UNIX, sun_path=\"/run/x\"}, 110) = -1 EACCES (Permission denied)",
+            "weird line ) = -1 EACCES",
+        ] {
+            assert_eq!(parse(l, "/"), [], "{l}");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! `sbx run --denials`: what the sandbox refused, and rules that, once
+//! added, let the same command run.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+
+fn run(policy: &Path, ws: &Path, flags: &[&str], script: &str, path: Option<&str>) -> Output {
+    let mut c = Command::new(SBX);
+    c.arg("run")
+        .arg(policy)
+        .arg("--workspace")
+        .arg(ws)
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .current_dir(ws)
+        .stdin(Stdio::null());
+    if let Some(p) = path {
+        c.env("PATH", p);
+    }
+    c.output().unwrap()
+}
+
+fn ready() -> bool {
+    if sbx::runtime::linux::kernel_abi() == 0 {
+        println!("SKIPPED: Landlock is not available");
+        return false;
+    }
+    let strace = Command::new("strace").arg("-V").output().is_ok();
+    if !strace && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("strace is needed (.ci/prereqs.sh installs it)");
+    }
+    if !strace {
+        println!("SKIPPED: strace is not installed");
+    }
+    strace
+}
+
+#[test]
+fn denials_are_listed_and_the_suggested_rules_allow_the_command() {
+    if !ready() {
+        return;
+    }
+    // Neither under /tmp (granted by the default policy) nor the workspace.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (ws, out) = (root.join("ws"), root.join("out"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("secret"), "s3cret").unwrap();
+    let policy = root.join("policy.toml");
+    std::fs::copy(common::root().join("fixtures/default.toml"), &policy).unwrap();
+    let o = out.display();
+    let script = format!("echo x > {o}/new; cat {o}/secret");
+
+    let first = run(&policy, &ws, &["--denials"], &script, None);
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_ne!(first.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("write    {o}/new")), "{err}");
+    assert!(err.contains(&format!("read     {o}/secret")), "{err}");
+    // The command's own exit code is kept.
+    assert_eq!(first.status.code(), Some(1), "{err}");
+
+    // The suggested rules, pasted into the policy, let it run.
+    let rules = err
+        .split_once("(read them before adding):\n")
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("no rules: {err}"));
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push('\n');
+    text.push_str(rules);
+    std::fs::write(&policy, text).unwrap();
+    let second = run(&policy, &ws, &["--denials"], &script, None);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&second.stdout), "s3cret");
+    assert!(err.contains("refused nothing"), "{err}");
+}
+
+#[test]
+fn without_strace_nothing_runs() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let policy = common::root().join("fixtures/default.toml");
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let o = run(
+        &policy,
+        dir.path(),
+        &["--denials"],
+        &script,
+        Some("/nonexistent"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("needs strace"), "{err}");
+    assert!(!marker.exists());
+}
