@@ -73,6 +73,7 @@ pub mod external;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ir;
+pub mod learn;
 pub mod lint;
 pub mod lower;
 pub mod policy;

@@ -103,3 +103,86 @@ fn without_strace_nothing_runs() {
     assert!(err.contains("needs strace"), "{err}");
     assert!(!marker.exists());
 }
+
+/// `sbx learn`: the learned policy lets the same command run under
+/// `sbx run`, passes `sbx check`, and does not grant the sensitive file
+/// the command read; that read stays denied.
+#[test]
+fn learned_policy_runs_the_command_and_keeps_secrets_out() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (ws, data, home) = (root.join("ws"), root.join("data"), root.join("home"));
+    for d in [&ws, &data, &home.join(".ssh")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for f in ["a", "b", "c"] {
+        std::fs::write(data.join(f), f).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id"), "key").unwrap();
+    let learned = root.join("learned.toml");
+    let d = data.display();
+    let work = format!(
+        "cat {d}/a {d}/b {d}/c; mkdir -p {d}/out; echo x > {d}/out/r; git --version >/dev/null"
+    );
+    let with_key = format!("{work}; cat {}/.ssh/id", home.display());
+    let out = Command::new(SBX)
+        .arg("learn")
+        .arg("-o")
+        .arg(&learned)
+        .arg("--home")
+        .arg(&home)
+        .args(["--", "sh", "-c", &with_key])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("sensitive path: not granted"), "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    // Three files of one directory: the directory.
+    assert!(
+        text.contains(&format!("path = \"{d}\"\nread = true\nwrite = true\n")),
+        "{text}"
+    );
+    let rules: Vec<&str> = text.lines().filter(|l| l.starts_with("path = ")).collect();
+    assert!(rules.iter().all(|l| !l.contains(".ssh")), "{text}");
+    let check = Command::new(SBX)
+        .arg("check")
+        .arg(&learned)
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let run = |script: &str| {
+        Command::new(SBX)
+            .arg("run")
+            .arg(&learned)
+            .arg("--home")
+            .arg(&home)
+            .args(["--", "sh", "-c", script])
+            .current_dir(&ws)
+            .env("HOME", &home)
+            .output()
+            .unwrap()
+    };
+    std::fs::remove_dir_all(data.join("out")).unwrap();
+    let ok = run(&work);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "abc");
+    let key = run(&format!("cat {}/.ssh/id", home.display()));
+    assert_ne!(key.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&key.stdout).contains("key"));
+}

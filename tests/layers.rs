@@ -26,6 +26,8 @@ const LAYERS: &[&[&str]] = &[
     &["approvals"],
     &["external", "lint"],
     &["explain", "fuzzing"],
+    // What a traced command needs beyond a policy (`sbx learn`).
+    &["learn"],
     // The binary's own modules, which use the library as `sbx::`.
     &["cli"],
 ];

@@ -123,7 +123,7 @@ pub fn run(
 }
 
 #[cfg(target_os = "linux")]
-fn find(name: &str) -> Option<std::path::PathBuf> {
+pub(super) fn find(name: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
@@ -131,7 +131,7 @@ fn find(name: &str) -> Option<std::path::PathBuf> {
 
 /// A new directory only this user can enter, for the trace files.
 #[cfg(target_os = "linux")]
-fn private_dir() -> std::io::Result<std::path::PathBuf> {
+pub(super) fn private_dir() -> std::io::Result<std::path::PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
     let nanos = std::time::SystemTime::now()

@@ -4,6 +4,7 @@ mod approve;
 mod check;
 mod denials;
 mod explain;
+mod learn;
 mod mount;
 mod run;
 mod sbpl;
@@ -71,6 +72,12 @@ enum Cmd {
         after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
+    /// Run a command, traced, and write a policy that lets it run: the base
+    /// policy plus the rules the command needed (Linux, with strace).
+    #[command(
+        after_help = "Example:\n  sbx learn -o policy.toml -- cargo test\n  sbx learn --policy base.toml -o app.toml -- ./build.sh\n\nSensitive paths the command used are listed in the file, never granted.\nEnvironment variables are not learned: the minimal set stays."
+    )]
+    Learn(learn::LearnArgs),
     /// Print a shell completion script for sbx.
     #[command(
         after_help = "Example:\n  sbx completions bash > ~/.local/share/bash-completion/completions/sbx\n  sbx completions zsh > ~/.zfunc/_sbx\n  sbx completions fish > ~/.config/fish/completions/sbx.fish"
@@ -200,6 +207,7 @@ pub fn main() -> i32 {
         Cmd::Mount(a) => mount::run(a),
         Cmd::Approve(a) => approve::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Learn(a) => learn::run(a),
         Cmd::Completions { shell } => {
             let mut text = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "sbx", &mut text);

@@ -63,10 +63,43 @@ const BASELINE: &[&str] = &[
 /// The denials in one process's trace. `cwd` anchors relative paths (the
 /// directory the command started in: a later `chdir` is not followed).
 pub fn parse(trace: &str, cwd: &str) -> Vec<Denied> {
-    trace.lines().filter_map(|l| line(l, cwd)).collect()
+    parse_where(trace, cwd, &|errno| errno == "EACCES" || errno == "EPERM")
 }
 
-fn line(l: &str, cwd: &str) -> Option<Denied> {
+/// The calls of one process's trace whose result `keep` accepts: the
+/// errno's name, or `""` for a call that succeeded (`sbx learn`).
+pub fn parse_where(trace: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Vec<Denied> {
+    // The process's directory, followed through `chdir`/`fchdir` and
+    // through strace's `AT_FDCWD</dir>`, which shows it at each call.
+    let mut cwd = cwd.to_string();
+    let mut out = Vec::new();
+    for l in trace.lines() {
+        if let Some(dir) = new_cwd(l, &cwd) {
+            cwd = dir;
+        }
+        out.extend(line(l, &cwd, keep));
+    }
+    out
+}
+
+/// The directory a successful `chdir`/`fchdir` line moves to, or the one
+/// an `AT_FDCWD</dir>` shows.
+fn new_cwd(l: &str, cwd: &str) -> Option<String> {
+    if let Some(dir) = between(l, "AT_FDCWD<", ">") {
+        return Some(dir.to_string());
+    }
+    let ok = l.trim_end().ends_with(" = 0");
+    if let Some(rest) = l.strip_prefix("chdir(").filter(|_| ok) {
+        let path = quoted(rest).into_iter().next()?;
+        return Some(absolute(&path, "", cwd));
+    }
+    if l.starts_with("fchdir(") && ok {
+        return between(l, "<", ">").map(String::from);
+    }
+    None
+}
+
+fn line(l: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Option<Denied> {
     let (call, rest) = l.split_once('(')?;
     let call = call.trim().trim_start_matches("<... ");
     if !call.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') || call.is_empty() {
@@ -76,8 +109,12 @@ fn line(l: &str, cwd: &str) -> Option<Denied> {
     let (args, result) = rest.rsplit_once(" = ")?;
     let args = args.trim_end().strip_suffix(')')?;
     let result = result.trim();
-    let errno = result.strip_prefix("-1 ")?.split(' ').next()?;
-    if errno != "EACCES" && errno != "EPERM" {
+    let errno = match result.strip_prefix("-1 ") {
+        Some(e) => e.split(' ').next()?,
+        None if result.starts_with('?') => return None,
+        None => "",
+    };
+    if !keep(errno) {
         return None;
     }
     let strings = quoted(args);
@@ -180,7 +217,7 @@ fn absolute(path: &str, args: &str, cwd: &str) -> String {
     }
     let base = args
         .split_once('<')
-        .filter(|(fd, _)| fd.trim().parse::<u32>().is_ok())
+        .filter(|(fd, _)| fd.trim().parse::<u32>().is_ok() || fd.trim() == "AT_FDCWD")
         .and_then(|(_, rest)| rest.split_once('>'))
         .map(|(dir, _)| dir)
         .unwrap_or(cwd);
@@ -212,7 +249,9 @@ const SENSITIVE: &[&str] = &[
     ".cargo/credentials.toml",
 ];
 
-fn sensitive(path: &str, home: &str) -> bool {
+/// Whether `path` is one of the home-anchored sensitive places, or a
+/// `.env` file.
+pub fn sensitive(path: &str, home: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or("");
     if name == ".env" || name.starts_with(".env.") {
         return true;
@@ -228,7 +267,7 @@ fn sensitive(path: &str, home: &str) -> bool {
 
 /// A path as a policy writes it: relative inside the workspace, `~/…`
 /// under home, else absolute.
-fn policy_path(path: &str, a: &Anchors) -> String {
+pub fn policy_path(path: &str, a: &Anchors) -> String {
     let under = |root: &str| {
         path.strip_prefix(root)
             .filter(|r| r.is_empty() || r.starts_with('/'))
@@ -247,7 +286,8 @@ fn policy_path(path: &str, a: &Anchors) -> String {
     path.to_string()
 }
 
-fn toml_str(s: &str) -> String {
+/// `s` as a TOML string, quoted and escaped.
+pub fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
@@ -423,6 +463,24 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
         let doc: toml::Table = toml::from_str(rules).unwrap();
         assert_eq!(doc["fs"].as_array().unwrap().len(), 5, "{rules}");
         assert!(report(&[], &a, &|_| true).contains("refused nothing"));
+    }
+
+    #[test]
+    fn the_directory_is_followed() {
+        let trace = "openat(AT_FDCWD</w/a>, \"x\", O_RDONLY) = -1 EACCES (Permission denied)\n\
+                     mkdir(\"y\", 0777) = -1 EACCES (Permission denied)\n\
+                     chdir(\"sub\") = 0\n\
+                     unlink(\"z\") = -1 EACCES (Permission denied)\n\
+                     fchdir(3</elsewhere>) = 0\n\
+                     rmdir(\"q\") = -1 EACCES (Permission denied)\n";
+        let paths: Vec<String> = parse(trace, "/start")
+            .into_iter()
+            .map(|d| match d {
+                Denied::Path { path, .. } => path,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(paths, ["/w/a/x", "/w/a/y", "/w/a/sub/z", "/elsewhere/q"]);
     }
 
     #[test]

@@ -1,0 +1,266 @@
+//! `sbx learn`: from what a command did (a trace of its successful calls,
+//! read by [`crate::runtime::denials::parse_where`]), the rules a policy
+//! needs beyond its base so that the command runs under it.
+//!
+//! What the base already allows (workspace, presets) adds nothing, as
+//! `sbx explain` decides it. Reads of three or more files of one directory
+//! become a rule on the directory; a write (create, rename, delete) is
+//! granted on the directory it happens in; an executed file gets read and
+//! execute. Sensitive paths (POLICY.md §7) are never granted: they are
+//! listed, as comments, for the user to decide.
+
+use crate::explain::{self, FsOp, Query};
+use crate::ir::{path_within, Ir};
+use crate::runtime::denials::{self, Anchors, Denied, Op};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Files of one directory read before the directory itself is granted.
+const FILES_FOR_A_DIRECTORY: usize = 3;
+
+/// Paths whose contents are the process's own or the kernel's, granted by
+/// presets where a program needs them: never learned one by one.
+const NOT_LEARNED: &[&str] = &["/proc", "/sys", "/dev/pts", "/dev/tty"];
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Learned {
+    /// `[[fs]]` and `[[net]]` tables to append to the base policy.
+    pub rules: String,
+    /// How many rules.
+    pub count: usize,
+    /// Sensitive paths the command used, not granted.
+    pub sensitive: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Rights {
+    read: bool,
+    write: bool,
+    execute: bool,
+}
+
+impl Rights {
+    fn covers(self, o: Rights) -> bool {
+        (self.read || !o.read) && (self.write || !o.write) && (self.execute || !o.execute)
+    }
+}
+
+fn allowed(ir: &Ir, op: FsOp, path: &str) -> bool {
+    let q = Query::Fs {
+        op,
+        path: path.to_string(),
+    };
+    explain::explain(ir, &q).allowed
+}
+
+fn parent(path: &str) -> &str {
+    match path.rsplit_once('/') {
+        Some(("", _)) => "/",
+        Some((dir, _)) => dir,
+        None => path,
+    }
+}
+
+/// The rules `ir` lacks for `used` (a trace's successful calls).
+/// `kind` tells what a path is now: `None` (gone), `Some(true)` for a
+/// directory.
+pub fn learn(
+    ir: &Ir,
+    used: &[Denied],
+    a: &Anchors,
+    kind: &dyn Fn(&str) -> Option<bool>,
+) -> Learned {
+    let is_dir = |p: &str| kind(p) == Some(true);
+    let exists = |p: &str| kind(p).is_some();
+    let mut out = Learned::default();
+    let mut grants: BTreeMap<String, Rights> = BTreeMap::new();
+    let mut reads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut net: BTreeSet<(String, u16, bool)> = BTreeSet::new();
+    let mut sensitive = BTreeSet::new();
+    for u in used.iter().collect::<BTreeSet<_>>() {
+        match u {
+            Denied::Path { op, path } => {
+                if NOT_LEARNED.iter().any(|p| path_within(path, p)) {
+                    continue;
+                }
+                if denials::sensitive(path, a.home) {
+                    sensitive.insert(path.clone());
+                    continue;
+                }
+                match op {
+                    Op::Read if !allowed(ir, FsOp::Read, path) => {
+                        if is_dir(path) {
+                            grants.entry(path.clone()).or_default().read = true;
+                        } else {
+                            reads
+                                .entry(parent(path).to_string())
+                                .or_default()
+                                .insert(path.clone());
+                        }
+                    }
+                    // A file there now was written (or created where it may
+                    // be updated); one that is gone was removed or renamed.
+                    Op::Write
+                        if !allowed(
+                            ir,
+                            if exists(path) {
+                                FsOp::Write
+                            } else {
+                                FsOp::Create
+                            },
+                            path,
+                        ) =>
+                    {
+                        let dir = parent(path);
+                        if denials::sensitive(dir, a.home) {
+                            sensitive.insert(path.clone());
+                            continue;
+                        }
+                        let r = grants.entry(dir.to_string()).or_default();
+                        r.read = true;
+                        r.write = true;
+                    }
+                    Op::Execute if !allowed(ir, FsOp::Exec, path) => {
+                        let r = grants.entry(path.clone()).or_default();
+                        r.read = true;
+                        r.execute = true;
+                    }
+                    _ => {}
+                }
+            }
+            Denied::Net { bind, host, port } => {
+                let ok = if *bind {
+                    ir.net.bind.allows(*port)
+                } else {
+                    let q = Query::Connect {
+                        scheme: None,
+                        host: host.clone(),
+                        port: *port,
+                        path: "/".into(),
+                    };
+                    explain::explain(ir, &q).allowed
+                };
+                if !ok {
+                    net.insert((host.clone(), *port, *bind));
+                }
+            }
+            Denied::Socket | Denied::Baseline(_) => {}
+        }
+    }
+    for (dir, files) in reads {
+        if files.len() >= FILES_FOR_A_DIRECTORY && !denials::sensitive(&dir, a.home) {
+            grants.entry(dir).or_default().read = true;
+        } else {
+            for f in files {
+                grants.entry(f).or_default().read = true;
+            }
+        }
+    }
+    // A grant inside another with at least its rights adds nothing.
+    let all: Vec<(String, Rights)> = grants.into_iter().collect();
+    for (path, r) in &all {
+        let covered = all
+            .iter()
+            .any(|(p, o)| p != path && path_within(path, p) && o.covers(*r));
+        if covered {
+            continue;
+        }
+        out.rules.push_str(&format!(
+            "[[fs]]\npath = {}\n",
+            denials::toml_str(&denials::policy_path(path, a))
+        ));
+        for (on, name) in [(r.read, "read"), (r.write, "write"), (r.execute, "execute")] {
+            if on {
+                out.rules.push_str(&format!("{name} = true\n"));
+            }
+        }
+        out.rules.push('\n');
+        out.count += 1;
+    }
+    for (host, port, bind) in net {
+        let host = if bind { "*".to_string() } else { host };
+        out.rules.push_str(&format!(
+            "[[net]]\nhost = {}\nport = {port}\n{}\n",
+            denials::toml_str(&host),
+            if bind { "bind = true\n" } else { "" }
+        ));
+        out.count += 1;
+    }
+    out.sensitive = sensitive.into_iter().collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::testing::{roots, rule_grant};
+    use crate::ir::{Access, Os, PathKind, PathMode};
+
+    fn path(op: Op, p: &str) -> Denied {
+        Denied::Path {
+            op,
+            path: p.to_string(),
+        }
+    }
+
+    #[test]
+    fn only_what_the_base_lacks_collapsed_by_directory() {
+        let mut ir = Ir::deny_all(Os::Linux, PathMode::Resolved, roots());
+        let dev = Access {
+            read: true,
+            update: true,
+            ..Access::NONE
+        };
+        ir.fs = vec![
+            rule_grant(
+                0,
+                1,
+                &ir.roots.workspace.clone(),
+                Access::READ_WRITE,
+                PathKind::Dir,
+            ),
+            rule_grant(1, 2, "/dev/null", dev, PathKind::File),
+        ];
+        let ws = ir.roots.workspace.clone();
+        let home = ir.roots.home.clone();
+        let a = Anchors {
+            workspace: &ws,
+            home: &home,
+        };
+        let used = [
+            path(Op::Read, &format!("{ws}/src/main.rs")),
+            path(Op::Write, &format!("{ws}/target/x")),
+            path(Op::Read, "/opt/sdk/a.h"),
+            path(Op::Read, "/opt/sdk/b.h"),
+            path(Op::Read, "/opt/sdk/c.h"),
+            path(Op::Read, "/opt/sdk/sub/d.h"),
+            path(Op::Read, "/etc/tool.conf"),
+            path(Op::Write, "/var/cache/tool/db"),
+            path(Op::Execute, "/opt/bin/tool"),
+            path(Op::Read, &format!("{home}/.ssh/id_ed25519")),
+            path(Op::Read, "/proc/self/status"),
+            // An update of an existing device the base allows.
+            path(Op::Write, "/dev/null"),
+            Denied::Net {
+                bind: false,
+                host: "10.0.0.7".into(),
+                port: 443,
+            },
+        ];
+        let l = learn(&ir, &used, &a, &|p| (p == "/dev/null").then_some(false));
+        assert_eq!(
+            l.rules,
+            "[[fs]]\npath = \"/etc/tool.conf\"\nread = true\n\n\
+             [[fs]]\npath = \"/opt/bin/tool\"\nread = true\nexecute = true\n\n\
+             [[fs]]\npath = \"/opt/sdk\"\nread = true\n\n\
+             [[fs]]\npath = \"/var/cache/tool\"\nread = true\nwrite = true\n\n\
+             [[net]]\nhost = \"10.0.0.7\"\nport = 443\n\n",
+            "{}",
+            l.rules
+        );
+        assert_eq!(l.count, 5);
+        assert_eq!(l.sensitive, [format!("{home}/.ssh/id_ed25519")]);
+        // The rules are TOML a policy accepts.
+        let doc: toml::Table = toml::from_str(&l.rules).unwrap();
+        assert_eq!(doc["fs"].as_array().unwrap().len(), 4);
+    }
+}
