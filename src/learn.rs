@@ -10,7 +10,7 @@
 //! listed, as comments, for the user to decide.
 
 use crate::explain::{self, FsOp, Query};
-use crate::ir::{path_within, Ir};
+use crate::ir::{path_within, Access, Ir};
 use crate::runtime::denials::{self, Anchors, Denied, Op};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,8 +61,9 @@ fn parent(path: &str) -> &str {
 }
 
 /// The rules `ir` lacks for `used` (a trace's successful calls).
-/// `kind` tells what a path is now: `None` (gone), `Some(true)` for a
-/// directory.
+/// `kind` tells what a path is now, not following a final symlink:
+/// `None` (gone or a symlink), `Some(true)` for a directory, `Some(false)`
+/// for a file.
 pub fn learn(
     ir: &Ir,
     used: &[Denied],
@@ -70,7 +71,7 @@ pub fn learn(
     kind: &dyn Fn(&str) -> Option<bool>,
 ) -> Learned {
     let is_dir = |p: &str| kind(p) == Some(true);
-    let exists = |p: &str| kind(p).is_some();
+    let is_file = |p: &str| kind(p) == Some(false);
     let mut out = Learned::default();
     let mut grants: BTreeMap<String, Rights> = BTreeMap::new();
     let mut reads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -97,18 +98,16 @@ pub fn learn(
                                 .insert(path.clone());
                         }
                     }
-                    // A file there now was written (or created where it may
-                    // be updated); one that is gone was removed or renamed.
+                    // A file (or device) there now was written; anything
+                    // else was created, renamed or removed, which is decided
+                    // on the directory (a new symlink's target is not
+                    // written).
                     Op::Write
-                        if !allowed(
-                            ir,
-                            if exists(path) {
-                                FsOp::Write
-                            } else {
-                                FsOp::Create
-                            },
-                            path,
-                        ) =>
+                        if !if is_file(path) {
+                            allowed(ir, FsOp::Write, path)
+                        } else {
+                            allowed(ir, FsOp::Create, parent(path))
+                        } =>
                     {
                         let dir = parent(path);
                         if denials::sensitive(dir, a.home) {
@@ -164,6 +163,14 @@ pub fn learn(
         if covered {
             continue;
         }
+        // A rule replaces what the base grants at its path (most specific
+        // wins): keep those rights too.
+        let base = ir.decide(path).map(|g| g.access).unwrap_or(Access::NONE);
+        let r = Rights {
+            read: r.read || base.read,
+            write: r.write || (base.create && base.update && base.delete),
+            execute: r.execute || base.execute,
+        };
         out.rules.push_str(&format!(
             "[[fs]]\npath = {}\n",
             denials::toml_str(&denials::policy_path(path, a))
@@ -193,7 +200,7 @@ pub fn learn(
 mod tests {
     use super::*;
     use crate::ir::testing::{roots, rule_grant};
-    use crate::ir::{Access, Os, PathKind, PathMode};
+    use crate::ir::{Os, PathKind, PathMode};
 
     fn path(op: Op, p: &str) -> Denied {
         Denied::Path {

@@ -219,3 +219,55 @@ fn make_gcc_and_coreutils() {
     );
     assert_eq!(out, "exit=3\n100 99 98 \n1\n");
 }
+
+/// `sbx learn` on git and a venv: the learned policy runs the same
+/// commands under `sbx run` and grants no credential file.
+#[test]
+fn learned_policy_for_git_and_python() {
+    let Some(env) = setup() else { return };
+    if !which("git") || !which("python3") || !which("strace") {
+        println!("SKIPPED: git, python3 or strace is not installed");
+        return;
+    }
+    let script = "set -e; rm -rf r v; git init -q r; cd r; echo a > a; git add a; \
+                  git commit -qm one; cd ..; python3 -m venv v; ./v/bin/python -c 'print(7)'; \
+                  cat ~/.git-credentials >/dev/null 2>&1 || true";
+    let learned = env.ws.join("learned.toml");
+    let out = Command::new(SBX)
+        .args(["learn", "-o"])
+        .arg(&learned)
+        .arg("--workspace")
+        .arg(&env.ws)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&env.ws)
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    let granted: Vec<&str> = text.lines().filter(|l| l.starts_with("path = ")).collect();
+    assert!(
+        granted
+            .iter()
+            .all(|l| !l.contains("credentials") && !l.contains(".ssh")),
+        "{text}"
+    );
+    let run = Command::new(SBX)
+        .arg("run")
+        .arg(&learned)
+        .arg("--workspace")
+        .arg(&env.ws)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&env.ws)
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}\n{text}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim_end(), "7");
+}

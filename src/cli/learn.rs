@@ -105,7 +105,10 @@ pub fn run(a: LearnArgs) -> i32 {
         home: &ir.roots.home,
     };
     let learned = sbx::learn::learn(&ir, &used, &anchors, &|p| {
-        std::fs::metadata(Path::new(p)).ok().map(|m| m.is_dir())
+        std::fs::symlink_metadata(Path::new(p))
+            .ok()
+            .filter(|m| !m.file_type().is_symlink())
+            .map(|m| m.is_dir())
     });
 
     let mut text = base.clone();

@@ -140,7 +140,12 @@ fn line(l: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Option<Denied> {
             }
         }
         "connect" | "bind" => {
-            let port = between(args, "htons(", ")")?.parse().ok()?;
+            // Port 0: an ephemeral bind, or a UDP connect that only picks
+            // a source address; no rule names it.
+            let port = between(args, "htons(", ")")?
+                .parse()
+                .ok()
+                .filter(|&p| p != 0)?;
             let host = between(args, "inet_addr(\"", "\"")
                 .or_else(|| between(args, "inet_pton(AF_INET6, \"", "\""))
                 .unwrap_or("*")
@@ -492,6 +497,7 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
             "openat(AT_FDCWD, \"/x\", O_RDONLY <unfinished ...>",
             "connect(3, {sa_family=AF_UNIX, sun_path=\"/run/x\"}, 110) = -1 EACCES (Permission denied)",
             "weird line ) = -1 EACCES",
+            "bind(5, {sa_family=AF_INET, sin_port=htons(0), sin_addr=inet_addr(\"0.0.0.0\")}, 16) = -1 EACCES (Permission denied)",
         ] {
             assert_eq!(parse(l, "/"), [], "{l}");
         }
