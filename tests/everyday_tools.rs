@@ -60,11 +60,24 @@ fn setup() -> Option<Env> {
     for secret in [".git-credentials", ".config/git/credentials", ".npmrc"] {
         std::fs::write(home.join(secret), "token-hunter2\n").unwrap();
     }
-    for d in [".cargo", ".rustup", ".pyenv", ".nvm", ".local"] {
+    for d in [".rustup", ".pyenv", ".nvm", ".local"] {
         if real.join(d).exists() {
             std::os::unix::fs::symlink(real.join(d), home.join(d)).unwrap();
         }
     }
+    // Cargo's home holds a registry token beside what cargo needs.
+    std::fs::create_dir_all(home.join(".cargo")).unwrap();
+    for d in ["bin", "registry", "git", "env", "config.toml"] {
+        if real.join(".cargo").join(d).exists() {
+            std::os::unix::fs::symlink(real.join(".cargo").join(d), home.join(".cargo").join(d))
+                .unwrap();
+        }
+    }
+    std::fs::write(
+        home.join(".cargo/credentials.toml"),
+        "[registry]\ntoken = \"hunter2\"\n",
+    )
+    .unwrap();
     Some(Env {
         _dir: dir,
         home,
@@ -148,6 +161,7 @@ fn cargo_and_rustc_build_and_run() {
          printf 'fn main() { println!(\"rustc\"); }' > m.rs; rustc m.rs; ./m",
     );
     assert_eq!(out, "Hello, world!\nrustc\n");
+    denied(&env, &env.home.join(".cargo/credentials.toml"));
 }
 
 #[test]

@@ -103,8 +103,19 @@ const GIT_CONFIG: &[Root] = &[
     home(".config/git/attributes", R),
 ];
 
+/// Cargo's home without its credentials (`~/.cargo/credentials.toml`
+/// holds registry tokens): the installed binaries, the downloaded
+/// sources, and the configuration.
+const CARGO_HOME: &[Root] = &[
+    home(".cargo/bin", RX),
+    home(".cargo/registry", R),
+    home(".cargo/git", R),
+    home(".cargo/config.toml", R),
+    home(".cargo/config", R),
+    home(".cargo/env", R),
+];
+
 const UNIX_TOOLCHAINS_HOME: &[Root] = &[
-    home(".cargo", RX),
     home(".rustup", RX),
     home(".local/bin", RX),
     home(".local/lib", RX),
@@ -123,11 +134,7 @@ const MACOS_TOOLCHAINS: &[Root] = &[
     abs("/nix", RX),
 ];
 
-const WINDOWS_TOOLCHAINS: &[Root] = &[
-    home(".cargo", RX),
-    home(".rustup", RX),
-    home("AppData/Local/Programs", RX),
-];
+const WINDOWS_TOOLCHAINS: &[Root] = &[home(".rustup", RX), home("AppData/Local/Programs", RX)];
 
 const UNIX_TEMP: &[Root] = &[
     Root {
@@ -176,13 +183,19 @@ pub fn roots(preset: Preset, os: Os) -> Vec<Root> {
         (Preset::SystemRuntime, Os::Linux) => &[LINUX_SYSTEM],
         (Preset::SystemRuntime, Os::Macos) => &[MACOS_SYSTEM],
         (Preset::SystemRuntime, Os::Windows) => &[WINDOWS_SYSTEM],
-        (Preset::DeveloperToolchains, Os::Linux) => {
-            &[LINUX_TOOLCHAINS, UNIX_TOOLCHAINS_HOME, GIT_CONFIG]
-        }
-        (Preset::DeveloperToolchains, Os::Macos) => {
-            &[MACOS_TOOLCHAINS, UNIX_TOOLCHAINS_HOME, GIT_CONFIG]
-        }
-        (Preset::DeveloperToolchains, Os::Windows) => &[WINDOWS_TOOLCHAINS, GIT_CONFIG],
+        (Preset::DeveloperToolchains, Os::Linux) => &[
+            LINUX_TOOLCHAINS,
+            CARGO_HOME,
+            UNIX_TOOLCHAINS_HOME,
+            GIT_CONFIG,
+        ],
+        (Preset::DeveloperToolchains, Os::Macos) => &[
+            MACOS_TOOLCHAINS,
+            CARGO_HOME,
+            UNIX_TOOLCHAINS_HOME,
+            GIT_CONFIG,
+        ],
+        (Preset::DeveloperToolchains, Os::Windows) => &[CARGO_HOME, WINDOWS_TOOLCHAINS, GIT_CONFIG],
         (Preset::UserTemp, Os::Linux) => &[UNIX_TEMP],
         (Preset::UserTemp, Os::Macos) => &[MACOS_TEMP],
         (Preset::UserTemp, Os::Windows) => &[WINDOWS_TEMP],
