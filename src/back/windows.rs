@@ -580,8 +580,11 @@ fn appcontainer(ir: &Ir, req: Requirement) -> AppContainer {
             }
         })
         .collect();
+    // Named after the lowered IR, not the policy: one policy used in two
+    // workspaces gets two containers, so ACL grants made for one workspace
+    // never serve the other.
     let hash: String = ir
-        .policy_hash
+        .ir_hash
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .take(16)
@@ -880,6 +883,7 @@ mod tests {
     fn appcontainer_denies_network_and_narrows_by_deny_ace() {
         let mut ir = base();
         ir.windows.appcontainer = true;
+        ir.ir_hash = "sha256:00ff".into();
         ir.fs.push(Grant {
             path: "${WORKSPACE}/.git".into(),
             access: Access::READ,

@@ -1,6 +1,7 @@
 //! The front end: read each file, validate it against the schema and the
 //! semantic rules, deserialise it, and merge the layers left to right.
 
+pub mod hash;
 pub mod merge;
 pub mod model;
 pub mod schema;
