@@ -1,11 +1,11 @@
 //! The library API: files in, artifacts out. `build.rs` scripts and the CLI
 //! both go through here.
 
-use crate::back::{self, Emitted};
+use crate::back::{self, EmitError, Emitted};
 use crate::diag::{codes, Diagnostic, Files, Severity};
 use crate::ir::{Ir, Os, Precision};
 use crate::lower::{self, Approval};
-use crate::policy::{self, source::SourceFile};
+use crate::policy::{self, locate, source::SourceFile, LoadedLayer, Policy};
 use camino::{Utf8Path, Utf8PathBuf};
 
 /// What to emit.
@@ -282,8 +282,9 @@ fn lower_with(
     })
 }
 
-/// Run one back end on an IR.
-pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
+/// Run one back end on an IR. [`emit_error`] turns a refusal into a
+/// diagnostic located at the rule.
+pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, EmitError> {
     let capacity = match target {
         Target::Macos => back::sbpl::size_hint(ir),
         _ => 0,
@@ -297,15 +298,20 @@ pub fn emit_to(
     ir: &Ir,
     target: Target,
     out: &mut dyn FnMut(&[u8]),
-) -> Result<Vec<Precision>, Diagnostic> {
-    let precision = match target {
+) -> Result<Vec<Precision>, EmitError> {
+    match target {
         Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
         Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
         Target::Linux => back::landlock::emit_to(ir, out),
         Target::Landlockconfig => back::landlock::emit_landlockconfig_to(ir, out),
         Target::Windows => back::windows::emit_to(ir, out),
-    };
-    precision.map_err(|e| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
+    }
+}
+
+/// A back end's refusal (a value the target cannot represent), located at
+/// the rule it names.
+pub fn emit_error(e: &EmitError, policy: &Policy, layers: &[LoadedLayer]) -> Diagnostic {
+    Diagnostic::new(codes::BAD_CHARACTER, e.to_string()).at(locate::label(policy, layers, &e.rule))
 }
 
 /// A compiled artifact.
@@ -373,9 +379,10 @@ fn compile_each(
     targets: &[Target],
     opts: &Options,
     keep: bool,
-    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, Diagnostic>,
+    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError>,
 ) -> Result<(Vec<Vec<Precision>>, Vec<Diagnostic>), Failure> {
-    let (policy, mut diags) = load(inputs, opts)?;
+    let (layers, mut diags) = load_layers(inputs, opts)?;
+    let policy = policy::merge::merge(&layers);
     let mut precision = vec![Vec::new(); targets.len()];
     let mut errors = Vec::new();
     let mut oses: Vec<Os> = Vec::new();
@@ -402,13 +409,14 @@ fn compile_each(
             match emit(i, &l.ir, t) {
                 Ok(p) => {
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
-                        errors.extend(inexact(&p, t).into_iter().map(|d| (i, d)));
+                        let refused = inexact(&p, t, &policy, &layers);
+                        errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
                     if keep {
                         precision[i] = p;
                     }
                 }
-                Err(d) => errors.push((i, d)),
+                Err(e) => errors.push((i, emit_error(&e, &policy, &layers))),
             }
         }
     }
@@ -423,8 +431,15 @@ fn compile_each(
     Ok((precision, diags))
 }
 
-/// One SBX013 error per inexact precision line.
-pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
+/// One SBX013 error per inexact precision line, located at the rule, or
+/// at `enforcement` (what makes it an error) for what the policy does not
+/// write (the default policy, a preset it does not list).
+pub fn inexact(
+    precision: &[Precision],
+    t: Target,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+) -> Vec<Diagnostic> {
     precision
         .iter()
         .filter(|p| p.status.is_inexact())
@@ -439,6 +454,8 @@ pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
                     p.reason
                 ),
             )
+            .at(locate::label(policy, layers, &p.rule)
+                .or_else(|| locate::key(layers, "/enforcement")))
             .help(
                 "change the rule, or set enforcement = \"best_effort\" to accept the approximation",
             )

@@ -94,8 +94,8 @@ path = "src"
 read = true
 external = true
 "#;
-    BAD_CHARACTER = "SBX008", Error, "control character in a string",
-        "Paths, names and patterns may not contain NUL or other control characters: no target can represent them safely.",
+    BAD_CHARACTER = "SBX008", Error, "character a target cannot represent",
+        "Paths, names and patterns may not contain NUL or other control characters, and an [[env]] name may not contain `=` (the separator of NAME=VALUE): no target can represent them safely.",
         example = r#"[[fs]]
 path = "logs\u0007"
 read = true
@@ -123,7 +123,7 @@ name = "AWS_[A-Z"
 host = "https://api.example.com"
 "#;
     NOT_EXACT = "SBX013", Error, "cannot be enforced exactly",
-        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why.",
+        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why. The error is located at the rule, or at `enforcement` for what the policy does not write itself (the default policy, presets).",
         example = r#"enforcement = "required"
 
 [[net]]

@@ -69,7 +69,7 @@ pub fn baseline_diagnostics(old: &Ir, new: &Ir, loc: &Locator) -> Vec<Diagnostic
                 codes::WIDENS,
                 format!("widens the baseline: {}{by}", w.widened.describe()),
             )
-            .at(w.origin.as_ref().and_then(|o| loc.locate(o)))
+            .at(loc.locate_opt(w.origin.as_ref()))
             .help("narrow the rule, or update the baseline in the same change so the widening is reviewed")
         })
         .collect()
@@ -138,11 +138,11 @@ pub fn check(
         match compile::emit(ir, t) {
             Ok(e) => {
                 if ir.enforcement == Enforcement::Required {
-                    diags.extend(compile::inexact(&e.precision, t));
+                    diags.extend(compile::inexact(&e.precision, t, &policy, &layers));
                 }
                 reports.extend(e.precision);
             }
-            Err(d) => diags.push(d),
+            Err(e) => diags.push(compile::emit_error(&e, &policy, &layers)),
         }
     }
     diags.extend(lint(host, &policy, &layers, &reports, opts.portable));

@@ -2,6 +2,7 @@
 //! semantic rules, deserialise it, and merge the layers left to right.
 
 pub mod hash;
+pub mod locate;
 pub mod merge;
 pub mod model;
 pub mod schema;

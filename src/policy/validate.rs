@@ -92,7 +92,19 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
         net_rule(&rule, &ptr, parsed, out);
     }
     for (ptr, rule) in items::<EnvRule>(root, "env") {
-        pattern(&rule.name, &format!("{ptr}/name"), parsed, out);
+        let at = format!("{ptr}/name");
+        // `NAME=VALUE` is how every OS stores a variable: no name holds `=`.
+        if rule.name.contains('=') {
+            out.push(
+                Diagnostic::new(
+                    codes::BAD_CHARACTER,
+                    format!("env name {:?} contains `=`", rule.name),
+                )
+                .at(parsed.locate(&at))
+                .help("an environment variable name cannot contain `=`: name the variable alone"),
+            );
+        }
+        pattern(&rule.name, &at, parsed, out);
     }
     for (ptr, p) in items::<String>(root, "sensitive_paths") {
         pattern(&p, &ptr, parsed, out);
