@@ -76,15 +76,6 @@ fn bad_char(what: String, c: char) -> Diagnostic {
 /// reported by the schema and is skipped here.
 pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     let root = &parsed.value;
-    if let Some(v) = root.get("version").and_then(Value::as_i64) {
-        if v != 1 {
-            out.push(
-                Diagnostic::new(codes::VERSION, format!("unsupported policy version {v}"))
-                    .at(parsed.locate("/version"))
-                    .help("this sbx understands version = 1"),
-            );
-        }
-    }
     for (ptr, rule) in items::<FsRule>(root, "fs") {
         fs_rule(&rule, &ptr, parsed, out);
     }
