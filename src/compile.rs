@@ -155,10 +155,20 @@ pub fn load_layers(
     opts: &Options,
 ) -> Result<(Vec<policy::LoadedLayer>, Vec<Diagnostic>), Failure> {
     let mut layers = Vec::new();
+    // `--tool NAME`: every file's `tools."*"` defaults are the base layers,
+    // under every file's NAME (a specific setting always wins).
+    let mut defaults = Vec::new();
     let mut diags = Vec::new();
     let mut failed = false;
     for s in &inputs.sources {
-        match policy::load_layer(s.clone(), opts.tool.as_deref()) {
+        let loaded = match opts.tool.as_deref() {
+            Some(t) => policy::load_tool_layers(s.clone(), t).map(|(d, l)| {
+                defaults.extend(d);
+                l
+            }),
+            None => policy::load_layer(s.clone(), None),
+        };
+        match loaded {
             Ok(l) => layers.push(l),
             Err(d) => {
                 failed = true;
@@ -166,6 +176,8 @@ pub fn load_layers(
             }
         }
     }
+    defaults.append(&mut layers);
+    let layers = defaults;
     if failed {
         return Err(Failure {
             diagnostics: diags,

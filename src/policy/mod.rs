@@ -22,6 +22,10 @@ pub struct LoadedLayer {
     pub layer: Layer,
 }
 
+/// The tool whose `access` is every tool's defaults (RFD 075 writes
+/// `conversation.tools.*.access`).
+pub const ANY_TOOL: &str = "*";
+
 /// Parse, select (`--tool`), schema-check, deserialise and semantically
 /// check one file. Returns every problem found, not just the first.
 pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, Vec<Diagnostic>> {
@@ -29,6 +33,32 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
     if let Some(t) = tool {
         parsed = parsed.select_tool(t).map_err(|d| vec![d])?;
     }
+    check_layer(parsed)
+}
+
+/// One file's layers for `--tool NAME`: `conversation.tools."*".access`
+/// when the file has it (the defaults of every tool), then
+/// `conversation.tools.NAME.access`. Both are checked, so one run reports
+/// the errors of both.
+pub fn load_tool_layers(
+    file: SourceFile,
+    tool: &str,
+) -> Result<(Option<LoadedLayer>, LoadedLayer), Vec<Diagnostic>> {
+    let parsed = Parsed::parse(file).map_err(|d| vec![d])?;
+    let any = format!("/conversation/tools/{ANY_TOOL}");
+    let defaults = (tool != ANY_TOOL && parsed.value.pointer(&any).is_some())
+        .then(|| parsed.clone().select_tool(ANY_TOOL).map_err(|d| vec![d]));
+    let mine = parsed.select_tool(tool).map_err(|d| vec![d]);
+    let defaults = defaults.map(|p| p.and_then(check_layer)).transpose();
+    let mine = mine.and_then(check_layer);
+    match (defaults, mine) {
+        (Ok(d), Ok(m)) => Ok((d, m)),
+        (d, m) => Err(d.err().into_iter().chain(m.err()).flatten().collect()),
+    }
+}
+
+/// Schema-check, deserialise and semantically check one selected part.
+fn check_layer(parsed: Parsed) -> Result<LoadedLayer, Vec<Diagnostic>> {
     // A schema-valid document deserialises at once; only the others need
     // the schema validator (whose construction is most of a small compile)
     // for its located messages.
