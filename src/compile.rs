@@ -344,8 +344,35 @@ pub struct Output {
 /// Validate, lower and emit `targets`. Under `enforcement = "required"` an
 /// artifact whose precision report is not all exact is refused (SBX013).
 pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Output, Failure> {
+    compile_with(inputs, targets, opts, None)
+}
+
+/// Extra warnings about one lowering, given the targets compiled from it
+/// and their precision reports. The CLI passes
+/// [`crate::lint::target_warnings`]: `check`'s warnings about rules a
+/// target drops or narrows (the linter depends on this module, not the
+/// other way round).
+pub type Warn<'a> =
+    &'a dyn Fn(&Ir, &Policy, &[LoadedLayer], &[Target], &[Precision]) -> Vec<Diagnostic>;
+
+/// [`compile`], adding `warn`'s warnings.
+pub fn compile_warned(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Warn,
+) -> Result<Output, Failure> {
+    compile_with(inputs, targets, opts, Some(warn))
+}
+
+fn compile_with(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Option<Warn>,
+) -> Result<Output, Failure> {
     let mut texts = vec![String::new(); targets.len()];
-    let (precision, diagnostics) = compile_each(inputs, targets, opts, true, |i, ir, t| {
+    let (precision, diagnostics) = compile_each(inputs, targets, opts, true, warn, |i, ir, t| {
         let e = emit(ir, t)?;
         texts[i] = e.text;
         Ok(e.precision)
@@ -374,12 +401,29 @@ pub fn compile_to(
     inputs: &Inputs,
     targets: &[Target],
     opts: &Options,
-    mut out: impl FnMut(usize, &[u8]),
+    out: impl FnMut(usize, &[u8]),
 ) -> Result<Vec<Diagnostic>, Failure> {
-    compile_each(inputs, targets, opts, false, |i, ir, t| {
-        emit_to(ir, t, &mut |s| out(i, s))
-    })
-    .map(|(_, diagnostics)| diagnostics)
+    compile_each(inputs, targets, opts, false, None, emit_each(out))
+        .map(|(_, diagnostics)| diagnostics)
+}
+
+/// [`compile_to`], adding `warn`'s warnings.
+pub fn compile_to_warned(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Warn,
+    out: impl FnMut(usize, &[u8]),
+) -> Result<Vec<Diagnostic>, Failure> {
+    compile_each(inputs, targets, opts, false, Some(warn), emit_each(out))
+        .map(|(_, diagnostics)| diagnostics)
+}
+
+/// `emit_to` of target `i` into `out(i, piece)`.
+fn emit_each(
+    mut out: impl FnMut(usize, &[u8]),
+) -> impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> {
+    move |i, ir, t| emit_to(ir, t, &mut |s| out(i, s))
 }
 
 /// Lower for each OS and `emit(i, ir, targets[i])`; the precision reports
@@ -391,6 +435,7 @@ fn compile_each(
     targets: &[Target],
     opts: &Options,
     keep: bool,
+    warn: Option<Warn>,
     mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError>,
 ) -> Result<(Vec<Vec<Precision>>, Vec<Diagnostic>), Failure> {
     let (layers, mut diags) = load_layers(inputs, opts)?;
@@ -417,9 +462,15 @@ fn compile_each(
                 diags.push(d.clone());
             }
         }
+        let mut these = Vec::new();
+        let mut reports = Vec::new();
         for (i, &t) in targets.iter().enumerate().filter(|(_, t)| t.os() == os) {
+            these.push(t);
             match emit(i, &l.ir, t) {
                 Ok(p) => {
+                    if warn.is_some() {
+                        reports.extend(p.iter().cloned());
+                    }
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
                         let refused = inexact(&p, t, &policy, &layers);
                         errors.extend(refused.into_iter().map(|d| (i, d)));
@@ -429,6 +480,13 @@ fn compile_each(
                     }
                 }
                 Err(e) => errors.push((i, emit_error(&e, &policy, &layers))),
+            }
+        }
+        if let Some(warn) = warn {
+            for d in warn(&l.ir, &policy, &layers, &these, &reports) {
+                if !diags.contains(&d) {
+                    diags.push(d);
+                }
             }
         }
     }

@@ -264,10 +264,14 @@ fn run_compile(a: CompileArgs) -> i32 {
     };
     // A failed compile leaves no directory it made behind.
     let new_dir = a.output.as_ref().filter(|d| all && !d.exists());
+    // `check`'s warnings about rules these targets drop or narrow.
+    let warn: compile::Warn = &sbx::lint::target_warnings;
     let compiled = if outs.is_empty() {
-        compile::compile(&inputs, &targets, &opts).map(|o| (o.diagnostics, Some(o.artifacts)))
+        compile::compile_warned(&inputs, &targets, &opts, warn)
+            .map(|o| (o.diagnostics, Some(o.artifacts)))
     } else {
-        compile::compile_to(&inputs, &targets, &opts, |i, b| outs[i].write(b)).map(|d| (d, None))
+        compile::compile_to_warned(&inputs, &targets, &opts, warn, |i, b| outs[i].write(b))
+            .map(|d| (d, None))
     };
     let (warnings, artifacts) = match compiled {
         Ok(o) => o,

@@ -56,6 +56,31 @@ pub fn lint(
     out
 }
 
+/// `check`'s warnings about rules dropped or narrowed for `targets`, from
+/// their precision `reports`: what `compile` and `run` print. SBX021 for a
+/// carve-out a target cannot express; SBX015 for a missing path when a
+/// Landlock target is among them (SBPL keeps such a rule by name, and the
+/// Windows back ends report per rule).
+pub fn target_warnings(
+    ir: &Ir,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+    targets: &[Target],
+    reports: &[Precision],
+) -> Vec<Diagnostic> {
+    let loc = Locator { policy, layers };
+    let idx = index::Index::new(ir);
+    let mut out = precision::lint(ir, &idx, reports, &loc);
+    if targets
+        .iter()
+        .any(|t| matches!(t, Target::Linux | Target::Landlockconfig))
+    {
+        out.extend(rules::missing(ir, &idx, &loc));
+    }
+    sort(&mut out);
+    out
+}
+
 /// One SBX028 error per widening, located at the responsible rule.
 pub fn baseline_diagnostics(old: &Ir, new: &Ir, loc: &Locator) -> Vec<Diagnostic> {
     baseline::widenings(old, new)
