@@ -101,7 +101,7 @@ path = "logs\u0007"
 read = true
 "#;
     TOO_LONG = "SBX009", Error, "path too long",
-        "The path is longer than the targets allow (4096 bytes).",
+        "The path is longer than the targets allow (4096 bytes), or one of its components (a file or directory name) is longer than 255 bytes, which no target's file system stores.",
         example = r#"[[fs]]
 path = "aaaa…(5000 characters)"
 read = true

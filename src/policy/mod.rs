@@ -169,6 +169,28 @@ mod tests {
     }
 
     #[test]
+    fn a_name_over_255_bytes_is_an_error_naming_the_rule() {
+        let policy = |name: &str| format!("[[fs]]\npath = 'C:\\x\\{name}\\y'\nread = true\n");
+        assert!(load(&policy(&"n".repeat(255))).is_ok());
+        let d = load(&policy(&"n".repeat(256))).unwrap_err();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].code, codes::TOO_LONG);
+        assert!(
+            d[0].message.starts_with("`fs[0].path`: "),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(d[0].location.as_ref().unwrap().line, 2);
+        // Bytes, not characters: 128 two-byte characters are too many.
+        let d = load(&format!(
+            "[process]\nread_roots = ['/{}']\n",
+            "é".repeat(128)
+        ))
+        .unwrap_err();
+        assert!(d[0].message.contains("256 bytes"), "{}", d[0].message);
+    }
+
+    #[test]
     fn integral_floats_are_not_integers() {
         // JSON Schema calls 80.0 an integer; serde does not. Both must refuse.
         let d = load("[[net]]\nport = 80.0\n").unwrap_err();
