@@ -63,11 +63,14 @@ enum Cmd {
     )]
     Approve(approve::ApproveArgs),
     /// Work with SBPL (macOS sandbox profile) files.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  sbx sbpl check profile.sb\n  sbx compile policy.toml --target macos -o profile.sb && sbx sbpl check profile.sb"
+    )]
     Sbpl(SbplCmd),
     /// Apply a policy (or a compiled artifact) to a command and run it.
     #[command(
-        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --quiet --tool cargo_check config.toml -- cargo check\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
 }
@@ -437,6 +440,26 @@ mod tests {
         }
     }
 
+    /// CLI.md: every command's `--help` has an example, subcommand groups
+    /// (`sbx sbpl`) and the top level included.
+    #[test]
+    fn every_help_has_an_example() {
+        fn walk(c: &clap::Command, path: &str) {
+            let help = c
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Example:\n  sbx"),
+                "`{path} --help` has no example"
+            );
+            for sub in c.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &format!("{path} {}", sub.get_name()));
+            }
+        }
+        walk(&Cli::command(), "sbx");
+    }
+
     /// The one-subcommand tree accepts exactly what the full tree accepts
     /// for `run`, with the same result; everything else falls back.
     #[test]
@@ -467,6 +490,7 @@ mod tests {
                 "y",
             ],
             &["run", "--landlock-abi", "3", "p.toml", "--", "x"],
+            &["run", "--quiet", "p.toml", "--", "x"],
             &["run", "p.toml", "--", "--", "x"],
             &["run", "p.toml", "x"],
             &["run", "p.toml", "--"],
