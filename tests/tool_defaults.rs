@@ -150,3 +150,23 @@ fn errors_in_the_star_are_reported_with_the_tools() {
         .collect();
     assert_eq!(got, [("SBX003", 2), ("SBX002", 5)]);
 }
+
+/// A tool repeating a rule of `"*"` overrides it, as a later layer does:
+/// not a duplicate (SBX026); a repeat within one of them still is.
+#[test]
+fn a_tool_repeating_the_star_is_an_override() {
+    let text = "[[conversation.tools.\"*\".access.fs]]\npath = \"src\"\nread = true\n\n[[conversation.tools.t.access.fs]]\npath = \"src\"\nread = true\nwrite = true\n";
+    let dups = |text: &str| {
+        let d = sbx::lint::check(
+            &Inputs::from_text("p.toml", text),
+            &tool("t"),
+            &Default::default(),
+        )
+        .unwrap();
+        d.iter().filter(|d| d.code == "SBX026").count()
+    };
+    assert_eq!(dups(text), 0);
+    let twice =
+        format!("{text}\n[[conversation.tools.t.access.fs]]\npath = \"./src\"\nread = true\n");
+    assert_eq!(dups(&twice), 1);
+}

@@ -212,7 +212,7 @@ read = true
 host = "*"
 "#;
     DUPLICATE = "SBX026", Warning, "duplicate rule",
-        "Two rules in the same file name the same path (or the same env name, or the same network grant). Only the later [[fs]] rule applies; the earlier one is dead. Rules repeated across layers are not flagged: overriding is what layers are for.",
+        "Two rules in the same layer (a file, or with --tool one tool's part of it) name the same path (or the same env name, or the same network grant). Only the later [[fs]] rule applies; the earlier one is dead. Rules repeated across layers are not flagged: overriding is what layers are for (a tool repeating a rule of `tools.\"*\"` included).",
         example = r#"[[fs]]
 path = "src"
 read = true
