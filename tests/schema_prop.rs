@@ -57,9 +57,11 @@ enum Kind {
 
 fn scalar(g: &mut Gen, k: Kind) -> Value {
     let bad = g.one_in(BAD);
-    // Wrong types every place refuses (a float JSON cannot mistake for an
-    // integer, as it would 2.0).
-    let wrong = [json!("x"), json!(1.5), json!([]), json!({})];
+    if bad && g.one_in(4) {
+        // Wrong types every place refuses (a float JSON cannot mistake for
+        // an integer, as it would 2.0).
+        return g.pick(&[json!("x"), json!(1.5), json!([]), json!({})]);
+    }
     match (k, bad) {
         (Kind::Bool, false) => g.pick(&[json!(true), json!(false)]),
         (Kind::Bool, true) => g.pick(&[json!("true"), json!(1), json!([true])]),
@@ -84,30 +86,19 @@ fn scalar(g: &mut Gen, k: Kind) -> Value {
             g.pick(&[json!(upper), json!("strict"), json!(""), json!(1)])
         }
     }
-    .pipe(|v| {
-        if bad && g.one_in(3) {
-            g.pick(&wrong)
-        } else {
-            v
-        }
-    })
 }
 
-trait Pipe: Sized {
-    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
-        f(self)
-    }
-}
-impl Pipe for Value {}
+/// Draws the value of one key.
+type Draw<'a> = &'a dyn Fn(&mut Gen) -> Value;
 
-fn list(g: &mut Gen, item: &dyn Fn(&mut Gen) -> Value) -> Value {
+fn list(g: &mut Gen, item: Draw) -> Value {
     let n = g.below(3);
     Value::Array((0..n).map(|_| item(g)).collect())
 }
 
 /// A table with each of `keys` present half the time, sometimes an
 /// unknown key, rarely not a table at all.
-fn table(g: &mut Gen, keys: &[(&str, &dyn Fn(&mut Gen) -> Value)], required: &[&str]) -> Value {
+fn table(g: &mut Gen, keys: &[(&str, Draw)], required: &[&str]) -> Value {
     if g.one_in(BAD * 2) {
         return g.pick(&[json!([1, 2]), json!("table"), json!(true)]);
     }
@@ -131,7 +122,7 @@ fn table(g: &mut Gen, keys: &[(&str, &dyn Fn(&mut Gen) -> Value)], required: &[&
 }
 
 /// `[[key]]` items, or a merge table `{strategy, value}`.
-fn mergeable(g: &mut Gen, item: &dyn Fn(&mut Gen) -> Value) -> Value {
+fn mergeable(g: &mut Gen, item: Draw) -> Value {
     let items = list(g, item);
     if !g.one_in(4) {
         return items;
@@ -214,10 +205,7 @@ fn document(seed: u64) -> Value {
     let commands = |g: &mut Gen| {
         let names = ["cargo", "git", "x.y"];
         let cmd = |g: &mut Gen| command(g);
-        let keys: Vec<(&str, &dyn Fn(&mut Gen) -> Value)> = names
-            .iter()
-            .map(|n| (*n, &cmd as &dyn Fn(&mut Gen) -> Value))
-            .collect();
+        let keys: Vec<(&str, Draw)> = names.iter().map(|n| (*n, &cmd as Draw)).collect();
         table(g, &keys, &[])
     };
     let process = |g: &mut Gen| {

@@ -275,7 +275,7 @@ impl Parsed {
 /// the `*`: the line with each bare `*` key quoted, when the error is at
 /// one. Only the key part is rewritten (up to `]` of a header, or `=`).
 fn quote_star(text: &str, at: usize) -> Option<String> {
-    if text.get(at..)?.chars().next() != Some('*') {
+    if !text.get(at..)?.starts_with('*') {
         return None;
     }
     let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
