@@ -62,18 +62,10 @@ pub fn sha256(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{load_layer, merge::merge, source::SourceFile};
+    use crate::policy::{merge::merge, test_layer};
 
     fn hash_of(text: &str) -> String {
-        let l = load_layer(
-            SourceFile {
-                name: "p.toml".into(),
-                text: text.into(),
-            },
-            None,
-        )
-        .unwrap();
-        policy_hash(&merge(&[l]))
+        policy_hash(&merge(&[test_layer("p.toml", text)]))
     }
 
     #[test]

@@ -75,20 +75,12 @@ fn indexed(s: &str, name: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{load_layer, merge::merge, source::SourceFile};
+    use crate::policy::{merge::merge, test_layer};
 
     #[test]
     fn labels_map_to_lines() {
         let text = "[[fs]]\npath = \".\"\nread = true\n\n[[net]]\nport = 443\n\n[limits]\ncpu_time_s = 5\n\n[macos]\nmach_lookup = [\"a\", \"b\"]\n\n[commands.git]\n";
-        let l = load_layer(
-            SourceFile {
-                name: "p.toml".into(),
-                text: text.into(),
-            },
-            None,
-        )
-        .unwrap();
-        let layers = [l];
+        let layers = [test_layer("p.toml", text)];
         let p = merge(&layers);
         let line = |s: &str| label(&p, &layers, s).map(|l| l.line);
         assert_eq!(line("fs[0] (p.toml:1:1)"), Some(1));

@@ -91,6 +91,16 @@ fn check_layer(parsed: Parsed) -> Result<LoadedLayer, Vec<Diagnostic>> {
     Ok(LoadedLayer { parsed, layer })
 }
 
+/// A valid file as one layer, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_layer(name: &str, text: &str) -> LoadedLayer {
+    let file = SourceFile {
+        name: name.into(),
+        text: text.into(),
+    };
+    load_layer(file, None).unwrap()
+}
+
 /// Read a policy file from disk (I/O errors are exit-2 errors, SBX017).
 pub fn read_file(path: &camino::Utf8Path) -> Result<SourceFile, Diagnostic> {
     let meta = std::fs::metadata(path)
