@@ -1,11 +1,11 @@
 //! The library API: files in, artifacts out. `build.rs` scripts and the CLI
 //! both go through here.
 
-use crate::back::{self, Emitted};
+use crate::back::{self, EmitError, Emitted};
 use crate::diag::{codes, Diagnostic, Files, Severity};
 use crate::ir::{Ir, Os, Precision};
 use crate::lower::{self, Approval};
-use crate::policy::{self, source::SourceFile};
+use crate::policy::{self, locate, source::SourceFile, LoadedLayer, Policy};
 use camino::{Utf8Path, Utf8PathBuf};
 
 /// What to emit.
@@ -155,10 +155,20 @@ pub fn load_layers(
     opts: &Options,
 ) -> Result<(Vec<policy::LoadedLayer>, Vec<Diagnostic>), Failure> {
     let mut layers = Vec::new();
+    // `--tool NAME`: every file's `tools."*"` defaults are the base layers,
+    // under every file's NAME (a specific setting always wins).
+    let mut defaults = Vec::new();
     let mut diags = Vec::new();
     let mut failed = false;
     for s in &inputs.sources {
-        match policy::load_layer(s.clone(), opts.tool.as_deref()) {
+        let loaded = match opts.tool.as_deref() {
+            Some(t) => policy::load_tool_layers(s.clone(), t).map(|(d, l)| {
+                defaults.extend(d);
+                l
+            }),
+            None => policy::load_layer(s.clone(), None),
+        };
+        match loaded {
             Ok(l) => layers.push(l),
             Err(d) => {
                 failed = true;
@@ -166,6 +176,8 @@ pub fn load_layers(
             }
         }
     }
+    defaults.append(&mut layers);
+    let layers = defaults;
     if failed {
         return Err(Failure {
             diagnostics: diags,
@@ -282,8 +294,9 @@ fn lower_with(
     })
 }
 
-/// Run one back end on an IR.
-pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, Diagnostic> {
+/// Run one back end on an IR. [`emit_error`] turns a refusal into a
+/// diagnostic located at the rule.
+pub fn emit(ir: &Ir, target: Target) -> Result<Emitted, EmitError> {
     let capacity = match target {
         Target::Macos => back::sbpl::size_hint(ir),
         _ => 0,
@@ -297,15 +310,20 @@ pub fn emit_to(
     ir: &Ir,
     target: Target,
     out: &mut dyn FnMut(&[u8]),
-) -> Result<Vec<Precision>, Diagnostic> {
-    let precision = match target {
+) -> Result<Vec<Precision>, EmitError> {
+    match target {
         Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
         Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
         Target::Linux => back::landlock::emit_to(ir, out),
         Target::Landlockconfig => back::landlock::emit_landlockconfig_to(ir, out),
         Target::Windows => back::windows::emit_to(ir, out),
-    };
-    precision.map_err(|e| Diagnostic::new(codes::BAD_CHARACTER, e.to_string()))
+    }
+}
+
+/// A back end's refusal (a value the target cannot represent), located at
+/// the rule it names.
+pub fn emit_error(e: &EmitError, policy: &Policy, layers: &[LoadedLayer]) -> Diagnostic {
+    Diagnostic::new(codes::BAD_CHARACTER, e.to_string()).at(locate::label(policy, layers, &e.rule))
 }
 
 /// A compiled artifact.
@@ -326,8 +344,35 @@ pub struct Output {
 /// Validate, lower and emit `targets`. Under `enforcement = "required"` an
 /// artifact whose precision report is not all exact is refused (SBX013).
 pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Output, Failure> {
+    compile_with(inputs, targets, opts, None)
+}
+
+/// Extra warnings about one lowering, given the targets compiled from it
+/// and their precision reports. The CLI passes
+/// [`crate::lint::target_warnings`]: `check`'s warnings about rules a
+/// target drops or narrows (the linter depends on this module, not the
+/// other way round).
+pub type Warn<'a> =
+    &'a dyn Fn(&Ir, &Policy, &[LoadedLayer], &[Target], &[Precision]) -> Vec<Diagnostic>;
+
+/// [`compile`], adding `warn`'s warnings.
+pub fn compile_warned(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Warn,
+) -> Result<Output, Failure> {
+    compile_with(inputs, targets, opts, Some(warn))
+}
+
+fn compile_with(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Option<Warn>,
+) -> Result<Output, Failure> {
     let mut texts = vec![String::new(); targets.len()];
-    let (precision, diagnostics) = compile_each(inputs, targets, opts, true, |i, ir, t| {
+    let (precision, diagnostics) = compile_each(inputs, targets, opts, true, warn, |i, ir, t| {
         let e = emit(ir, t)?;
         texts[i] = e.text;
         Ok(e.precision)
@@ -356,12 +401,29 @@ pub fn compile_to(
     inputs: &Inputs,
     targets: &[Target],
     opts: &Options,
-    mut out: impl FnMut(usize, &[u8]),
+    out: impl FnMut(usize, &[u8]),
 ) -> Result<Vec<Diagnostic>, Failure> {
-    compile_each(inputs, targets, opts, false, |i, ir, t| {
-        emit_to(ir, t, &mut |s| out(i, s))
-    })
-    .map(|(_, diagnostics)| diagnostics)
+    compile_each(inputs, targets, opts, false, None, emit_each(out))
+        .map(|(_, diagnostics)| diagnostics)
+}
+
+/// [`compile_to`], adding `warn`'s warnings.
+pub fn compile_to_warned(
+    inputs: &Inputs,
+    targets: &[Target],
+    opts: &Options,
+    warn: Warn,
+    out: impl FnMut(usize, &[u8]),
+) -> Result<Vec<Diagnostic>, Failure> {
+    compile_each(inputs, targets, opts, false, Some(warn), emit_each(out))
+        .map(|(_, diagnostics)| diagnostics)
+}
+
+/// `emit_to` of target `i` into `out(i, piece)`.
+fn emit_each(
+    mut out: impl FnMut(usize, &[u8]),
+) -> impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> {
+    move |i, ir, t| emit_to(ir, t, &mut |s| out(i, s))
 }
 
 /// Lower for each OS and `emit(i, ir, targets[i])`; the precision reports
@@ -373,9 +435,11 @@ fn compile_each(
     targets: &[Target],
     opts: &Options,
     keep: bool,
-    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, Diagnostic>,
+    warn: Option<Warn>,
+    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError>,
 ) -> Result<(Vec<Vec<Precision>>, Vec<Diagnostic>), Failure> {
-    let (policy, mut diags) = load(inputs, opts)?;
+    let (layers, mut diags) = load_layers(inputs, opts)?;
+    let policy = policy::merge::merge(&layers);
     let mut precision = vec![Vec::new(); targets.len()];
     let mut errors = Vec::new();
     let mut oses: Vec<Os> = Vec::new();
@@ -398,17 +462,31 @@ fn compile_each(
                 diags.push(d.clone());
             }
         }
+        let mut these = Vec::new();
+        let mut reports = Vec::new();
         for (i, &t) in targets.iter().enumerate().filter(|(_, t)| t.os() == os) {
+            these.push(t);
             match emit(i, &l.ir, t) {
                 Ok(p) => {
+                    if warn.is_some() {
+                        reports.extend(p.iter().cloned());
+                    }
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
-                        errors.extend(inexact(&p, t).into_iter().map(|d| (i, d)));
+                        let refused = inexact(&p, t, &policy, &layers);
+                        errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
                     if keep {
                         precision[i] = p;
                     }
                 }
-                Err(d) => errors.push((i, d)),
+                Err(e) => errors.push((i, emit_error(&e, &policy, &layers))),
+            }
+        }
+        if let Some(warn) = warn {
+            for d in warn(&l.ir, &policy, &layers, &these, &reports) {
+                if !diags.contains(&d) {
+                    diags.push(d);
+                }
             }
         }
     }
@@ -423,8 +501,15 @@ fn compile_each(
     Ok((precision, diags))
 }
 
-/// One SBX013 error per inexact precision line.
-pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
+/// One SBX013 error per inexact precision line, located at the rule, or
+/// at `enforcement` (what makes it an error) for what the policy does not
+/// write (the default policy, a preset it does not list).
+pub fn inexact(
+    precision: &[Precision],
+    t: Target,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+) -> Vec<Diagnostic> {
     precision
         .iter()
         .filter(|p| p.status.is_inexact())
@@ -439,6 +524,8 @@ pub fn inexact(precision: &[Precision], t: Target) -> Vec<Diagnostic> {
                     p.reason
                 ),
             )
+            .at(locate::label(policy, layers, &p.rule)
+                .or_else(|| locate::key(layers, "/enforcement")))
             .help(
                 "change the rule, or set enforcement = \"best_effort\" to accept the approximation",
             )

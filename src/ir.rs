@@ -12,7 +12,13 @@ pub const FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ir {
     pub sbx: u32,
+    /// Hash of the merged policy ([`crate::policy::hash`]): the same in
+    /// every artifact of one policy.
     pub policy_hash: String,
+    /// Hash of this lowered IR (computed with both hashes empty): differs
+    /// by OS, host paths and path mode.
+    #[serde(default)]
+    pub ir_hash: String,
     pub enforcement: Enforcement,
     /// `resolved` (host paths, symlinks resolved) or `portable` (placeholders).
     pub mode: PathMode,
@@ -467,6 +473,7 @@ impl Ir {
         Ir {
             sbx: FORMAT_VERSION,
             policy_hash: String::new(),
+            ir_hash: String::new(),
             enforcement: Enforcement::BestEffort,
             mode,
             os,

@@ -16,7 +16,11 @@ use sbx::policy::{Located, Policy};
 use std::collections::BTreeMap;
 
 fn at<T>(value: T) -> Located<T> {
-    Located { value, loc: None }
+    Located {
+        value,
+        loc: None,
+        layer: 0,
+    }
 }
 
 fn lower(p: &Policy) -> Ir {

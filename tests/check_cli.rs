@@ -274,3 +274,55 @@ fn explain_code() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown diagnostic code"));
 }
+
+/// `compile` and `run` print `check`'s warnings about rules the target
+/// drops or narrows (SBX015, SBX021); `run --quiet` prints none. A target
+/// that keeps and expresses them (SBPL) gets none.
+#[test]
+fn compile_and_run_warn_like_check_about_dropped_rules() {
+    let h = Host::new();
+    let p = h.root.join("p.toml");
+    std::fs::write(
+        &p,
+        "[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \".git\"\nread = true\n\n[[fs]]\npath = \"nope\"\nread = true\n",
+    )
+    .unwrap();
+    let p = p.to_str().unwrap();
+    let codes = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("warning["))
+            .map(|l| l[..6].to_string())
+            .collect()
+    };
+    let (code, _, checked) = check(&h, p, &[]);
+    assert_eq!(code, 0, "{checked}");
+    let want = ["SBX021", "SBX015", "SBX021"];
+    for w in want {
+        assert!(codes(&checked).contains(&w.to_string()), "{checked}");
+    }
+    let (code, _, compiled) = h.sbx(&["compile", p, "--target", "linux"]);
+    assert_eq!(code, 0, "{compiled}");
+    assert_eq!(codes(&compiled), want, "{compiled}");
+    // The same diagnostics as check's (which name every target compiled,
+    // here linux and landlockconfig): code, rule, location, help.
+    let key = |block: &str| -> Vec<String> {
+        block
+            .lines()
+            .filter(|l| l.contains("-->") || l.contains("help:") || l.starts_with("warning["))
+            .map(|l| l.split(" and ").next().unwrap().to_string())
+            .collect()
+    };
+    for block in compiled.split("\n\n") {
+        assert!(
+            checked.split("\n\n").any(|c| key(c) == key(block)),
+            "{block}\n--- not in check's ---\n{checked}"
+        );
+    }
+    let (_, _, mac) = h.sbx(&["compile", p, "--target", "macos"]);
+    assert!(codes(&mac).is_empty(), "{mac}");
+    let (_, _, ran) = h.sbx(&["run", p, "--", "sh"]);
+    assert_eq!(codes(&ran), want, "{ran}");
+    let (_, _, quiet) = h.sbx(&["run", "--quiet", p, "--", "sh"]);
+    assert!(codes(&quiet).is_empty(), "{quiet}");
+}

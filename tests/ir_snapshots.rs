@@ -106,10 +106,11 @@ fn portable_ir_has_no_host_paths() {
     }
 }
 
-/// `sbx run`'s IR (no hash) is the written IR but for `policy_hash`,
-/// which is a sha256 there and empty here.
+/// `sbx run`'s IR (no hashes) is the written IR but for `policy_hash` and
+/// `ir_hash`, which are sha256s there and empty here.
 #[test]
-fn ir_to_apply_is_the_ir_without_its_hash() {
+fn ir_to_apply_is_the_ir_without_its_hashes() {
+    let is_hash = |h: &str| h.starts_with("sha256:") && h.len() == 71;
     for case in fixture_cases() {
         let inputs = inputs(&case);
         let opts = options(&case);
@@ -117,15 +118,49 @@ fn ir_to_apply_is_the_ir_without_its_hash() {
         for os in oses(&case) {
             let mut written = compile::lower_for(&policy, &opts, os).unwrap().ir;
             let applied = compile::lower_to_apply(&policy, &opts, os).unwrap().ir;
-            assert!(
-                written.policy_hash.starts_with("sha256:") && written.policy_hash.len() == 71,
-                "{}: {}",
-                case.name,
-                written.policy_hash
-            );
+            assert!(is_hash(&written.policy_hash), "{}", case.name);
+            assert!(is_hash(&written.ir_hash), "{}", case.name);
             assert_eq!(applied.policy_hash, "", "{}", case.name);
+            assert_eq!(applied.ir_hash, "", "{}", case.name);
             written.policy_hash.clear();
+            written.ir_hash.clear();
             assert_eq!(written, applied, "{}", case.name);
         }
+    }
+}
+
+/// CLI.md: `policy_hash` is the hash of the merged policy, the same in
+/// every artifact of one policy; the IR of each OS has its own `ir_hash`.
+#[test]
+fn one_policy_hash_across_targets() {
+    for case in fixture_cases() {
+        let inputs = inputs(&case);
+        let opts = options(&case);
+        let Ok(out) = compile::compile(&inputs, &Target::ALL, &opts) else {
+            continue;
+        };
+        let mut hashes = std::collections::BTreeSet::new();
+        for a in &out.artifacts {
+            let hash = match a.target {
+                Target::Macos => a
+                    .text
+                    .lines()
+                    .find_map(|l| l.strip_prefix(";; policy "))
+                    .and_then(|l| l.split(',').next())
+                    .map(str::to_string),
+                // A pure landlockconfig document has no header.
+                Target::Landlockconfig => continue,
+                _ => {
+                    let v: serde_json::Value = serde_json::from_str(&a.text).unwrap();
+                    assert_eq!(v["target"], a.target.name(), "{}", case.name);
+                    assert_eq!(v["sbx_version"], env!("CARGO_PKG_VERSION"));
+                    v["policy_hash"].as_str().map(str::to_string)
+                }
+            };
+            hashes.insert(
+                hash.unwrap_or_else(|| panic!("{}: {:?} has no hash", case.name, a.target)),
+            );
+        }
+        assert_eq!(hashes.len(), 1, "{}: {hashes:?}", case.name);
     }
 }

@@ -216,7 +216,9 @@ fn broad_writes() {
     assert!(b[0]
         .message
         .starts_with("default policy makes the home directory"));
-    assert!(b[0].location.is_none());
+    // Not written in the file: located at the policy itself.
+    let at = b[0].location.as_ref().unwrap();
+    assert_eq!((at.file.as_str(), at.line, at.column), ("p.toml", 1, 1));
 }
 
 #[test]

@@ -26,6 +26,13 @@ fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
 /// Beyond the schema: ids are the catalogue in order, and every result's
 /// ruleIndex names its ruleId.
 fn cross_check(doc: &Value) {
+    // sarif-multitool wants a driver `informationUri` (SARIF2005): the
+    // published docs of the codes, a file of this repository.
+    let info = doc["runs"][0]["tool"]["driver"]["informationUri"]
+        .as_str()
+        .unwrap();
+    let (_, file) = info.split_once("/source/").unwrap();
+    assert!(common::root().join(file).is_file(), "{info}");
     let rules = doc["runs"][0]["tool"]["driver"]["rules"]
         .as_array()
         .unwrap();

@@ -334,8 +334,11 @@ fn appcontainer(ir: &Ir, req: Requirement) -> AppContainer {
             }
         })
         .collect();
+    // Named after the lowered IR, not the policy: one policy used in two
+    // workspaces gets two containers, so ACL grants made for one workspace
+    // never serve the other.
     let hash: String = ir
-        .policy_hash
+        .ir_hash
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .take(16)

@@ -65,11 +65,14 @@ enum Cmd {
     )]
     Approve(approve::ApproveArgs),
     /// Work with SBPL (macOS sandbox profile) files.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:\n  sbx sbpl check profile.sb\n  sbx compile policy.toml --target macos -o profile.sb && sbx sbpl check profile.sb"
+    )]
     Sbpl(SbplCmd),
     /// Apply a policy (or a compiled artifact) to a command and run it.
     #[command(
-        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
+        after_help = "Example:\n  sbx run policy.toml -- cargo test\n  sbx run --quiet --tool cargo_check config.toml -- cargo check\n  sbx run --artifact windows.json --report -- cmd /c dir\n  sbx run --artifact linux.json --workspace . -- ./build.sh"
     )]
     Run(run::RunArgs),
     /// Run a command, traced, and write a policy that lets it run: the base
@@ -318,10 +321,14 @@ fn run_compile(a: CompileArgs) -> i32 {
     };
     // A failed compile leaves no directory it made behind.
     let new_dir = a.output.as_ref().filter(|d| all && !d.exists());
+    // `check`'s warnings about rules these targets drop or narrow.
+    let warn: compile::Warn = &sbx::lint::target_warnings;
     let compiled = if outs.is_empty() {
-        compile::compile(&inputs, &targets, &opts).map(|o| (o.diagnostics, Some(o.artifacts)))
+        compile::compile_warned(&inputs, &targets, &opts, warn)
+            .map(|o| (o.diagnostics, Some(o.artifacts)))
     } else {
-        compile::compile_to(&inputs, &targets, &opts, |i, b| outs[i].write(b)).map(|d| (d, None))
+        compile::compile_to_warned(&inputs, &targets, &opts, warn, |i, b| outs[i].write(b))
+            .map(|d| (d, None))
     };
     let (warnings, artifacts) = match compiled {
         Ok(o) => o,
@@ -496,6 +503,26 @@ mod tests {
         }
     }
 
+    /// CLI.md: every command's `--help` has an example, subcommand groups
+    /// (`sbx sbpl`) and the top level included.
+    #[test]
+    fn every_help_has_an_example() {
+        fn walk(c: &clap::Command, path: &str) {
+            let help = c
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Example:\n  sbx"),
+                "`{path} --help` has no example"
+            );
+            for sub in c.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &format!("{path} {}", sub.get_name()));
+            }
+        }
+        walk(&Cli::command(), "sbx");
+    }
+
     /// The one-subcommand tree accepts exactly what the full tree accepts
     /// for `run`, with the same result; everything else falls back.
     #[test]
@@ -526,6 +553,7 @@ mod tests {
                 "y",
             ],
             &["run", "--landlock-abi", "3", "p.toml", "--", "x"],
+            &["run", "--quiet", "p.toml", "--", "x"],
             &["run", "p.toml", "--", "--", "x"],
             &["run", "p.toml", "x"],
             &["run", "p.toml", "--"],

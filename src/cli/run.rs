@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// that would allow it (Linux: traces the failing calls with strace).
     #[arg(long)]
     denials: bool,
+    /// Print no warnings or notes before the command starts (errors are
+    /// always printed), and no hint after it fails.
+    #[arg(long)]
+    quiet: bool,
     /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
@@ -44,13 +48,28 @@ pub struct RunArgs {
 /// `sbx run`'s code when sbx itself failed (nothing was run).
 const FAILED: i32 = sbx::runtime::EXIT_SBX_FAILED;
 
+/// Print diagnostics before the command starts; `--quiet` keeps only the
+/// errors.
+#[cfg(any(windows, target_os = "linux", target_os = "macos"))]
+fn say(a: &RunArgs, diags: &[sbx::diag::Diagnostic], files: &sbx::diag::Files) {
+    if a.quiet {
+        let errors: Vec<_> = diags.iter().filter(|d| d.is_error()).cloned().collect();
+        super::report(&errors, files, false);
+    } else {
+        super::report(diags, files, false);
+    }
+}
+
 pub fn run(a: RunArgs) -> i32 {
     if a.denials {
         let rerun = || run_here(a.clone_without_denials());
         return super::denials::run(a.workspace.as_ref(), a.home.as_ref(), rerun);
     }
+    let quiet = a.quiet;
     let code = run_here(a);
-    super::denials::hint(code);
+    if !quiet {
+        super::denials::hint(code);
+    }
     code
 }
 
@@ -65,6 +84,7 @@ impl RunArgs {
             approvals: self.approvals.clone(),
             report: self.report,
             denials: false,
+            quiet: self.quiet,
             landlock_abi: self.landlock_abi,
             command: self.command.clone(),
         }
@@ -95,6 +115,7 @@ fn run_here(a: RunArgs) -> i32 {
             &a.approvals,
             a.report,
             a.denials,
+            a.quiet,
             a.landlock_abi,
             &a.command,
         );
@@ -133,9 +154,23 @@ fn linux(a: RunArgs) -> i32 {
 /// already printed.
 #[cfg(target_os = "linux")]
 fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
-    let ir = host_ir(a, sbx::ir::Os::Linux)?;
-    match sbx::back::landlock::build(&ir) {
-        Ok(art) => Some(art),
+    let h = host_ir(a, sbx::ir::Os::Linux)?;
+    match sbx::back::landlock::build(&h.ir) {
+        Ok(art) => {
+            if !a.quiet {
+                // What `check` warns about the rules Landlock drops or narrows.
+                let targets = [sbx::compile::Target::Linux];
+                let w = sbx::lint::target_warnings(
+                    &h.ir,
+                    &h.policy,
+                    &h.layers,
+                    &targets,
+                    &art.precision,
+                );
+                say(a, &w, &h.files);
+            }
+            Some(art)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             None
@@ -143,16 +178,27 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     }
 }
 
+/// A policy lowered for this host, with what its warnings need (macOS
+/// reads only `ir`: SBPL drops and narrows no rule).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+#[cfg_attr(target_os = "macos", allow(dead_code))]
+struct Host {
+    ir: sbx::ir::Ir,
+    policy: sbx::policy::Policy,
+    layers: Vec<sbx::policy::LoadedLayer>,
+    files: sbx::diag::Files,
+}
+
 /// The policy lowered for this host (resolved paths, `[commands]` found
 /// on PATH), diagnostics printed; `None` when it does not compile.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
-fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
+fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
     use sbx::compile::{self, Inputs, Options};
     let policy = a.policy.as_ref()?;
     let inputs = match Inputs::read(std::slice::from_ref(policy)) {
         Ok(i) => i,
         Err(f) => {
-            super::report(&f.diagnostics, &Default::default(), false);
+            say(a, &f.diagnostics, &Default::default());
             return None;
         }
     };
@@ -166,29 +212,35 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<sbx::ir::Ir> {
     };
     match super::load_approvals(a.approvals.as_ref(), &opts) {
         Ok((list, warnings)) => {
-            super::report(&warnings, &files, false);
+            say(a, &warnings, &files);
             opts.approvals = list;
         }
         Err(d) => {
-            super::report(&[d], &files, false);
+            say(a, &[d], &files);
             return None;
         }
     }
-    let (policy, diags) = match compile::load(&inputs, &opts) {
+    let (layers, diags) = match compile::load_layers(&inputs, &opts) {
         Ok(x) => x,
         Err(f) => {
-            super::report(&f.diagnostics, &files, false);
+            say(a, &f.diagnostics, &files);
             return None;
         }
     };
-    super::report(&diags, &files, false);
+    say(a, &diags, &files);
+    let policy = sbx::policy::merge::merge(&layers);
     match compile::lower_to_apply(&policy, &opts, os) {
         Ok(l) => {
-            super::report(&l.diagnostics, &files, false);
-            Some(l.ir)
+            say(a, &l.diagnostics, &files);
+            Some(Host {
+                ir: l.ir,
+                policy,
+                layers,
+                files,
+            })
         }
         Err(f) => {
-            super::report(&f.diagnostics, &files, false);
+            say(a, &f.diagnostics, &files);
             None
         }
     }
@@ -220,21 +272,22 @@ fn windows(a: RunArgs) -> i32 {
             };
             match super::load_approvals(a.approvals.as_ref(), &opts) {
                 Ok((list, warnings)) => {
-                    super::report(&warnings, &inputs.files(), false);
+                    say(&a, &warnings, &inputs.files());
                     opts.approvals = list;
                 }
                 Err(d) => {
-                    super::report(&[d], &inputs.files(), false);
+                    say(&a, &[d], &inputs.files());
                     return FAILED;
                 }
             }
-            match compile::compile(&inputs, &[Target::Windows], &opts) {
+            let warn: compile::Warn = &sbx::lint::target_warnings;
+            match compile::compile_warned(&inputs, &[Target::Windows], &opts, warn) {
                 Ok(mut out) => {
-                    super::report(&out.diagnostics, &inputs.files(), false);
+                    say(&a, &out.diagnostics, &inputs.files());
                     out.artifacts.remove(0).text
                 }
                 Err(f) => {
-                    super::report(&f.diagnostics, &inputs.files(), false);
+                    say(&a, &f.diagnostics, &inputs.files());
                     return FAILED;
                 }
             }
@@ -276,8 +329,10 @@ fn macos(a: RunArgs) -> i32 {
             }
         };
     }
+    // SBPL keeps a missing path by name and expresses carve-outs: no
+    // rule is dropped or narrowed here, so no target warnings.
     match host_ir(&a, sbx::ir::Os::Macos) {
-        Some(ir) => mac::run(&ir, &a.command, &opts),
+        Some(h) => mac::run(&h.ir, &a.command, &opts),
         None => FAILED,
     }
 }

@@ -94,14 +94,14 @@ path = "src"
 read = true
 external = true
 "#;
-    BAD_CHARACTER = "SBX008", Error, "control character in a string",
-        "Paths, names and patterns may not contain NUL or other control characters: no target can represent them safely.",
+    BAD_CHARACTER = "SBX008", Error, "character a target cannot represent",
+        "Paths, names and patterns may not contain NUL or other control characters, and an [[env]] name may not contain `=` (the separator of NAME=VALUE): no target can represent them safely.",
         example = r#"[[fs]]
 path = "logs\u0007"
 read = true
 "#;
     TOO_LONG = "SBX009", Error, "path too long",
-        "The path is longer than the targets allow (4096 bytes).",
+        "The path is longer than the targets allow (4096 bytes), or one of its components (a file or directory name) is longer than 255 bytes, which no target's file system stores.",
         example = r#"[[fs]]
 path = "aaaa…(5000 characters)"
 read = true
@@ -123,7 +123,7 @@ name = "AWS_[A-Z"
 host = "https://api.example.com"
 "#;
     NOT_EXACT = "SBX013", Error, "cannot be enforced exactly",
-        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why.",
+        "`enforcement = \"required\"` refuses any rule a target can only approximate; the precision report says why. The error is located at the rule, or at `enforcement` for what the policy does not write itself (the default policy, presets).",
         example = r#"enforcement = "required"
 
 [[net]]
@@ -212,7 +212,7 @@ read = true
 host = "*"
 "#;
     DUPLICATE = "SBX026", Warning, "duplicate rule",
-        "Two rules in the same file name the same path (or the same env name, or the same network grant). Only the later [[fs]] rule applies; the earlier one is dead. Rules repeated across layers are not flagged: overriding is what layers are for.",
+        "Two rules in the same layer (a file, or with --tool one tool's part of it) name the same path (or the same env name, or the same network grant). Only the later [[fs]] rule applies; the earlier one is dead. Rules repeated across layers are not flagged: overriding is what layers are for (a tool repeating a rule of `tools.\"*\"` included).",
         example = r#"[[fs]]
 path = "src"
 read = true

@@ -7,6 +7,17 @@ use serde_json::{json, Value};
 
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
+/// `tool.driver.informationUri`: the documentation of the codes,
+/// docs/diagnostics.md as published with this version of the package
+/// (docs.rs serves every published crate's sources).
+pub const INFORMATION_URI: &str = concat!(
+    "https://docs.rs/crate/",
+    env!("CARGO_PKG_NAME"),
+    "/",
+    env!("CARGO_PKG_VERSION"),
+    "/source/docs/diagnostics.md"
+);
+
 fn level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
@@ -44,6 +55,7 @@ pub fn render(diags: &[Diagnostic], fallback: Option<&str>) -> String {
             "tool": {"driver": {
                 "name": "sbx",
                 "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }},
             "columnKind": "unicodeCodePoints",

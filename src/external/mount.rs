@@ -396,8 +396,14 @@ fn edit_policy(req: &Request, key: &str) -> Result<Edited, Error> {
 }
 
 fn load(src: &SourceFile, tool: Option<&str>) -> Result<policy::Policy, Vec<Diagnostic>> {
-    let l = policy::load_layer(src.clone(), tool)?;
-    Ok(policy::merge::merge(&[l]))
+    let layers = match tool {
+        Some(t) => {
+            let (defaults, l) = policy::load_tool_layers(src.clone(), t)?;
+            defaults.into_iter().chain([l]).collect()
+        }
+        None => vec![policy::load_layer(src.clone(), None)?],
+    };
+    Ok(policy::merge::merge(&layers))
 }
 
 /// What [`apply`] did, for the report.

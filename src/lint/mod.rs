@@ -57,6 +57,31 @@ pub fn lint(
     out
 }
 
+/// `check`'s warnings about rules dropped or narrowed for `targets`, from
+/// their precision `reports`: what `compile` and `run` print. SBX021 for a
+/// carve-out a target cannot express; SBX015 for a missing path when a
+/// Landlock target is among them (SBPL keeps such a rule by name, and the
+/// Windows back ends report per rule).
+pub fn target_warnings(
+    ir: &Ir,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+    targets: &[Target],
+    reports: &[Precision],
+) -> Vec<Diagnostic> {
+    let loc = Locator { policy, layers };
+    let idx = index::Index::new(ir);
+    let mut out = precision::lint(ir, &idx, reports, &loc);
+    if targets
+        .iter()
+        .any(|t| matches!(t, Target::Linux | Target::Landlockconfig))
+    {
+        out.extend(rules::missing(ir, &idx, &loc));
+    }
+    sort(&mut out);
+    out
+}
+
 /// One SBX028 error per widening, located at the responsible rule.
 pub fn baseline_diagnostics(old: &Ir, new: &Ir, loc: &Locator) -> Vec<Diagnostic> {
     baseline::widenings(old, new)
@@ -70,7 +95,7 @@ pub fn baseline_diagnostics(old: &Ir, new: &Ir, loc: &Locator) -> Vec<Diagnostic
                 codes::WIDENS,
                 format!("widens the baseline: {}{by}", w.widened.describe()),
             )
-            .at(w.origin.as_ref().and_then(|o| loc.locate(o)))
+            .at(loc.locate_opt(w.origin.as_ref()))
             .help("narrow the rule, or update the baseline in the same change so the widening is reviewed")
         })
         .collect()
@@ -139,11 +164,11 @@ pub fn check(
         match compile::emit(ir, t) {
             Ok(e) => {
                 if ir.enforcement == Enforcement::Required {
-                    diags.extend(compile::inexact(&e.precision, t));
+                    diags.extend(compile::inexact(&e.precision, t, &policy, &layers));
                 }
                 reports.extend(e.precision);
             }
-            Err(d) => diags.push(d),
+            Err(e) => diags.push(compile::emit_error(&e, &policy, &layers)),
         }
     }
     diags.extend(lint(host, &policy, &layers, &reports, opts.portable));

@@ -85,7 +85,25 @@ pub struct Locator<'a> {
 }
 
 impl Locator<'_> {
+    /// Where `o` is written; for what the policy does not write (the
+    /// default policy, the minimal environment, a removed table), the
+    /// policy itself: the top of the last file, or its tool's `access`
+    /// table under `--tool`.
     pub fn locate(&self, o: &Origin) -> Option<Location> {
+        self.written(o).or_else(|| self.document())
+    }
+
+    /// [`Self::locate`] for an optional origin.
+    pub fn locate_opt(&self, o: Option<&Origin>) -> Option<Location> {
+        o.and_then(|o| self.written(o)).or_else(|| self.document())
+    }
+
+    /// The policy of the last layer (later layers win).
+    pub fn document(&self) -> Option<Location> {
+        self.layers.last().and_then(|l| l.parsed.locate(""))
+    }
+
+    fn written(&self, o: &Origin) -> Option<Location> {
         match o {
             Origin::Fs {
                 source: Source::ProcessRoot,
@@ -150,10 +168,6 @@ impl Locator<'_> {
 
     /// The value at `pointer` in the last layer that sets it (later wins).
     pub fn key(&self, pointer: &str) -> Option<Location> {
-        self.layers
-            .iter()
-            .rev()
-            .find(|l| l.parsed.value.pointer(pointer).is_some())
-            .and_then(|l| l.parsed.locate(pointer))
+        crate::policy::locate::key(self.layers, pointer)
     }
 }

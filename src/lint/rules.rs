@@ -7,15 +7,12 @@ use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic, Location};
 use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
-use crate::policy::Policy;
+use crate::policy::{Located, Policy};
 use std::collections::HashMap;
 
-fn same_file(a: &Option<Location>, b: &Option<Location>) -> bool {
-    matches!((a, b), (Some(a), Some(b)) if a.file == b.file)
-}
-
-fn file(l: &Option<Location>) -> Option<&str> {
-    l.as_ref().map(|l| l.file.as_str())
+/// Both written, in one layer (a file, or one tool's part of it).
+fn same_layer<T>(a: &Located<T>, b: &Located<T>) -> bool {
+    a.loc.is_some() && b.loc.is_some() && a.layer == b.layer
 }
 
 fn at(l: &Option<Location>) -> String {
@@ -40,15 +37,15 @@ fn place(ir: &Ir, path: &str) -> String {
     }
 }
 
-/// SBX026: the same path, env name or network grant twice in one file.
+/// SBX026: the same path, env name or network grant twice in one layer.
 pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let fs = policy.fs.as_deref().unwrap_or_default();
     let places: Vec<String> = fs.iter().map(|r| place(ir, &r.value.path)).collect();
-    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    let mut first: HashMap<(&str, usize), usize> = HashMap::new();
     for (j, r) in fs.iter().enumerate() {
-        let i = *first.entry((places[j].as_str(), file(&r.loc))).or_insert(j);
-        if i == j || !same_file(&fs[i].loc, &r.loc) {
+        let i = *first.entry((places[j].as_str(), r.layer)).or_insert(j);
+        if i == j || !same_layer(&fs[i], r) {
             continue;
         }
         out.push(
@@ -65,8 +62,8 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
         );
     }
     for (j, r) in policy.net.iter().enumerate() {
-        if let Some(i) = (0..j)
-            .find(|&i| policy.net[i].value == r.value && same_file(&policy.net[i].loc, &r.loc))
+        if let Some(i) =
+            (0..j).find(|&i| policy.net[i].value == r.value && same_layer(&policy.net[i], r))
         {
             out.push(
                 Diagnostic::new(
@@ -78,12 +75,10 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             );
         }
     }
-    let mut first: HashMap<(&str, Option<&str>), usize> = HashMap::new();
+    let mut first: HashMap<(&str, usize), usize> = HashMap::new();
     for (j, r) in policy.env.iter().enumerate() {
-        let i = *first
-            .entry((r.value.name.as_str(), file(&r.loc)))
-            .or_insert(j);
-        if i != j && same_file(&policy.env[i].loc, &r.loc) {
+        let i = *first.entry((r.value.name.as_str(), r.layer)).or_insert(j);
+        if i != j && same_layer(&policy.env[i], r) {
             out.push(
                 Diagnostic::new(
                     codes::DUPLICATE,

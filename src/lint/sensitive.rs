@@ -325,7 +325,7 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
             paths.join(", ")
         ),
     )
-    .at(culprit.as_ref().and_then(|o| loc.locate(o)))
+    .at(loc.locate_opt(culprit.as_ref()))
     .help("restrict [[net]] to the ports the tool needs (for example `port = 443`), or drop the read of the sensitive path")]
 }
 

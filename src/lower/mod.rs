@@ -14,7 +14,6 @@ use crate::ir::{
 use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
 use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
-use sha2::{Digest, Sha256};
 
 /// RFD 075's built-in sensitive paths; user entries are appended.
 pub const SENSITIVE_PATHS: &[&str] = &[
@@ -72,11 +71,12 @@ struct Ctx<'a> {
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let mut l = lower_unhashed(policy, opts)?;
-    l.ir.policy_hash = hash(&l.ir);
+    l.ir.ir_hash = hash(&l.ir);
+    l.ir.policy_hash = crate::policy::hash::policy_hash(policy);
     Ok(l)
 }
 
-/// [`lower`] without the IR's `policy_hash` (left empty), for an IR that
+/// [`lower`] without the IR's `policy_hash` and `ir_hash` (left empty), for an IR that
 /// is applied and dropped, never written: `sbx run POLICY`. Hashing costs
 /// that run a serialisation of the whole IR and two `cpuid`s, which trap
 /// to the hypervisor in a VM.
@@ -177,6 +177,7 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
     let mut ir = Ir {
         sbx: ir::FORMAT_VERSION,
         policy_hash: String::new(),
+        ir_hash: String::new(),
         enforcement: match policy.enforcement {
             Some(Enforcement::Required) => ir::Enforcement::Required,
             _ => ir::Enforcement::BestEffort,
@@ -280,12 +281,9 @@ fn root_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> (String, Option<
     }
 }
 
-/// sha256 of the IR's JSON with an empty hash field: same inputs, same hash.
+/// sha256 of the IR's JSON with empty hash fields: same inputs, same hash.
 fn hash(ir: &Ir) -> String {
-    let json = serde_json::to_vec(ir).expect("IR serialises");
-    let digest = Sha256::digest(&json);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    crate::policy::hash::sha256(&serde_json::to_vec(ir).expect("IR serialises"))
 }
 
 fn rule_source(index: usize, loc: &Option<Location>) -> Source {

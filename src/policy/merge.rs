@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 pub struct Located<T> {
     pub value: T,
     pub loc: Option<Location>,
+    /// The index of its layer in merge order: two layers may come from one
+    /// file (`--tool NAME` over the file's `tools."*"`).
+    pub layer: usize,
 }
 
 /// The merged policy, still in the user's terms (relative paths etc.).
@@ -33,28 +36,28 @@ pub struct Policy {
 
 pub fn merge(layers: &[LoadedLayer]) -> Policy {
     let mut p = Policy::default();
-    for l in layers {
+    for (n, l) in layers.iter().enumerate() {
         let layer = &l.layer;
         let at = |ptr: String| l.parsed.locate(&ptr);
         if layer.enforcement.is_some() {
             p.enforcement = layer.enforcement;
         }
         if let Some(m) = &layer.fs {
-            let items = located(m, "fs", &at);
+            let items = located(m, "fs", n, &at);
             let mut cur = p.fs.take().unwrap_or_default();
             apply(&mut cur, items, strategy(m));
             p.fs = Some(cur);
         }
         if let Some(m) = &layer.net {
-            apply(&mut p.net, located(m, "net", &at), strategy(m));
+            apply(&mut p.net, located(m, "net", n, &at), strategy(m));
         }
         if let Some(m) = &layer.env {
-            apply(&mut p.env, located(m, "env", &at), strategy(m));
+            apply(&mut p.env, located(m, "env", n, &at), strategy(m));
         }
         if let Some(m) = &layer.sensitive_paths {
             apply(
                 &mut p.sensitive_paths,
-                located(m, "sensitive_paths", &at),
+                located(m, "sensitive_paths", n, &at),
                 strategy(m),
             );
         }
@@ -76,6 +79,7 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
                     Located {
                         value: rule.clone(),
                         loc,
+                        layer: n,
                     },
                 );
             }
@@ -126,6 +130,7 @@ fn strategy<T>(m: &Mergeable<T>) -> Strategy {
 fn located<T: Clone>(
     m: &Mergeable<T>,
     key: &str,
+    layer: usize,
     at: &dyn Fn(String) -> Option<Location>,
 ) -> Vec<Located<T>> {
     let (items, base) = match m {
@@ -138,6 +143,7 @@ fn located<T: Clone>(
         .map(|(i, v)| Located {
             value: v.clone(),
             loc: at(format!("{base}/{i}")),
+            layer,
         })
         .collect()
 }

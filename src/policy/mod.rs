@@ -1,6 +1,8 @@
 //! The front end: read each file, validate it against the schema and the
 //! semantic rules, deserialise it, and merge the layers left to right.
 
+pub mod hash;
+pub mod locate;
 pub mod merge;
 pub mod model;
 pub mod schema;
@@ -20,6 +22,10 @@ pub struct LoadedLayer {
     pub layer: Layer,
 }
 
+/// The tool whose `access` is every tool's defaults (RFD 075 writes
+/// `conversation.tools.*.access`).
+pub const ANY_TOOL: &str = "*";
+
 /// Parse, select (`--tool`), schema-check, deserialise and semantically
 /// check one file. Returns every problem found, not just the first.
 pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, Vec<Diagnostic>> {
@@ -27,6 +33,32 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
     if let Some(t) = tool {
         parsed = parsed.select_tool(t).map_err(|d| vec![d])?;
     }
+    check_layer(parsed)
+}
+
+/// One file's layers for `--tool NAME`: `conversation.tools."*".access`
+/// when the file has it (the defaults of every tool), then
+/// `conversation.tools.NAME.access`. Both are checked, so one run reports
+/// the errors of both.
+pub fn load_tool_layers(
+    file: SourceFile,
+    tool: &str,
+) -> Result<(Option<LoadedLayer>, LoadedLayer), Vec<Diagnostic>> {
+    let parsed = Parsed::parse(file).map_err(|d| vec![d])?;
+    let any = format!("/conversation/tools/{ANY_TOOL}");
+    let defaults = (tool != ANY_TOOL && parsed.value.pointer(&any).is_some())
+        .then(|| parsed.clone().select_tool(ANY_TOOL).map_err(|d| vec![d]));
+    let mine = parsed.select_tool(tool).map_err(|d| vec![d]);
+    let defaults = defaults.map(|p| p.and_then(check_layer)).transpose();
+    let mine = mine.and_then(check_layer);
+    match (defaults, mine) {
+        (Ok(d), Ok(m)) => Ok((d, m)),
+        (d, m) => Err(d.err().into_iter().chain(m.err()).flatten().collect()),
+    }
+}
+
+/// Schema-check, deserialise and semantically check one selected part.
+fn check_layer(parsed: Parsed) -> Result<LoadedLayer, Vec<Diagnostic>> {
     // A schema-valid document deserialises at once; only the others need
     // the schema validator (whose construction is most of a small compile)
     // for its located messages.
@@ -57,6 +89,16 @@ pub fn load_layer(file: SourceFile, tool: Option<&str>) -> Result<LoadedLayer, V
         }
     };
     Ok(LoadedLayer { parsed, layer })
+}
+
+/// A valid file as one layer, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_layer(name: &str, text: &str) -> LoadedLayer {
+    let file = SourceFile {
+        name: name.into(),
+        text: text.into(),
+    };
+    load_layer(file, None).unwrap()
 }
 
 /// Read a policy file from disk (I/O errors are exit-2 errors, SBX017).
@@ -134,6 +176,28 @@ mod tests {
                 codes::NO_CAPABILITY
             ]
         );
+    }
+
+    #[test]
+    fn a_name_over_255_bytes_is_an_error_naming_the_rule() {
+        let policy = |name: &str| format!("[[fs]]\npath = 'C:\\x\\{name}\\y'\nread = true\n");
+        assert!(load(&policy(&"n".repeat(255))).is_ok());
+        let d = load(&policy(&"n".repeat(256))).unwrap_err();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].code, codes::TOO_LONG);
+        assert!(
+            d[0].message.starts_with("`fs[0].path`: "),
+            "{}",
+            d[0].message
+        );
+        assert_eq!(d[0].location.as_ref().unwrap().line, 2);
+        // Bytes, not characters: 128 two-byte characters are too many.
+        let d = load(&format!(
+            "[process]\nread_roots = ['/{}']\n",
+            "é".repeat(128)
+        ))
+        .unwrap_err();
+        assert!(d[0].message.contains("256 bytes"), "{}", d[0].message);
     }
 
     #[test]

@@ -115,6 +115,20 @@ mod check {
     pub fn abi<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
         in_range(d, 1, 7)
     }
+
+    pub fn version<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        in_range(d, 1, 1)
+    }
+}
+
+/// `version`: the integer 1, and nothing else (`const`), so an editor
+/// using the schema refuses what `check` refuses.
+fn version_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Format version; only 1 exists.",
+        "type": "integer",
+        "const": 1
+    })
 }
 
 /// One policy file (a layer).
@@ -126,7 +140,12 @@ mod check {
 )]
 pub struct Layer {
     /// Format version; only 1 exists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "check::version"
+    )]
+    #[schemars(schema_with = "version_schema")]
     pub version: Option<i64>,
     /// `required`: fail if any rule cannot be enforced exactly by a target.
     #[serde(default, skip_serializing_if = "Option::is_none")]

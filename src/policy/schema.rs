@@ -114,6 +114,19 @@ fn collect(e: &ValidationError<'_>, parsed: &Parsed, out: &mut Vec<Diagnostic>) 
                 out.push(d);
             }
         }
+        // A version of the wrong type is reported as that alone.
+        ValidationErrorKind::Constant { .. } if at == "/version" => {
+            if e.instance().is_number() {
+                out.push(
+                    Diagnostic::new(
+                        codes::VERSION,
+                        format!("unsupported policy version {}", e.instance()),
+                    )
+                    .at(parsed.locate(&at))
+                    .help("this sbx understands version = 1"),
+                )
+            }
+        }
         kind => {
             let (message, help) = explain(kind, e, parsed, &at);
             out.push(

@@ -101,12 +101,14 @@ impl Parsed {
             Ok(p) => p,
             Err(e) => {
                 let span = e.span().unwrap_or(0..0);
-                let loc = location(&file, &LineIndex::new(&file.text), span);
+                let loc = location(&file, &LineIndex::new(&file.text), span.clone());
                 let message = e.message().trim().to_string();
-                let help = if message.contains("escape") || message.contains("unicode") {
-                    "in a \"basic string\" a backslash starts an escape: write Windows paths as 'literal strings' or with forward slashes"
+                let help = if let Some(fixed) = quote_star(&file.text, span.start) {
+                    format!("`*` is not a bare TOML key: quote it, as in {fixed}")
+                } else if message.contains("escape") || message.contains("unicode") {
+                    "in a \"basic string\" a backslash starts an escape: write Windows paths as 'literal strings' or with forward slashes".into()
                 } else {
-                    "fix the TOML syntax; see https://toml.io"
+                    "fix the TOML syntax; see https://toml.io".into()
                 };
                 return Err(Diagnostic::new(
                     codes::TOML_SYNTAX,
@@ -267,6 +269,36 @@ impl Parsed {
             })
             .collect()
     }
+}
+
+/// RFD 075 writes `[conversation.tools.*.access]`, which TOML refuses at
+/// the `*`: the line with each bare `*` key quoted, when the error is at
+/// one. Only the key part is rewritten (up to `]` of a header, or `=`).
+fn quote_star(text: &str, at: usize) -> Option<String> {
+    if !text.get(at..)?.starts_with('*') {
+        return None;
+    }
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = text[start..end].trim_end_matches('\r');
+    let mut out = String::with_capacity(line.len() + 4);
+    let mut quote = None;
+    let mut in_key = true;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '=' | ']') => in_key = false,
+            (None, '*') if in_key => {
+                out.push_str("\"*\"");
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    Some(out)
 }
 
 /// An array index as RFC 6901 writes it (no sign, no leading zeros).
@@ -436,6 +468,20 @@ mod tests {
         let e = parse("version = 1\nfs = [\n").unwrap_err();
         assert_eq!(e.code, codes::TOML_SYNTAX);
         assert!(e.location.unwrap().line >= 2);
+    }
+
+    #[test]
+    fn a_bare_star_key_gets_its_quoted_spelling() {
+        let e = parse("[conversation.tools.*.access]\n").unwrap_err();
+        assert!(e
+            .help
+            .unwrap()
+            .contains(r#"[conversation.tools."*".access]"#),);
+        assert_eq!(
+            quote_star("a.* = \"x*\" # *\n", 2).as_deref(),
+            Some(r#"a."*" = "x*" # *"#)
+        );
+        assert_eq!(quote_star("a = 1\n", 0), None);
     }
 
     #[test]

@@ -106,6 +106,8 @@ mod tests {
         constraints(super::super::schema::schema(), "", &mut found);
         let p = |s: &str| format!("/$defs/{s}");
         let expected = vec![
+            // Checked by the deserialiser itself (`check::version`).
+            ("/properties/version".to_string(), "const", json!(1)),
             (p("EnvRule/properties/name"), "minLength", json!(1)),
             (p("FsRule/properties/path"), "minLength", json!(1)),
             (p("Limits/properties/cpu_time_s"), "minimum", json!(1)),

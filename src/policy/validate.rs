@@ -9,6 +9,11 @@ use serde_json::Value;
 /// The longest path any target accepts (Linux PATH_MAX).
 pub const MAX_PATH_BYTES: usize = 4096;
 
+/// The longest file name (path component) every target accepts: NAME_MAX
+/// on Linux, 255 UTF-8 bytes on APFS, 255 UTF-16 units on NTFS (never
+/// more than 255 bytes of UTF-8).
+pub const MAX_NAME_BYTES: usize = 255;
+
 /// NUL or control characters in any string or key: no target can carry
 /// them safely, so they are refused wherever they appear.
 pub fn control_characters(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
@@ -76,15 +81,6 @@ fn bad_char(what: String, c: char) -> Diagnostic {
 /// reported by the schema and is skipped here.
 pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     let root = &parsed.value;
-    if let Some(v) = root.get("version").and_then(Value::as_i64) {
-        if v != 1 {
-            out.push(
-                Diagnostic::new(codes::VERSION, format!("unsupported policy version {v}"))
-                    .at(parsed.locate("/version"))
-                    .help("this sbx understands version = 1"),
-            );
-        }
-    }
     for (ptr, rule) in items::<FsRule>(root, "fs") {
         fs_rule(&rule, &ptr, parsed, out);
     }
@@ -92,7 +88,19 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
         net_rule(&rule, &ptr, parsed, out);
     }
     for (ptr, rule) in items::<EnvRule>(root, "env") {
-        pattern(&rule.name, &format!("{ptr}/name"), parsed, out);
+        let at = format!("{ptr}/name");
+        // `NAME=VALUE` is how every OS stores a variable: no name holds `=`.
+        if rule.name.contains('=') {
+            out.push(
+                Diagnostic::new(
+                    codes::BAD_CHARACTER,
+                    format!("env name {:?} contains `=`", rule.name),
+                )
+                .at(parsed.locate(&at))
+                .help("an environment variable name cannot contain `=`: name the variable alone"),
+            );
+        }
+        pattern(&rule.name, &at, parsed, out);
     }
     for (ptr, p) in items::<String>(root, "sensitive_paths") {
         pattern(&p, &ptr, parsed, out);
@@ -251,6 +259,23 @@ fn path_text(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
             )
             .at(parsed.locate(ptr))
             .help("no target accepts longer paths; grant a shorter parent directory instead"),
+        );
+    }
+    // No file system holds the name, so the rule could never match: an
+    // error, not the "does not exist" warning.
+    if let Some(long) = p.split(['/', '\\']).find(|c| c.len() > MAX_NAME_BYTES) {
+        let head: String = long.chars().take(16).collect();
+        out.push(
+            Diagnostic::new(
+                codes::TOO_LONG,
+                format!(
+                    "{}: the path component {head:?}… is {} bytes; the limit is {MAX_NAME_BYTES}",
+                    describe(ptr),
+                    long.len()
+                ),
+            )
+            .at(parsed.locate(ptr))
+            .help("no file system stores a file name longer than 255 bytes: fix the path"),
         );
     }
     // Portable artifacts use `${WORKSPACE}`-style placeholders; a literal

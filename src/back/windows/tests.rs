@@ -103,6 +103,7 @@ fn precision_without_appcontainer() {
 fn appcontainer_denies_network_and_narrows_by_deny_ace() {
     let mut ir = base();
     ir.windows.appcontainer = true;
+    ir.ir_hash = "sha256:00ff".into();
     ir.fs.push(Grant {
         path: "${WORKSPACE}/.git".into(),
         access: Access::READ,

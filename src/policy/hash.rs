@@ -1,0 +1,80 @@
+//! The policy hash (CLI.md "Artifacts"): sha256 of the merged policy in a
+//! canonical JSON form, without where each value was written. It depends
+//! on nothing but the policy, so every artifact compiled from one policy
+//! carries the same hash, whatever the target, host or path mode.
+
+use super::merge::{Located, Policy};
+use super::model::{CommandRule, Enforcement, EnvRule, FsRule, Limits, Linux, Macos, NetRule};
+use super::model::{Process, Windows};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The merged policy's values in a fixed order: struct fields in
+/// declaration order, `commands` sorted by name, lists as merged.
+#[derive(Serialize)]
+struct Canonical<'a> {
+    enforcement: Option<Enforcement>,
+    fs: Option<Vec<&'a FsRule>>,
+    net: Vec<&'a NetRule>,
+    env: Vec<&'a EnvRule>,
+    commands: Option<BTreeMap<&'a str, &'a CommandRule>>,
+    sensitive_paths: Vec<&'a str>,
+    process: &'a Process,
+    limits: &'a Limits,
+    macos: &'a Macos,
+    linux: &'a Linux,
+    windows: &'a Windows,
+}
+
+fn values<T>(list: &[Located<T>]) -> Vec<&T> {
+    list.iter().map(|l| &l.value).collect()
+}
+
+/// `sha256:` and 64 hex digits.
+pub fn policy_hash(p: &Policy) -> String {
+    let c = Canonical {
+        enforcement: p.enforcement,
+        fs: p.fs.as_deref().map(values),
+        net: values(&p.net),
+        env: values(&p.env),
+        commands: p
+            .commands
+            .as_ref()
+            .map(|m| m.iter().map(|(k, v)| (k.as_str(), &v.value)).collect()),
+        sensitive_paths: p.sensitive_paths.iter().map(|s| s.value.as_str()).collect(),
+        process: &p.process,
+        limits: &p.limits,
+        macos: &p.macos,
+        linux: &p.linux,
+        windows: &p.windows,
+    };
+    sha256(&serde_json::to_vec(&c).expect("the policy serialises"))
+}
+
+/// `sha256:` and the hex digest of `bytes`.
+pub fn sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{merge::merge, test_layer};
+
+    fn hash_of(text: &str) -> String {
+        policy_hash(&merge(&[test_layer("p.toml", text)]))
+    }
+
+    #[test]
+    fn layout_does_not_count_values_do() {
+        let a = hash_of("[[fs]]\npath = \"src\"\nread = true\n");
+        let b = hash_of("# a comment\n\n[[fs]]\nread = true\npath = \"src\"\n");
+        let c = hash_of("[[fs]]\npath = \"src\"\nread = true\nwrite = true\n");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.starts_with("sha256:") && a.len() == 71, "{a}");
+    }
+}
