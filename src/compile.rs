@@ -348,10 +348,9 @@ pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Ou
 }
 
 /// Extra warnings about one lowering, given the targets compiled from it
-/// and their precision reports. The CLI passes
-/// [`crate::lint::target_warnings`]: `check`'s warnings about rules a
-/// target drops or narrows (the linter depends on this module, not the
-/// other way round).
+/// and their precision reports. The CLI passes the linter's
+/// `target_warnings`: `check`'s warnings about rules a target drops or
+/// narrows (the linter depends on this module, not the other way round).
 pub type Warn<'a> =
     &'a dyn Fn(&Ir, &Policy, &[LoadedLayer], &[Target], &[Precision]) -> Vec<Diagnostic>;
 
