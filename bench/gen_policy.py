@@ -19,6 +19,7 @@ Shapes (N counts the shape's rules):
               rules under it, and writable ones under those (names share
               prefixes: c/0/1, c/0/10, c/0/100)
   globs       existing directories, and as many sensitive_paths globs
+              anchored below them, at home or absolute
   external    workspace symlinks to directories outside it, external =
               true, nine in ten approved
   env         [[env]] names and globs, some not forwarded
@@ -121,7 +122,7 @@ def globs(n, mk):
         out.append(fs(p, RO if i % 2 else RW))
     sensitive = []
     for i in range(half):
-        pats = [f"**/.secret{i}.*", f"~/.tool{i}/", f"g/{i:05d}/*.key", f"**/cache{i}/**"]
+        pats = [f"~/.tool{i}/", f"g/{i:05d}/*.key", f"g/{i:05d}/s/**/.token", f"/opt/t{i}/*.pem"]
         sensitive.append(pats[i % len(pats)])
     head = ["sensitive_paths = " + json.dumps(sensitive), ""]
     return head + out

@@ -8,7 +8,7 @@ pub mod sarif;
 use serde::Serialize;
 use std::ops::Range;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -17,7 +17,7 @@ pub enum Severity {
 }
 
 /// Where in which file: 1-based line and column plus the byte span.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
     pub file: String,
     pub line: usize,
@@ -25,7 +25,7 @@ pub struct Location {
     pub span: Range<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub code: &'static str,

@@ -7,6 +7,7 @@ use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic, Location};
 use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
+use crate::policy::model::NetRule;
 use crate::policy::Policy;
 use std::collections::HashMap;
 
@@ -64,10 +65,13 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             .help("merge the two rules into one"),
         );
     }
+    let mut first: HashMap<(&NetRule, &str), usize> = HashMap::new();
     for (j, r) in policy.net.iter().enumerate() {
-        if let Some(i) = (0..j)
-            .find(|&i| policy.net[i].value == r.value && same_file(&policy.net[i].loc, &r.loc))
-        {
+        let Some(f) = file(&r.loc) else {
+            continue; // unlocated: no file to repeat it in
+        };
+        let i = *first.entry((&r.value, f)).or_insert(j);
+        if i != j {
             out.push(
                 Diagnostic::new(
                     codes::DUPLICATE,

@@ -14,6 +14,7 @@ use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
 use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 
 /// RFD 075's built-in sensitive paths; user entries are appended.
 pub const SENSITIVE_PATHS: &[&str] = &[
@@ -67,6 +68,9 @@ struct Ctx<'a> {
     notes: Vec<Precision>,
     /// Memoised canonicalisation for this lowering.
     resolver: Resolver,
+    /// The approvals by rule path, in store order: each external rule
+    /// looks at its own, not at the whole store.
+    approvals: HashMap<&'a str, Vec<Approval>>,
 }
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
@@ -103,7 +107,14 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
         diags: Vec::new(),
         notes: Vec::new(),
         resolver,
+        approvals: HashMap::new(),
     };
+    for a in &opts.approvals {
+        cx.approvals
+            .entry(a.rule_path.as_str())
+            .or_default()
+            .push(a.clone());
+    }
     if resolve && workspace_dir != Some(true) {
         return Err(vec![Diagnostic::new(
             codes::BAD_PATH,
@@ -516,7 +527,11 @@ impl Ctx<'_> {
                 return Ok(None);
             }
         };
-        match ext::status(&self.opts.approvals, &ws, &key, &target) {
+        let approvals = self
+            .approvals
+            .get(key.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        match ext::status(approvals, &ws, &key, &target) {
             ApprovalStatus::Approved => {}
             ApprovalStatus::Unapproved => {
                 drop(self, format!("not approved (target {target})"));
