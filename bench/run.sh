@@ -7,8 +7,11 @@
 #
 # Needs hyperfine and, for the comparison, bwrap:
 #   apt-get install -y hyperfine bubblewrap
-# Environment: COUNTS (default "10 100 1000 10000 100000"), RUNS (sbx run
-# samples, default 1000), SBX (binary; default: a fresh release build).
+# Environment: COUNTS (rules per policy, default "10000 100000"), SHAPES
+# (bench/gen_policy.py's shapes, default all), TARGETS (default "all
+# check": `compile --target all` and `check`; any compile target works),
+# RUNS (sbx run samples, default 1000), SBX (binary; default: a fresh
+# release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -18,7 +21,10 @@ if [ -z "${SBX:-}" ]; then
   cargo build --release --quiet
   SBX=$PWD/target/release/sbx
 fi
-COUNTS=${COUNTS:-"10 100 1000 10000 100000"}
+COUNTS=${COUNTS:-"10000 100000"}
+SHAPES=${SHAPES:-"missing siblings nested carveouts globs external env commands net layered"}
+# What to time per shape: compile targets (all, linux, macos, ...) or check.
+TARGETS=${TARGETS:-"all check"}
 RUNS=${RUNS:-1000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -38,48 +44,39 @@ echo "# sbx benchmarks: $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1
 echo "# sbx: $SBX ($("$SBX" --version))"
 echo
 
-targets() {
-  # Targets this build emits (macos once the SBPL back end is built in).
-  python3 bench/gen_policy.py 1 >"$work/one.toml"
-  for t in ir linux landlockconfig windows macos; do
-    if "$SBX" compile "$work/one.toml" --workspace "$work/ws" --target "$t" >/dev/null 2>&1; then
-      echo "$t"
-    fi
-  done
-}
-
 compile_bench() {
-  local ts
-  ts=$(targets | tr '\n' ' ')
-  echo "## compile: median wall ms (min-max, runs) and peak RSS"
+  echo "## compile: median wall ms (min-max, runs) and peak RSS, per policy shape"
   echo
-  echo "| rules | target | median ms | min ms | max ms | runs | peak RSS MiB |"
-  echo "|---:|---|---:|---:|---:|---:|---:|"
-  for n in $COUNTS; do
-    python3 bench/gen_policy.py "$n" >"$work/p$n.toml"
-    local runs=30
-    [ "$n" -ge 10000 ] && runs=10
-    [ "$n" -ge 100000 ] && runs=3
-    for t in $ts all; do
-      local out="$work/out.$t"
-      [ "$t" = all ] && out="$work/outdir"
-      local args=(compile "$work/p$n.toml" --workspace "$work/ws" -o "$out")
-      if [ "$t" = all ]; then
-        # --target all needs every back end: time what is built, together.
-        [ "$(echo "$ts" | wc -w)" -lt 5 ] && continue
-        args+=(--target all)
-      else
-        args+=(--target "$t")
-      fi
-      mkdir -p "$work/outdir"
-      hyperfine -N --warmup 1 --runs "$runs" --export-json "$work/h.json" \
-        "$SBX ${args[*]}" >/dev/null 2>&1
-      read -r med min max cnt < <(stats "$work/h.json")
-      local rss
-      /usr/bin/time -o "$work/rss" -f '%M' "$SBX" "${args[@]}" >/dev/null 2>&1
-      rss=$(tail -n1 "$work/rss")
-      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$t" "$med" "$min" "$max" "$cnt" \
-        "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')"
+  echo "| shape | rules | command | median ms | min ms | max ms | runs | peak RSS MiB |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|"
+  for shape in $SHAPES; do
+    for n in $COUNTS; do
+      local d="$work/$shape$n"
+      mkdir -p "$d"
+      local gen
+      gen=$(python3 bench/gen_policy.py "$shape" "$n" "$d")
+      local runs=30
+      [ "$n" -ge 10000 ] && runs=10
+      [ "$n" -ge 100000 ] && runs=3
+      for what in $TARGETS; do
+        local args
+        if [ "$what" = check ]; then
+          args="$SBX check $gen"
+        else
+          mkdir -p "$d/out"
+          args="$SBX compile $gen --target $what -o $d/out/$what"
+          [ "$what" = all ] && args="$SBX compile $gen --target all -o $d/out"
+        fi
+        # `commands` resolves its programs through PATH.
+        PATH="$d/bin:$PATH" hyperfine -N --warmup 1 --runs "$runs" --export-json "$work/h.json" \
+          "$args" >/dev/null 2>&1
+        read -r med min max cnt < <(stats "$work/h.json")
+        # shellcheck disable=SC2086
+        PATH="$d/bin:$PATH" /usr/bin/time -o "$work/rss" -f '%M' $args >/dev/null 2>&1 || true
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$shape" "$n" "$what" "$med" "$min" "$max" "$cnt" \
+          "$(awk -v k="$(tail -n1 "$work/rss")" 'BEGIN { printf "%.1f", k / 1024 }')"
+      done
+      rm -rf "$d"
     done
   done
   echo

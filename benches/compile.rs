@@ -1,7 +1,7 @@
 //! In-process benchmarks: compile time against rule count for each target,
 //! and the front end's schema validation and lowering on their own.
 //! `cargo bench`; whole-process figures (start-up, RSS, `sbx run`) come
-//! from bench/run.sh. Inputs mirror bench/gen_policy.py.
+//! from bench/run.sh. Inputs come from bench/gen_policy.py (python3).
 
 use sbx::compile::{self, Inputs, Options, Target};
 use sbx::ir::Os;
@@ -11,27 +11,73 @@ fn main() {
     divan::main();
 }
 
-const RIGHTS: [&str; 4] = [
-    "read = true",
-    "read = true\nwrite = true",
-    "read = true\nexecute = true",
-    "create = true\nupdate = true",
+/// The policy `bench/gen_policy.py N` writes (the `missing` shape).
+fn policy_text(n: usize) -> String {
+    let out = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/gen_policy.py"))
+        .arg(n.to_string())
+        .output()
+        .expect("python3 runs bench/gen_policy.py");
+    assert!(out.status.success(), "gen_policy.py {n} failed");
+    String::from_utf8(out.stdout).expect("UTF-8 policy")
+}
+
+/// A policy of `n` rules in `shape` (bench/gen_policy.py), with its
+/// workspace, home and approvals; `PATH` gets the shape's `bin/`.
+fn shaped(shape: &str, n: usize) -> (Inputs, Options) {
+    let dir = workspace().join(format!("{shape}{n}"));
+    let out = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/gen_policy.py"))
+        .args([shape, &n.to_string(), dir.as_str()])
+        .output()
+        .expect("python3 runs bench/gen_policy.py");
+    assert!(out.status.success(), "gen_policy.py {shape} {n} failed");
+    let line = String::from_utf8(out.stdout).expect("UTF-8 arguments");
+    let mut opts = Options::default();
+    let mut files = Vec::new();
+    let mut args = line.split_whitespace();
+    while let Some(a) = args.next() {
+        let mut value = || camino::Utf8PathBuf::from(args.next().expect("a value"));
+        match a {
+            "--workspace" => opts.workspace = Some(value()),
+            "--home" => opts.home = Some(value()),
+            "--approvals" => {
+                #[derive(serde::Deserialize)]
+                struct Store {
+                    mounts: Vec<sbx::lower::Approval>,
+                }
+                let text = std::fs::read_to_string(value()).expect("approvals");
+                let store: Store = serde_json::from_str(&text).expect("approvals JSON");
+                opts.approvals = store.mounts;
+            }
+            f => files.push(camino::Utf8PathBuf::from(f)),
+        }
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::env::set_var("PATH", format!("{dir}/bin:{path}"));
+    let inputs = Inputs::read(&files).unwrap_or_else(|_| panic!("{shape}: policy files"));
+    (inputs, opts)
+}
+
+const SHAPES: &[&str] = &[
+    "missing",
+    "siblings",
+    "nested",
+    "carveouts",
+    "globs",
+    "external",
+    "env",
+    "commands",
+    "net",
+    "layered",
 ];
 
-/// The policy bench/gen_policy.py writes for `n` rules.
-fn policy_text(n: usize) -> String {
-    let mut out = String::from("version = 1\n\n");
-    for i in 0..n {
-        out.push_str(&format!(
-            "[[fs]]\npath = \"d{}/s{}/f{i}\"\n{}\n\n",
-            i % 97,
-            i % 13,
-            RIGHTS[i % RIGHTS.len()]
-        ));
-    }
-    out.push_str("[[net]]\nhost = \"api.example.com\"\nscheme = \"https\"\n\n");
-    out.push_str("[[env]]\nname = \"AWS_*\"\n");
-    out
+/// `--target all` on 10,000 rules of each shape bench/gen_policy.py makes.
+#[divan::bench(args = SHAPES, sample_count = 5)]
+fn shape_all(bencher: divan::Bencher, shape: &str) {
+    let targets: Vec<Target> = Target::ALL.into_iter().filter(|&t| built(t)).collect();
+    let (inputs, opts) = shaped(shape, 10_000);
+    bencher.bench(|| compile::compile(&inputs, &targets, &opts).expect("compiles"));
 }
 
 /// A workspace directory that outlives the benchmarks.

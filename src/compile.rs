@@ -7,6 +7,7 @@ use crate::ir::{Ir, Os, Precision};
 use crate::lower::{self, Approval};
 use crate::policy::{self, locate, source::SourceFile, LoadedLayer, Policy};
 use camino::{Utf8Path, Utf8PathBuf};
+use std::collections::HashSet;
 
 /// What to emit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -447,6 +448,7 @@ fn compile_each(
             oses.push(t.os());
         }
     }
+    let mut seen: HashSet<Diagnostic> = diags.iter().cloned().collect();
     for os in oses {
         let l = lower_for(&policy, opts, os).map_err(|mut f| {
             let mut all = diags.clone();
@@ -457,7 +459,7 @@ fn compile_each(
             }
         })?;
         for d in &l.diagnostics {
-            if !diags.contains(d) {
+            if seen.insert(d.clone()) {
                 diags.push(d.clone());
             }
         }

@@ -11,6 +11,7 @@ pub mod rights;
 
 pub use artifact::*;
 
+use crate::back::roots::Index;
 #[cfg(test)]
 use crate::back::to_json;
 use crate::back::{collect, write_json, EmitError, Emitted, Header};
@@ -18,6 +19,7 @@ use crate::ir::{
     self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
 };
 use rights::{FsSet, NET, NET_ABI, SCOPES, SCOPE_ABI};
+use std::collections::{HashMap, HashSet};
 
 pub const TARGET: &str = "linux";
 pub const TARGET_LANDLOCKCONFIG: &str = "landlockconfig";
@@ -356,12 +358,17 @@ fn rights_for(access: Access, path: &str, kind: PathKind) -> FsSet {
 /// grants plus the listed executables, merged per path.
 fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
     let mut out: Vec<Rule> = Vec::new();
-    let mut add = |r: Rule| match out.iter_mut().find(|o| o.path == r.path) {
-        Some(o) => {
+    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut add = |r: Rule| match at.get(&r.path) {
+        Some(&i) => {
+            let o = &mut out[i];
             o.rights = o.rights.or(r.rights);
             o.access = o.access.union(r.access);
         }
-        None => out.push(r),
+        None => {
+            at.insert(r.path.clone(), out.len());
+            out.push(r);
+        }
     };
     for g in &ir.fs {
         let label = g.source.label();
@@ -380,13 +387,17 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
             });
         }
     }
+    // The lowering may already have granted a command (canonical path).
+    let granted: HashSet<&str> = ir
+        .fs
+        .iter()
+        .filter_map(|g| match &g.source {
+            Source::Command { name } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
     for c in ir.commands.iter().flatten() {
-        // The lowering may already have granted it (canonical path).
-        let granted = ir
-            .fs
-            .iter()
-            .any(|g| matches!(&g.source, Source::Command { name } if *name == c.name));
-        if let (Some(p), false) = (&c.path, granted) {
+        if let (Some(p), false) = (&c.path, granted.contains(c.name.as_str())) {
             let label = format!("commands.{}", c.name);
             check_path(ir.mode, p, &label)?;
             // exec opens the file for reading too (open_exec: FMODE_READ).
@@ -576,13 +587,15 @@ fn access_words(a: Access) -> String {
 /// those as missing).
 fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
     let mut out = Vec::new();
+    let index = Index::new(rules.iter().map(|r| r.path.as_str()));
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
         // emitted rule at or above it.
-        let covering: Vec<&Rule> = rules
-            .iter()
-            .filter(|r| path_within(&g.path, &r.path))
+        let covering: Vec<&Rule> = index
+            .covering(&g.path)
+            .into_iter()
+            .map(|i| &rules[i])
             .collect();
         let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
         let label = g.source.label();

@@ -8,7 +8,7 @@ pub mod sarif;
 use serde::Serialize;
 use std::ops::Range;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -17,7 +17,7 @@ pub enum Severity {
 }
 
 /// Where in which file: 1-based line and column plus the byte span.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
     pub file: String,
     pub line: usize,
@@ -25,7 +25,7 @@ pub struct Location {
     pub span: Range<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub code: &'static str,
@@ -102,20 +102,45 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 /// Input files by name, so renderers can show the source line.
 #[derive(Debug, Default, Clone)]
 pub struct Files {
-    files: Vec<(String, String)>,
+    /// Name, text, and the offset where each line starts.
+    files: Vec<(String, String, Vec<usize>)>,
 }
 
 impl Files {
     pub fn add(&mut self, name: &str, text: &str) {
         if self.get(name).is_none() {
-            self.files.push((name.to_string(), text.to_string()));
+            let starts = std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                // The end of a file with a final line break is shown on its
+                // last line, not on an empty one after it.
+                .filter(|&i| i == 0 || i < text.len())
+                .collect();
+            self.files
+                .push((name.to_string(), text.to_string(), starts));
         }
     }
     pub fn get(&self, name: &str) -> Option<&str> {
         self.files
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| t.as_str())
+            .find(|(n, _, _)| n == name)
+            .map(|(_, t, _)| t.as_str())
+    }
+
+    /// The line of `name` that `span` starts on: its number (from 1), its
+    /// text with the line break, and `span` within it, cut at the line's
+    /// end. Renderers get one line, not the whole file, so that many
+    /// diagnostics on a large policy cost no more than a few lines each.
+    fn excerpt(&self, name: &str, span: &Range<usize>) -> Option<(usize, &str, Range<usize>)> {
+        let (_, text, starts) = self.files.iter().find(|(n, _, _)| n == name)?;
+        let span = clamp_span(text, span);
+        let line = starts.partition_point(|&s| s <= span.start);
+        let begin = starts[line - 1];
+        let end = starts.get(line).copied().unwrap_or(text.len());
+        Some((
+            line,
+            &text[begin..end],
+            span.start - begin..span.end - begin,
+        ))
     }
 }
 
@@ -137,11 +162,11 @@ pub fn render_human(diags: &[Diagnostic], files: &Files, color: bool) -> String 
         let title = level.primary_title(d.message.as_str()).id(d.code);
         let mut group = Group::with_title(title);
         if let Some(loc) = &d.location {
-            match files.get(&loc.file) {
-                Some(text) => {
-                    let span = clamp_span(text, &loc.span);
+            match files.excerpt(&loc.file, &loc.span) {
+                Some((line, text, span)) => {
                     group = group.element(
                         Snippet::source(text)
+                            .line_start(line)
                             .path(loc.file.as_str())
                             .annotation(AnnotationKind::Primary.span(span)),
                     );
@@ -258,5 +283,40 @@ mod tests {
         assert!(s.contains("p.toml:1:11"), "{s}");
         assert!(s.contains('^'), "{s}");
         assert!(s.contains("help: use version = 1"), "{s}");
+    }
+
+    /// Rendering one line gives what rendering the whole file gives.
+    #[test]
+    fn excerpt_renders_as_whole_file() {
+        use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+        for text in [
+            "a = 1\n\n[[fs]]\npath = \"é\"\nread = true\n",
+            "x = 1\ny",
+            "",
+        ] {
+            let mut files = Files::default();
+            files.add("p.toml", text);
+            for start in 0..=text.len() + 1 {
+                for len in [0, 1, 3, 40] {
+                    let span = start..start + len;
+                    let whole = Snippet::source(text)
+                        .path("p.toml")
+                        .annotation(AnnotationKind::Primary.span(clamp_span(text, &span)));
+                    let want = Renderer::plain()
+                        .render(&[
+                            Group::with_title(Level::ERROR.primary_title("m")).element(whole)
+                        ]);
+                    let d = Diagnostic::new(codes::VERSION, "m").at(Some(Location {
+                        file: "p.toml".into(),
+                        line: 1,
+                        column: 1,
+                        span: span.clone(),
+                    }));
+                    let got = render_human(&[d], &files, false);
+                    let got = got.replacen("error[SBX003]", "error", 1);
+                    assert_eq!(got.trim_end(), want.trim_end(), "{text:?} {span:?}");
+                }
+            }
+        }
     }
 }

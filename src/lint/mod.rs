@@ -17,6 +17,7 @@ use crate::diag::{codes, Diagnostic, Severity};
 use crate::ir::{Enforcement, Ir, Os, Precision};
 use crate::policy::{merge, LoadedLayer, Policy};
 use origin::Locator;
+use std::collections::HashSet;
 
 /// What `check` does besides validating and compiling.
 #[derive(Debug, Clone, Default)]
@@ -135,10 +136,11 @@ fn lower_all(
         }
     }
     let mut irs = Vec::new();
+    let mut seen: HashSet<Diagnostic> = diags.iter().cloned().collect();
     for os in oses {
         let l = compile::lower_for(policy, opts, os).map_err(|f| with(f, diags))?;
         for d in l.diagnostics {
-            if !diags.contains(&d) {
+            if seen.insert(d.clone()) {
                 diags.push(d);
             }
         }

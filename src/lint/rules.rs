@@ -7,6 +7,7 @@ use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic, Location};
 use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
+use crate::policy::model::NetRule;
 use crate::policy::{Located, Policy};
 use std::collections::HashMap;
 
@@ -61,10 +62,13 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             .help("merge the two rules into one"),
         );
     }
+    let mut first: HashMap<(&NetRule, usize), usize> = HashMap::new();
     for (j, r) in policy.net.iter().enumerate() {
-        if let Some(i) =
-            (0..j).find(|&i| policy.net[i].value == r.value && same_layer(&policy.net[i], r))
-        {
+        if r.loc.is_none() {
+            continue; // unlocated: no layer to repeat it in
+        }
+        let i = *first.entry((&r.value, r.layer)).or_insert(j);
+        if i != j {
             out.push(
                 Diagnostic::new(
                     codes::DUPLICATE,

@@ -11,7 +11,7 @@ use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{Access, Grant, Ir, Os, PathKind, Ports, Source};
 use globset::{GlobBuilder, GlobMatcher};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 enum Comp {
     Lit(String),
@@ -174,6 +174,65 @@ fn authored(g: &Grant) -> bool {
     matches!(g.source, Source::Rule { .. } | Source::ProcessRoot)
 }
 
+/// Patterns by their leading literal components, so that a grant is
+/// tested only against the patterns it can reach: those whose literal
+/// start is a prefix of the grant's path, or extends it.
+struct ByPrefix {
+    /// Literal start (components joined by `/`) → patterns.
+    at: HashMap<String, Vec<usize>>,
+    /// Each proper prefix of a literal start → patterns below it.
+    below: HashMap<String, Vec<usize>>,
+    fold_case: bool,
+}
+
+impl ByPrefix {
+    fn new(patterns: &[Pattern], fold_case: bool) -> ByPrefix {
+        let mut by = ByPrefix {
+            at: HashMap::new(),
+            below: HashMap::new(),
+            fold_case,
+        };
+        for (i, p) in patterns.iter().enumerate() {
+            let lits: Vec<&str> = p
+                .comps
+                .iter()
+                .map_while(|c| match c {
+                    Comp::Lit(l) => Some(l.as_str()),
+                    _ => None,
+                })
+                .collect();
+            for n in 0..lits.len() {
+                by.below.entry(by.key(&lits[..n])).or_default().push(i);
+            }
+            by.at.entry(by.key(&lits)).or_default().push(i);
+        }
+        by
+    }
+
+    fn key(&self, comps: &[&str]) -> String {
+        let k = comps.join("/");
+        if self.fold_case {
+            k.to_ascii_lowercase()
+        } else {
+            k
+        }
+    }
+
+    /// Indices of the patterns a grant on `path` may reach, ascending.
+    fn candidates(&self, path: &str) -> Vec<usize> {
+        let comps = components(path);
+        let mut out: Vec<usize> = (0..=comps.len())
+            .filter_map(|n| self.at.get(&self.key(&comps[..n])))
+            .flatten()
+            .chain(self.below.get(&self.key(&comps)).into_iter().flatten())
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 /// Every (authored grant, sensitive pattern) pair where the grant reaches it.
 pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
     let patterns: Vec<Pattern> = ir
@@ -181,13 +240,18 @@ pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
         .iter()
         .map(|p| Pattern::new(p, ir))
         .collect();
+    let by_prefix = ByPrefix::new(&patterns, matches!(ir.os, Os::Macos | Os::Windows));
     let mut out = Vec::new();
     for (i, g) in ir.fs.iter().enumerate() {
         if !authored(g) {
             continue;
         }
         let dir = g.kind != PathKind::File;
-        for p in &patterns {
+        for p in by_prefix
+            .candidates(&g.path)
+            .into_iter()
+            .map(|k| &patterns[k])
+        {
             let Some(how) = p.reached_by(&g.path, dir) else {
                 continue;
             };
@@ -242,11 +306,9 @@ pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
 /// SBX020: one warning per grant, naming every sensitive path it reaches.
 pub fn lint(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let mut grants: Vec<usize> = hits.iter().map(|h| h.grant).collect();
-    grants.dedup();
-    for gi in grants {
-        let g = &ir.fs[gi];
-        let mine: Vec<&Hit> = hits.iter().filter(|h| h.grant == gi).collect();
+    // Hits come grouped by grant.
+    for mine in hits.chunk_by(|a, b| a.grant == b.grant) {
+        let g = &ir.fs[mine[0].grant];
         let direct: Vec<&str> = mine
             .iter()
             .filter(|h| h.how == How::Direct)
@@ -301,11 +363,12 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     grants.sort_by(|a, b| (&a.source, &a.path).cmp(&(&b.source, &b.path)));
     let mut rules: Vec<String> = grants.iter().map(|g| Origin::grant(g).label()).collect();
     rules.dedup();
+    let read: HashSet<&str> = reads.iter().map(|h| h.pattern.as_str()).collect();
     let paths: Vec<&str> = ir
         .sensitive_paths
         .iter()
         .map(String::as_str)
-        .filter(|p| reads.iter().any(|h| h.pattern == *p))
+        .filter(|p| read.contains(p))
         .collect();
     let culprit = ir
         .net
@@ -445,5 +508,56 @@ mod tests {
             Pattern::new("~/.SSH/", &ir).reached_by("/H/u/.ssh", true),
             Some(How::Direct)
         );
+    }
+
+    /// The prefix index leaves out no pattern a path reaches: sibling
+    /// names sharing a prefix, `**` first and later, globs, home, case.
+    #[test]
+    fn prefix_index_finds_every_reachable_pattern() {
+        for os in ["linux", "macos"] {
+            let mut ir = ir();
+            ir.os = serde_json::from_value(serde_json::json!(os)).unwrap();
+            let texts = [
+                "~/.ssh/",
+                "**/.env",
+                "d/1",
+                "d/10/*.key",
+                "d/1/**/t",
+                "/opt/x/*.pem",
+                "~",
+                "/",
+                "d/1?/x",
+                "D/1",
+            ];
+            let pats: Vec<Pattern> = texts.iter().map(|t| Pattern::new(t, &ir)).collect();
+            let by = ByPrefix::new(&pats, ir.os != Os::Linux);
+            for path in [
+                "/",
+                "/h",
+                "/h/u",
+                "/h/u/w",
+                "/h/u/w/d",
+                "/h/u/w/d/1",
+                "/h/u/w/d/10",
+                "/h/u/w/d/10/a.key",
+                "/h/u/w/d/1/s/t",
+                "/h/u/w/d/100",
+                "/h/u/.ssh/k",
+                "/opt/x/c.pem",
+                "/opt",
+                "/h/u/w/D/1",
+                "/h/u/w/d/12/x",
+                "/h/u/w/.env",
+            ] {
+                let got = by.candidates(path);
+                for dir in [true, false] {
+                    for (i, p) in pats.iter().enumerate() {
+                        if p.reached_by(path, dir).is_some() {
+                            assert!(got.contains(&i), "{os} {path} {}", p.text);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

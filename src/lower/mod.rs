@@ -1,7 +1,10 @@
 //! Lowering: the merged policy, in the user's terms, becomes the IR:
 //! absolute normalised grants, port sets, env patterns, resolved commands.
 
+mod commands;
+mod env;
 pub mod external;
+mod net;
 pub mod paths;
 pub mod presets;
 #[cfg(target_os = "linux")]
@@ -14,6 +17,12 @@ use crate::ir::{
 use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
 use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
+use std::collections::HashMap;
+
+use commands::lower_commands;
+pub use commands::resolve_command;
+use env::lower_env;
+use net::lower_net;
 
 /// RFD 075's built-in sensitive paths; user entries are appended.
 pub const SENSITIVE_PATHS: &[&str] = &[
@@ -67,6 +76,9 @@ struct Ctx<'a> {
     notes: Vec<Precision>,
     /// Memoised canonicalisation for this lowering.
     resolver: Resolver,
+    /// The approvals by rule path, in store order: each external rule
+    /// looks at its own, not at the whole store.
+    approvals: HashMap<&'a str, Vec<Approval>>,
 }
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
@@ -104,7 +116,14 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
         diags: Vec::new(),
         notes: Vec::new(),
         resolver,
+        approvals: HashMap::new(),
     };
+    for a in &opts.approvals {
+        cx.approvals
+            .entry(a.rule_path.as_str())
+            .or_default()
+            .push(a.clone());
+    }
     if resolve && workspace_dir != Some(true) {
         return Err(vec![Diagnostic::new(
             codes::BAD_PATH,
@@ -515,7 +534,11 @@ impl Ctx<'_> {
                 return Ok(None);
             }
         };
-        match ext::status(&self.opts.approvals, &ws, &key, &target) {
+        let approvals = self
+            .approvals
+            .get(key.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        match ext::status(approvals, &ws, &key, &target) {
             ApprovalStatus::Approved => {}
             ApprovalStatus::Unapproved => {
                 drop(self, format!("not approved (target {target})"));
@@ -540,112 +563,6 @@ impl Ctx<'_> {
         });
         Ok(Some(g))
     }
-}
-
-/// Resolve `[commands]` through PATH and grant read + execute on each
-/// executable. With an allow-list, implicit execute rights (presets, the
-/// default policy, process roots) are withdrawn: only the listed programs
-/// (plus the sandboxed program, added by the loader) may run.
-fn lower_commands(
-    cx: &mut Ctx,
-    policy: &Policy,
-    grants: &mut Vec<Grant>,
-) -> Option<Vec<ir::Command>> {
-    let cmds = policy.commands.as_ref()?;
-    for g in grants.iter_mut() {
-        if !matches!(g.source, Source::Rule { .. }) {
-            g.access.execute = false;
-        }
-    }
-    let mut out = Vec::new();
-    for (name, rule) in cmds {
-        let path = if cx.resolve {
-            let found = resolve_command(name, cx.opts.path_var.as_deref(), &cx.roots.workspace);
-            if found.is_none() {
-                cx.diags.push(
-                    Diagnostic::new(
-                        codes::COMMAND_NOT_FOUND,
-                        format!("command `{name}` not found on PATH; it cannot be executed"),
-                    )
-                    .at(rule.loc.clone())
-                    .help("install it, fix PATH, or give an absolute path as the command name"),
-                );
-                cx.notes.push(Precision {
-                    rule: format!("commands.{name}"),
-                    target: "ir".into(),
-                    status: Status::Dropped,
-                    reason: "not found on PATH at compile time".into(),
-                });
-            }
-            found
-        } else {
-            None
-        };
-        if let Some(p) = &path {
-            // Keep the spelling PATH gave (often a symlink) for name-based targets.
-            if let Some(g) = cx.grant_abs(
-                p,
-                Access::READ_EXEC,
-                Source::Command { name: name.clone() },
-                false,
-            ) {
-                grants.push(g);
-            }
-        }
-        out.push(ir::Command {
-            name: name.clone(),
-            path,
-            args: rule.value.args.clone(),
-            envs: rule.value.envs.clone().unwrap_or_default(),
-        });
-    }
-    Some(out)
-}
-
-/// The first executable regular file named `name` on PATH (not
-/// canonicalised: the grant keeps both spellings).
-pub fn resolve_command(name: &str, path_var: Option<&str>, workspace: &str) -> Option<String> {
-    let is_exec = |p: &std::path::Path| -> bool {
-        let Ok(m) = std::fs::metadata(p) else {
-            return false;
-        };
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            m.is_file() && m.permissions().mode() & 0o111 != 0
-        }
-        #[cfg(not(unix))]
-        {
-            m.is_file()
-        }
-    };
-    let canon = |p: &std::path::Path| Some(normalise(p.to_str()?));
-    if name.contains('/') {
-        let p = if name.starts_with('/') {
-            name.to_string()
-        } else {
-            join(workspace, name)
-        };
-        let p = std::path::Path::new(&p);
-        return if is_exec(p) { canon(p) } else { None };
-    }
-    let var = path_var?;
-    for dir in std::env::split_paths(var) {
-        if !dir.is_absolute() {
-            continue; // a relative PATH entry would depend on the cwd
-        }
-        let cand = dir.join(name);
-        if is_exec(&cand) {
-            return canon(&cand);
-        }
-        if cfg!(windows) {
-            let exe = dir.join(format!("{name}.exe"));
-            if is_exec(&exe) {
-                return canon(&exe);
-            }
-        }
-    }
-    None
 }
 
 /// Sort grants by path. Where several name the same path: a policy rule
@@ -677,149 +594,6 @@ fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
-}
-
-fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
-    let mut rules = Vec::new();
-    let mut connect: Option<Vec<u16>> = Some(Vec::new()); // None = all ports
-    let mut bind: Vec<u16> = Vec::new();
-    let mut other = false;
-    let mut dns = false;
-    for (index, r) in policy.net.iter().enumerate() {
-        let v = &r.value;
-        let host = v.host.clone().unwrap_or_else(|| "*".into());
-        let port = v.port.or(v.scheme.and_then(|s| s.default_port()));
-        let (file, line, column) = match &r.loc {
-            Some(l) => (l.file.clone(), l.line, l.column),
-            None => (String::new(), 0, 0),
-        };
-        let rule = ir::NetRule {
-            index,
-            file,
-            line,
-            column,
-            host: host.clone(),
-            scheme: v.scheme.map(|s| s.as_str().to_string()),
-            port,
-            path_prefix: v.path_prefix.clone(),
-            bind: v.bind == Some(true),
-            allow: v.allow != Some(false),
-        };
-        rules.push(rule);
-    }
-    // Allow rules first, then deny rules take ports away.
-    for r in rules.iter().filter(|r| r.allow) {
-        if r.bind {
-            if let Some(p) = r.port {
-                bind.push(p);
-            }
-            continue;
-        }
-        match (r.host.as_str(), r.port) {
-            ("*", None) => {
-                connect = None;
-                other = true;
-            }
-            (_, None) => connect = None,
-            (_, Some(p)) => {
-                if let Some(c) = connect.as_mut() {
-                    c.push(p);
-                }
-            }
-        }
-        let is_name =
-            r.host != "*" && r.host != "localhost" && r.host.parse::<std::net::IpAddr>().is_err();
-        dns |= is_name;
-        let label = format!("net[{}]", r.index);
-        if r.host != "*" {
-            cx.notes.push(Precision {
-                rule: label.clone(),
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: format!(
-                    "host {:?} is cooperative only: the kernel filters by TCP port, not by host",
-                    r.host
-                ),
-            });
-        }
-        if r.path_prefix.is_some() {
-            cx.notes.push(Precision {
-                rule: label,
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: "path_prefix is cooperative only".into(),
-            });
-        }
-    }
-    for r in rules.iter().filter(|r| !r.allow) {
-        let label = format!("net[{}]", r.index);
-        match (r.host.as_str(), r.port) {
-            // Deny everything (in that direction): deny rules come first,
-            // so no allow rule can reopen it.
-            ("*", None) if r.bind => bind.clear(),
-            ("*", None) => {
-                connect = Some(Vec::new());
-                other = false;
-                dns = false;
-            }
-            ("*", Some(p)) => {
-                let list = if r.bind {
-                    Some(&mut bind)
-                } else {
-                    connect.as_mut()
-                };
-                match list {
-                    Some(l) => l.retain(|x| *x != p),
-                    None => cx.notes.push(Precision {
-                        rule: label,
-                        target: "ir".into(),
-                        status: Status::Wider,
-                        reason: format!("deny of port {p} under unrestricted network cannot be enforced by port allow-lists"),
-                    }),
-                }
-            }
-            _ => cx.notes.push(Precision {
-                rule: label,
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: "deny rules with a host are cooperative only".into(),
-            }),
-        }
-    }
-    let ports = |mut v: Vec<u16>| {
-        v.sort_unstable();
-        v.dedup();
-        if v.is_empty() {
-            Ports::None
-        } else {
-            Ports::Some(v)
-        }
-    };
-    ir::Net {
-        connect: match connect {
-            None => Ports::All,
-            Some(v) => ports(v),
-        },
-        bind: ports(bind),
-        other_protocols: other,
-        dns: dns && !other,
-        rules,
-    }
-}
-
-fn lower_env(policy: &Policy, os: Os) -> ir::Env {
-    let mut allow: Vec<String> = policy
-        .env
-        .iter()
-        .filter(|r| r.value.read != Some(false))
-        .map(|r| r.value.name.clone())
-        .collect();
-    allow.sort();
-    allow.dedup();
-    ir::Env {
-        allow,
-        ..ir::Env::minimal(os)
-    }
 }
 
 #[cfg(test)]

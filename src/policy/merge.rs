@@ -5,7 +5,8 @@
 use super::model::*;
 use super::LoadedLayer;
 use crate::diag::Location;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::Hash;
 
 /// A value with where it was written.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,7 +149,7 @@ fn located<T: Clone>(
         .collect()
 }
 
-fn apply<T: PartialEq>(cur: &mut Vec<Located<T>>, new: Vec<Located<T>>, s: Strategy) {
+fn apply<T: Eq + Hash>(cur: &mut Vec<Located<T>>, new: Vec<Located<T>>, s: Strategy) {
     match s {
         Strategy::Append => cur.extend(new),
         Strategy::Prepend => {
@@ -159,13 +160,12 @@ fn apply<T: PartialEq>(cur: &mut Vec<Located<T>>, new: Vec<Located<T>>, s: Strat
         Strategy::Dedup => {
             cur.extend(new);
             // Keep the first occurrence of each value.
-            let mut kept: Vec<Located<T>> = Vec::with_capacity(cur.len());
-            for item in cur.drain(..) {
-                if !kept.iter().any(|k| k.value == item.value) {
-                    kept.push(item);
-                }
-            }
-            *cur = kept;
+            let first: Vec<bool> = {
+                let mut seen: HashSet<&T> = HashSet::with_capacity(cur.len());
+                cur.iter().map(|item| seen.insert(&item.value)).collect()
+            };
+            let mut first = first.into_iter();
+            cur.retain(|_| first.next().unwrap_or(true));
         }
     }
 }

@@ -211,7 +211,7 @@ pub enum Strategy {
 }
 
 /// `[[fs]]`: a filesystem grant. Most specific path wins.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub struct FsRule {
     /// `.`-relative (workspace), `~`-relative (home) or absolute.
@@ -237,7 +237,7 @@ pub struct FsRule {
 }
 
 /// `[[net]]`: a network grant (kernel-enforced by TCP port only).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub struct NetRule {
     /// Hostname, `*.domain`, IP, `localhost` or `*` (default).
@@ -262,7 +262,7 @@ pub struct NetRule {
     pub allow: Option<bool>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scheme {
     Http,
@@ -296,7 +296,7 @@ impl Scheme {
 }
 
 /// `[[env]]`: forward a variable (exact name or glob) to the child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub struct EnvRule {
     #[schemars(length(min = 1))]

@@ -1,0 +1,95 @@
+//! Which of many rule paths cover one path, found by looking up the path's
+//! prefixes instead of testing every rule: time proportional to the
+//! path's length, so that per-rule checks stay linear in the rule count.
+
+use std::collections::HashMap;
+
+/// Every string `r` for which [`crate::ir::path_within`]`(path, r)` holds,
+/// for `r` a Unix or portable (`${WORKSPACE}/…`) path: `path` itself, and
+/// its prefixes ending just before or just after a `/`. May repeat one.
+pub fn candidates(path: &str) -> impl Iterator<Item = &str> {
+    let cuts = path
+        .bytes()
+        .enumerate()
+        .filter(|&(_, b)| b == b'/')
+        .flat_map(|(i, _)| [i, i + 1]);
+    std::iter::once(path).chain(cuts.map(move |i| &path[..i]))
+}
+
+/// Rule paths, for finding the rules that cover a path.
+pub struct Index<'a> {
+    by_path: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Index<'a> {
+    pub fn new(paths: impl IntoIterator<Item = &'a str>) -> Index<'a> {
+        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, p) in paths.into_iter().enumerate() {
+            by_path.entry(p).or_default().push(i);
+        }
+        Index { by_path }
+    }
+
+    /// Indices of the paths `path` lies within, ascending.
+    pub fn covering(&self, path: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = candidates(path)
+            .filter_map(|c| self.by_path.get(c))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::path_within;
+
+    /// The index answers as testing every path with `path_within` does,
+    /// siblings sharing a prefix (`d/1`, `d/10`) included.
+    #[test]
+    fn same_as_path_within() {
+        let rules = [
+            "/",
+            "/w",
+            "/w/d/1",
+            "/w/d/10",
+            "/w/d/1/x",
+            "/w/d/100",
+            "/w/d",
+            "/w/d/",
+            "/wx",
+            "${WORKSPACE}",
+            "${WORKSPACE}/d/1",
+            "${WORKSPACE}/d/10",
+            "/w//d",
+            "/w/d/1",
+        ];
+        let idx = Index::new(rules);
+        for p in [
+            "/",
+            "/w",
+            "/w/d/1",
+            "/w/d/10",
+            "/w/d/10/y",
+            "/w/d/1/x/z",
+            "/w/d/2",
+            "/wx/a",
+            "/w/d/100",
+            "/w//d/1",
+            "${WORKSPACE}/d/10/a",
+            "${WORKSPACE}/d/1",
+            "${WORKSPACE}",
+            "/w/d/",
+            "relative/x",
+        ] {
+            let want: Vec<usize> = (0..rules.len())
+                .filter(|&i| path_within(p, rules[i]))
+                .collect();
+            assert_eq!(idx.covering(p), want, "{p}");
+        }
+    }
+}
