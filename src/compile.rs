@@ -7,7 +7,7 @@ use crate::ir::{Ir, Os, Precision};
 use crate::lower::{self, Approval};
 use crate::policy::{self, locate, source::SourceFile, LoadedLayer, Policy};
 use camino::{Utf8Path, Utf8PathBuf};
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// What to emit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -448,7 +448,10 @@ fn compile_each(
             oses.push(t.os());
         }
     }
-    let mut seen: HashSet<Diagnostic> = diags.iter().cloned().collect();
+    let mut seen = Seen::default();
+    for i in 0..diags.len() {
+        seen.first(&diags, i);
+    }
     for os in oses {
         let l = lower_for(&policy, opts, os).map_err(|mut f| {
             let mut all = diags.clone();
@@ -459,8 +462,9 @@ fn compile_each(
             }
         })?;
         for d in &l.diagnostics {
-            if seen.insert(d.clone()) {
-                diags.push(d.clone());
+            diags.push(d.clone());
+            if !seen.first(&diags, diags.len() - 1) {
+                diags.pop();
             }
         }
         let mut these = Vec::new();
@@ -469,15 +473,18 @@ fn compile_each(
             these.push(t);
             match emit(i, &l.ir, t) {
                 Ok(p) => {
-                    if warn.is_some() {
-                        reports.extend(p.iter().cloned());
-                    }
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
                         let refused = inexact(&p, t, &policy, &layers);
                         errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
-                    if keep {
-                        precision[i] = p;
+                    match (warn.is_some(), keep) {
+                        (true, true) => {
+                            reports.extend(p.iter().cloned());
+                            precision[i] = p;
+                        }
+                        (true, false) => reports.extend(p),
+                        (false, true) => precision[i] = p,
+                        (false, false) => {}
                     }
                 }
                 Err(e) => errors.push((i, emit_error(&e, &policy, &layers))),
@@ -485,8 +492,9 @@ fn compile_each(
         }
         if let Some(warn) = warn {
             for d in warn(&l.ir, &policy, &layers, &these, &reports) {
-                if !diags.contains(&d) {
-                    diags.push(d);
+                diags.push(d);
+                if !seen.first(&diags, diags.len() - 1) {
+                    diags.pop();
                 }
             }
         }
@@ -500,6 +508,27 @@ fn compile_each(
         });
     }
     Ok((precision, diags))
+}
+
+/// Which diagnostics a list already holds, by hash with the indices that
+/// share it: lowering for several OSes repeats warnings, and a policy of
+/// 100,000 rules has as many, so neither a scan per warning nor a second
+/// copy of each.
+#[derive(Default)]
+struct Seen(HashMap<u64, Vec<usize>>);
+
+impl Seen {
+    /// Whether `list[i]` is the first of its kind in `list` (recording it).
+    fn first(&mut self, list: &[Diagnostic], i: usize) -> bool {
+        use std::hash::BuildHasher;
+        let h = self.0.hasher().hash_one(&list[i]);
+        let same = self.0.entry(h).or_default();
+        if same.iter().any(|&j| list[j] == list[i]) {
+            return false;
+        }
+        same.push(i);
+        true
+    }
 }
 
 /// One SBX013 error per inexact precision line, located at the rule, or

@@ -326,3 +326,35 @@ fn compile_and_run_warn_like_check_about_dropped_rules() {
     let (_, _, quiet) = h.sbx(&["run", "--quiet", p, "--", "sh"]);
     assert!(codes(&quiet).is_empty(), "{quiet}");
 }
+
+/// A policy of many rules on missing paths: `compile` and `run` show ten
+/// warnings of a code and one line counting the rest; JSON and `check`
+/// list every one.
+#[test]
+fn compile_and_run_show_ten_warnings_of_a_code_then_a_count() {
+    let h = Host::new();
+    let p = h.root.join("many.toml");
+    let mut text = String::from("[[fs]]\npath = \".\"\nread = true\n");
+    for i in 0..13 {
+        text.push_str(&format!("\n[[fs]]\npath = \"missing{i:02}\"\nread = true\n"));
+    }
+    std::fs::write(&p, text).unwrap();
+    let p = p.to_str().unwrap();
+    let count = |s: &str| s.matches("warning[SBX015]").count();
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(count(&err), 11, "{err}");
+    assert!(err.contains("missing09 does not exist"), "{err}");
+    assert!(!err.contains("missing10 does not exist"), "{err}");
+    assert!(
+        err.contains("3 more rules on paths that do not exist, not listed here"),
+        "{err}"
+    );
+    let (_, _, ran) = h.sbx(&["run", p, "--", "true"]);
+    assert_eq!(count(&ran), 11, "{ran}");
+    let (_, _, json) = h.sbx(&["compile", p, "--target", "linux", "--message-format", "json"]);
+    assert_eq!(json.matches("\"SBX015\"").count(), 13, "{json}");
+    assert!(!json.contains("more rules on paths"), "{json}");
+    let (_, _, checked) = check(&h, p, &[]);
+    assert!(checked.contains("missing12 does not exist"), "{checked}");
+}

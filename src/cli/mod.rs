@@ -271,6 +271,10 @@ fn report(diags: &[Diagnostic], files: &Files, json: bool) {
     eprint!("{text}");
 }
 
+/// Warnings of one code that `compile` and `run` print before a summary
+/// line (`check` and JSON output list them all).
+pub(crate) const WARNINGS_SHOWN: usize = 10;
+
 fn fail(f: Failure, files: &Files, json: bool) -> i32 {
     report(&f.diagnostics, files, json);
     f.exit_code
@@ -322,7 +326,13 @@ fn run_compile(a: CompileArgs) -> i32 {
     // A failed compile leaves no directory it made behind.
     let new_dir = a.output.as_ref().filter(|d| all && !d.exists());
     // `check`'s warnings about rules these targets drop or narrow.
-    let warn: compile::Warn = &sbx::lint::target_warnings;
+    let warn: compile::Warn = if json {
+        &sbx::lint::target_warnings
+    } else {
+        &|ir, policy, layers, targets, reports| {
+            sbx::lint::target_warnings_up_to(ir, policy, layers, targets, reports, WARNINGS_SHOWN)
+        }
+    };
     let compiled = if outs.is_empty() {
         compile::compile_warned(&inputs, &targets, &opts, warn)
             .map(|o| (o.diagnostics, Some(o.artifacts)))

@@ -160,12 +160,13 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
             if !a.quiet {
                 // What `check` warns about the rules Landlock drops or narrows.
                 let targets = [sbx::compile::Target::Linux];
-                let w = sbx::lint::target_warnings(
+                let w = sbx::lint::target_warnings_up_to(
                     &h.ir,
                     &h.policy,
                     &h.layers,
                     &targets,
                     &art.precision,
+                    super::WARNINGS_SHOWN,
                 );
                 say(a, &w, &h.files);
             }
@@ -280,7 +281,16 @@ fn windows(a: RunArgs) -> i32 {
                     return FAILED;
                 }
             }
-            let warn: compile::Warn = &sbx::lint::target_warnings;
+            let warn: compile::Warn = &|ir, policy, layers, targets, reports| {
+                sbx::lint::target_warnings_up_to(
+                    ir,
+                    policy,
+                    layers,
+                    targets,
+                    reports,
+                    super::WARNINGS_SHOWN,
+                )
+            };
             match compile::compile_warned(&inputs, &[Target::Windows], &opts, warn) {
                 Ok(mut out) => {
                     say(&a, &out.diagnostics, &inputs.files());

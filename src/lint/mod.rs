@@ -45,7 +45,13 @@ pub fn lint(
     let hits = sensitive::hits(ir, &idx);
     let mut out = sensitive::lint(ir, &hits, &loc);
     out.extend(sensitive::exfiltration(ir, &hits, &loc));
-    out.extend(precision::lint(ir, &idx, reports, &loc));
+    out.extend(precision::lint(
+        ir,
+        &idx,
+        reports,
+        &loc,
+        &mut Cap::new(usize::MAX),
+    ));
     out.extend(coop::lint(ir, &loc));
     if portable {
         out.extend(rules::portable(ir, policy, &loc));
@@ -53,7 +59,7 @@ pub fn lint(
     out.extend(rules::broad(ir, &loc));
     out.extend(rules::duplicates(ir, policy));
     out.extend(rules::redundant(ir, &idx, &loc));
-    out.extend(rules::missing(ir, &idx, &loc));
+    out.extend(rules::missing(ir, &idx, &loc, &mut Cap::new(usize::MAX)));
     sort(&mut out);
     out
 }
@@ -70,17 +76,63 @@ pub fn target_warnings(
     targets: &[Target],
     reports: &[Precision],
 ) -> Vec<Diagnostic> {
+    target_warnings_up_to(ir, policy, layers, targets, reports, usize::MAX)
+}
+
+/// [`target_warnings`] with at most `per_code` warnings of each code, and
+/// one unlocated line saying how many more there are: a policy of
+/// thousands of rules on paths that do not exist would otherwise print
+/// (and hold) thousands of the same warning before a command starts.
+pub fn target_warnings_up_to(
+    ir: &Ir,
+    policy: &Policy,
+    layers: &[LoadedLayer],
+    targets: &[Target],
+    reports: &[Precision],
+    per_code: usize,
+) -> Vec<Diagnostic> {
     let loc = Locator { policy, layers };
     let idx = index::Index::new(ir);
-    let mut out = precision::lint(ir, &idx, reports, &loc);
+    let mut cap = Cap::new(per_code);
+    let mut out = precision::lint(ir, &idx, reports, &loc, &mut cap);
+    out.extend(cap.rest(codes::CARVE_OUT, "carve-outs a target cannot express"));
     if targets
         .iter()
         .any(|t| matches!(t, Target::Linux | Target::Landlockconfig))
     {
-        out.extend(rules::missing(ir, &idx, &loc));
+        let mut cap = Cap::new(per_code);
+        out.extend(rules::missing(ir, &idx, &loc, &mut cap));
+        out.extend(cap.rest(codes::PATH_MISSING, "rules on paths that do not exist"));
     }
     sort(&mut out);
     out
+}
+
+/// Counts the warnings of one code and admits the first `max`.
+pub struct Cap {
+    max: usize,
+    seen: usize,
+}
+
+impl Cap {
+    pub fn new(max: usize) -> Cap {
+        Cap { max, seen: 0 }
+    }
+
+    /// Whether the next warning is shown (asked before it is formatted).
+    pub fn admit(&mut self) -> bool {
+        self.seen += 1;
+        self.seen <= self.max
+    }
+
+    /// The line about the warnings left out, if any were.
+    fn rest(&self, code: &'static str, what: &str) -> Option<Diagnostic> {
+        let more = self.seen.checked_sub(self.max).filter(|&n| n > 0)?;
+        Some(Diagnostic::new(
+            code,
+            format!("{more} more {what}, not listed here (`sbx check` lists them all)"),
+        ))
+    }
 }
 
 /// One SBX028 error per widening, located at the responsible rule.

@@ -9,7 +9,13 @@ use crate::diag::{codes, Diagnostic};
 use crate::ir::{Ir, Precision, Source, Status};
 use std::collections::HashMap;
 
-pub fn lint(ir: &Ir, idx: &Index, reports: &[Precision], loc: &Locator) -> Vec<Diagnostic> {
+pub fn lint(
+    ir: &Ir,
+    idx: &Index,
+    reports: &[Precision],
+    loc: &Locator,
+    cap: &mut super::Cap,
+) -> Vec<Diagnostic> {
     let mut by_rule: HashMap<&str, Vec<&Precision>> = HashMap::new();
     for l in reports.iter().filter(|l| {
         l.target != "ir"
@@ -57,6 +63,9 @@ pub fn lint(ir: &Ir, idx: &Index, reports: &[Precision], loc: &Locator) -> Vec<D
         };
         let me = Origin::grant(g);
         for (status, reason, targets) in groups {
+            if !cap.admit() {
+                continue;
+            }
             let status = match status {
                 Status::Wider => "grants more than the policy",
                 Status::Narrower => "grants less than the policy",

@@ -137,10 +137,10 @@ pub fn redundant(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
 }
 
 /// SBX015: rules whose path does not exist (resolved mode only).
-pub fn missing(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
+pub fn missing(ir: &Ir, idx: &Index, loc: &Locator, cap: &mut super::Cap) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, g) in ir.fs.iter().enumerate() {
-        if g.kind != PathKind::Missing || !authored(&g.source) {
+        if g.kind != PathKind::Missing || !authored(&g.source) || !cap.admit() {
             continue;
         }
         let me = Origin::grant(g);
