@@ -16,6 +16,16 @@ fi
 
 missing=()   # commands to run, for the message
 
+# The toolchain itself is the user's to install; without it nothing else
+# can be checked.
+for c in cargo rustup; do
+    if ! command -v $c >/dev/null 2>&1; then
+        echo "test.sh: $c is not on PATH; install Rust with rustup (https://rustup.rs):" >&2
+        echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh" >&2
+        exit 1
+    fi
+done
+
 targets=()
 installed=$(rustup target list --installed)
 for t in x86_64-apple-darwin x86_64-pc-windows-gnu x86_64-unknown-linux-musl; do
