@@ -3,7 +3,10 @@
 # everything is there:
 #   - rustup targets: the macOS and Windows type checks, the musl build;
 #   - Wine, mingw gcc and dlltool: the Windows loader under Wine;
-#   - strace: the crash-safety tests kill writers at exact system calls.
+#   - strace: the crash-safety tests kill writers at exact system calls,
+#     and `sbx run --denials` and `sbx learn` trace with it;
+#   - git, python3 with venv, node and npm, make and gcc: the everyday
+#     tools tests/everyday_tools.rs runs under the default policy.
 # Without root (or with SBX_NO_INSTALL=1) nothing is installed: each
 # missing piece is named with the command that installs it, and the
 # script exits 1.
@@ -52,6 +55,17 @@ command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || apt+=(gcc-mingw-w64-x86-64)
 # windows-sys links through raw-dylib, which calls the mingw dlltool.
 command -v x86_64-w64-mingw32-dlltool >/dev/null 2>&1 || apt+=(binutils-mingw-w64-x86-64)
 command -v strace >/dev/null 2>&1 || apt+=(strace)
+# tests/everyday_tools.rs runs these under the default policy.
+command -v git >/dev/null 2>&1 || apt+=(git)
+if ! command -v python3 >/dev/null 2>&1; then
+    apt+=(python3 python3-venv)
+elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    apt+=(python3-venv)
+fi
+command -v node >/dev/null 2>&1 || apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || apt+=(npm)
+command -v make >/dev/null 2>&1 || apt+=(make)
+command -v gcc >/dev/null 2>&1 || apt+=(gcc)
 if [ ${#apt[@]} -gt 0 ]; then
     if [ $install = 1 ]; then
         export DEBIAN_FRONTEND=noninteractive

@@ -30,13 +30,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/ws"
 
-# Median, min and max of a hyperfine JSON export, in ms, one line per command.
+# Median, min and max of a hyperfine JSON export, in ms, the run count and
+# the mean CPU time (user + system, ms), one line per command. CPU time
+# barely moves when other processes load the machine; wall time does.
 stats() {
   python3 - "$1" <<'EOF'
 import json, statistics, sys
 for r in json.load(open(sys.argv[1]))["results"]:
     t = sorted(x * 1000 for x in r["times"])
-    print(f'{statistics.median(t):.3f} {t[0]:.3f} {t[-1]:.3f} {len(t)}')
+    cpu = (r["user"] + r["system"]) * 1000
+    print(f'{statistics.median(t):.3f} {t[0]:.3f} {t[-1]:.3f} {len(t)} {cpu:.3f}')
 EOF
 }
 
@@ -47,8 +50,8 @@ echo
 compile_bench() {
   echo "## compile: median wall ms (min-max, runs) and peak RSS, per policy shape"
   echo
-  echo "| shape | rules | command | median ms | min ms | max ms | runs | peak RSS MiB |"
-  echo "|---|---:|---|---:|---:|---:|---:|---:|"
+  echo "| shape | rules | command | median ms | min ms | max ms | runs | CPU ms | peak RSS MiB |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
   for shape in $SHAPES; do
     for n in $COUNTS; do
       local d="$work/$shape$n"
@@ -70,10 +73,10 @@ compile_bench() {
         # `commands` resolves its programs through PATH.
         PATH="$d/bin:$PATH" hyperfine -N --warmup 1 --runs "$runs" --export-json "$work/h.json" \
           "$args" >/dev/null 2>&1
-        read -r med min max cnt < <(stats "$work/h.json")
+        read -r med min max cnt cpu < <(stats "$work/h.json")
         # shellcheck disable=SC2086
         PATH="$d/bin:$PATH" /usr/bin/time -o "$work/rss" -f '%M' $args >/dev/null 2>&1 || true
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$shape" "$n" "$what" "$med" "$min" "$max" "$cnt" \
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$shape" "$n" "$what" "$med" "$min" "$max" "$cnt" "$cpu" \
           "$(awk -v k="$(tail -n1 "$work/rss")" 'BEGIN { printf "%.1f", k / 1024 }')"
       done
       rm -rf "$d"

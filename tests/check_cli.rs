@@ -336,7 +336,9 @@ fn compile_and_run_show_ten_warnings_of_a_code_then_a_count() {
     let p = h.root.join("many.toml");
     let mut text = String::from("[[fs]]\npath = \".\"\nread = true\n");
     for i in 0..13 {
-        text.push_str(&format!("\n[[fs]]\npath = \"missing{i:02}\"\nread = true\n"));
+        text.push_str(&format!(
+            "\n[[fs]]\npath = \"missing{i:02}\"\nread = true\n"
+        ));
     }
     std::fs::write(&p, text).unwrap();
     let p = p.to_str().unwrap();
@@ -352,7 +354,14 @@ fn compile_and_run_show_ten_warnings_of_a_code_then_a_count() {
     );
     let (_, _, ran) = h.sbx(&["run", p, "--", "true"]);
     assert_eq!(count(&ran), 11, "{ran}");
-    let (_, _, json) = h.sbx(&["compile", p, "--target", "linux", "--message-format", "json"]);
+    let (_, _, json) = h.sbx(&[
+        "compile",
+        p,
+        "--target",
+        "linux",
+        "--message-format",
+        "json",
+    ]);
     assert_eq!(json.matches("\"SBX015\"").count(), 13, "{json}");
     assert!(!json.contains("more rules on paths"), "{json}");
     let (_, _, checked) = check(&h, p, &[]);

@@ -32,6 +32,22 @@ fn which(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether every tool is installed. A developer's machine may lack one
+/// (the test then says SKIPPED); CI installs them all (`.ci/prereqs.sh`),
+/// so there a missing tool fails the test.
+fn have(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !which(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none_or(|v| v != "true"),
+        "CI=true but {missing:?} is not installed (.ci/prereqs.sh installs it)"
+    );
+    println!("SKIPPED: {} not installed", missing.join(", "));
+    false
+}
+
 fn setup() -> Option<Env> {
     if sbx::runtime::linux::kernel_abi() == 0 {
         println!("SKIPPED: Landlock is not available");
@@ -130,8 +146,7 @@ fn denied(env: &Env, path: &Path) {
 #[test]
 fn git_works_and_its_credentials_stay_out() {
     let Some(env) = setup() else { return };
-    if !which("git") {
-        println!("SKIPPED: git is not installed");
+    if !have(&["git"]) {
         return;
     }
     let out = ok(
@@ -150,8 +165,7 @@ fn git_works_and_its_credentials_stay_out() {
 #[test]
 fn cargo_and_rustc_build_and_run() {
     let Some(env) = setup() else { return };
-    if !which("cargo") || !which("rustc") {
-        println!("SKIPPED: cargo or rustc is not installed");
+    if !have(&["cargo", "rustc"]) {
         return;
     }
     let out = ok(
@@ -167,8 +181,7 @@ fn cargo_and_rustc_build_and_run() {
 #[test]
 fn python_venv_and_pip_without_an_index() {
     let Some(env) = setup() else { return };
-    if !which("python3") {
-        println!("SKIPPED: python3 is not installed");
+    if !have(&["python3"]) {
         return;
     }
     // A one-module wheel, made outside the sandbox.
@@ -202,8 +215,7 @@ fn python_venv_and_pip_without_an_index() {
 #[test]
 fn node_and_npm() {
     let Some(env) = setup() else { return };
-    if !which("node") || !which("npm") {
-        println!("SKIPPED: node or npm is not installed");
+    if !have(&["node", "npm"]) {
         return;
     }
     let out = ok(
@@ -219,8 +231,7 @@ fn node_and_npm() {
 #[test]
 fn make_gcc_and_coreutils() {
     let Some(env) = setup() else { return };
-    if !which("make") || !which("gcc") {
-        println!("SKIPPED: make or gcc is not installed");
+    if !have(&["make", "gcc"]) {
         return;
     }
     let out = ok(
@@ -239,8 +250,7 @@ fn make_gcc_and_coreutils() {
 #[test]
 fn learned_policy_for_git_and_python() {
     let Some(env) = setup() else { return };
-    if !which("git") || !which("python3") || !which("strace") {
-        println!("SKIPPED: git, python3 or strace is not installed");
+    if !have(&["git", "python3", "strace"]) {
         return;
     }
     let script = "set -e; rm -rf r v; git init -q r; cd r; echo a > a; git add a; \
