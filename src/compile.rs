@@ -452,8 +452,11 @@ fn compile_each(
     for i in 0..diags.len() {
         seen.first(&diags, i);
     }
+    // The same for every OS: hashed once. The IR's own hash only where an
+    // artifact carries it (`ir.json`, the Windows container's name).
+    let policy_hash = policy::hash::policy_hash(&policy);
     for os in oses {
-        let l = lower_for(&policy, opts, os).map_err(|mut f| {
+        let mut l = lower_to_apply(&policy, opts, os).map_err(|mut f| {
             let mut all = diags.clone();
             all.append(&mut f.diagnostics);
             Failure {
@@ -461,6 +464,13 @@ fn compile_each(
                 exit_code: f.exit_code,
             }
         })?;
+        if targets
+            .iter()
+            .any(|t| t.os() == os && matches!(t, Target::Ir | Target::Windows))
+        {
+            l.ir.ir_hash = lower::ir_hash(&l.ir);
+        }
+        l.ir.policy_hash = policy_hash.clone();
         for d in &l.diagnostics {
             diags.push(d.clone());
             if !seen.first(&diags, diags.len() - 1) {

@@ -162,5 +162,19 @@ fn one_policy_hash_across_targets() {
             );
         }
         assert_eq!(hashes.len(), 1, "{}: {hashes:?}", case.name);
+        // compile hashes the policy once and the IR only for the targets
+        // that carry it: the same values `lower_for` gives.
+        let (policy, _) = compile::load(&inputs, &opts).unwrap();
+        let lowered = compile::lower_for(&policy, &opts, Target::Ir.os())
+            .unwrap()
+            .ir;
+        let ir = out
+            .artifacts
+            .iter()
+            .find(|a| a.target == Target::Ir)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&ir.text).unwrap();
+        assert_eq!(v["ir_hash"], lowered.ir_hash, "{}", case.name);
+        assert_eq!(v["policy_hash"], lowered.policy_hash, "{}", case.name);
     }
 }

@@ -83,7 +83,7 @@ struct Ctx<'a> {
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
     let mut l = lower_unhashed(policy, opts)?;
-    l.ir.ir_hash = hash(&l.ir);
+    l.ir.ir_hash = ir_hash(&l.ir);
     l.ir.policy_hash = crate::policy::hash::policy_hash(policy);
     Ok(l)
 }
@@ -301,7 +301,10 @@ fn root_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> (String, Option<
 }
 
 /// sha256 of the IR's JSON with empty hash fields: same inputs, same hash.
-fn hash(ir: &Ir) -> String {
+/// The `ir_hash` of an IR whose `ir_hash` and `policy_hash` are still
+/// empty (as [`lower_unhashed`] leaves them).
+pub fn ir_hash(ir: &Ir) -> String {
+    debug_assert!(ir.ir_hash.is_empty() && ir.policy_hash.is_empty());
     crate::policy::hash::sha256(&serde_json::to_vec(ir).expect("IR serialises"))
 }
 
