@@ -305,7 +305,7 @@ fn root_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> (String, Option<
 /// empty (as [`lower_unhashed`] leaves them).
 pub fn ir_hash(ir: &Ir) -> String {
     debug_assert!(ir.ir_hash.is_empty() && ir.policy_hash.is_empty());
-    crate::policy::hash::sha256(&serde_json::to_vec(ir).expect("IR serialises"))
+    crate::policy::hash::sha256_json(ir)
 }
 
 fn rule_source(index: usize, loc: &Option<Location>) -> Source {

@@ -49,12 +49,23 @@ pub fn policy_hash(p: &Policy) -> String {
         linux: &p.linux,
         windows: &p.windows,
     };
-    sha256(&serde_json::to_vec(&c).expect("the policy serialises"))
+    sha256_json(&c)
 }
 
 /// `sha256:` and the hex digest of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex(Sha256::digest(bytes).as_slice())
+}
+
+/// [`sha256`] of `value`'s JSON text, hashed as it is written: the text of
+/// a large IR is never held whole.
+pub fn sha256_json(value: &impl Serialize) -> String {
+    let mut h = Sha256::new();
+    serde_json::to_writer(&mut h, value).expect("the value serialises");
+    hex(h.finalize().as_slice())
+}
+
+fn hex(digest: &[u8]) -> String {
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
