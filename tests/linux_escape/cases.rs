@@ -42,6 +42,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("artifact_without_baseline_refused", artifact_baseline),
     ("artifact_rule_through_symlink_out", artifact_symlink_out),
     ("rule_path_swapped_for_symlink", swap_race),
+    ("terminal_read_after_the_run", terminal_after_the_run),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {
@@ -739,6 +740,20 @@ fn pty() -> (std::fs::File, String) {
 /// Start `sbx run` as the session leader of a fresh terminal, the way a
 /// shell runs a foreground job.
 fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
+    let mut c = std::process::Command::new(crate::fixture::sbx_bin());
+    c.env("HOME", fx.root.join("home"))
+        .arg("run")
+        .arg(p)
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .arg("--")
+        .args(cmd);
+    spawn_on_terminal(c)
+}
+
+/// `c` in a session of its own whose controlling terminal is a new pty;
+/// the pty's master side is returned.
+fn spawn_on_terminal(mut c: std::process::Command) -> (std::process::Child, std::fs::File) {
     use std::os::unix::process::CommandExt;
     let (master, slave) = pty();
     let tty = || {
@@ -748,17 +763,7 @@ fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs
             .open(&slave)
             .unwrap()
     };
-    let mut c = std::process::Command::new(crate::fixture::sbx_bin());
-    c.env("HOME", fx.root.join("home"))
-        .arg("run")
-        .arg(p)
-        .arg("--workspace")
-        .arg(&fx.ws)
-        .arg("--")
-        .args(cmd)
-        .stdin(tty())
-        .stdout(tty())
-        .stderr(tty());
+    c.stdin(tty()).stdout(tty()).stderr(tty());
     // SAFETY: setsid and ioctl are async-signal-safe.
     unsafe {
         c.pre_exec(|| {
@@ -770,6 +775,60 @@ fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs
         });
     }
     (c.spawn().unwrap(), master)
+}
+
+/// POLICY.md §13: no process of the sandbox reads the user's terminal
+/// once `sbx run` has returned. The probe leaves behind a process that
+/// takes the terminal's foreground group (TIOCSPGRP, SIGTTOU ignored) and
+/// copies what is typed; the harness types a line after the run returned.
+/// Control: run unsandboxed on a terminal, the same probe reads the line.
+fn terminal_after_the_run(fx: &Fx) -> Result<(), String> {
+    use std::io::Write;
+    let p = fx.policy("best_effort", "");
+    let probe = std::env::current_exe().unwrap();
+    let probe = probe.to_str().unwrap();
+    for sandboxed in [false, true] {
+        let beat = fx.path(&format!("ws/beat-{sandboxed}"));
+        let typed = fx.path(&format!("ws/typed-{sandboxed}"));
+        let args = [probe, "--probe", "tty-grab", &beat, &typed];
+        let (mut child, mut master) = if sandboxed {
+            on_terminal(fx, &p, &args)
+        } else {
+            let mut c = std::process::Command::new(args[0]);
+            c.args(&args[1..]);
+            spawn_on_terminal(c)
+        };
+        let st = child.wait().unwrap();
+        check(st.success(), || format!("sandboxed {sandboxed}: {st:?}"))?;
+        // The grab happened while the run lasted (its pid is written).
+        let text = std::fs::read_to_string(&beat).unwrap_or_default();
+        let pid = text.lines().next().unwrap_or("").to_string();
+        check(!pid.is_empty(), || {
+            format!("sandboxed {sandboxed}: no grab ({text:?})")
+        })?;
+        master.write_all(b"typed-after\n").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let got = std::fs::read_to_string(&typed).unwrap_or_default();
+        let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(300));
+        let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+        if sandboxed {
+            check(!got.contains("typed-after") && before == after, || {
+                format!("after the run: read {got:?}, heartbeat {before} -> {after}")
+            })?;
+        } else {
+            check(got.contains("typed-after") && after > before, || {
+                format!("control: read {got:?}, heartbeat {before} -> {after}")
+            })?;
+            if let Ok(pid) = pid.parse::<i32>() {
+                if pid > 1 {
+                    // SAFETY: the control's leftover, a process we started.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn wait_status(pid: i32, flags: i32) -> i32 {

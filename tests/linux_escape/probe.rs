@@ -445,6 +445,59 @@ unsafe fn op(args: &[String]) -> String {
             libc::sleep(120);
             libc::_exit(0);
         }
+        "tty-grab" => {
+            // Leaves a process behind that takes the terminal (stdin) from
+            // the foreground group, ignoring SIGTTOU and SIGHUP, then
+            // copies what is typed to a(2) and appends a dot to a(1)
+            // (after its pid) every 50 ms for 30 s. The probe returns
+            // once the grab is done: `grabbed`, or the call that failed.
+            let mut pfd = [0; 2];
+            libc::pipe(pfd.as_mut_ptr());
+            if libc::fork() != 0 {
+                libc::close(pfd[1]);
+                let mut buf = [0u8; 64];
+                let n = libc::read(pfd[0], buf.as_mut_ptr().cast(), 64);
+                return String::from_utf8_lossy(&buf[..n.max(0) as usize]).into_owned();
+            }
+            libc::close(pfd[0]);
+            libc::setpgid(0, 0);
+            libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            libc::signal(libc::SIGTTIN, libc::SIG_IGN);
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            let msg = if libc::tcsetpgrp(0, libc::getpgrp()) != 0 {
+                format!("tcsetpgrp {}", errno_name(errno()))
+            } else {
+                "grabbed".to_string()
+            };
+            libc::write(pfd[1], msg.as_ptr().cast(), msg.len());
+            libc::close(pfd[1]);
+            if msg != "grabbed" {
+                libc::_exit(1);
+            }
+            let beat = CString::new(a(1)).unwrap();
+            let typed = CString::new(a(2)).unwrap();
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND;
+            let b = libc::open(beat.as_ptr(), flags, 0o644);
+            let t = libc::open(typed.as_ptr(), flags, 0o644);
+            let pid = format!("{}\n", libc::getpid());
+            libc::write(b, pid.as_ptr().cast(), pid.len());
+            for _ in 0..600 {
+                let mut p = libc::pollfd {
+                    fd: 0,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut p, 1, 50) > 0 {
+                    let mut buf = [0u8; 256];
+                    let n = libc::read(0, buf.as_mut_ptr().cast(), buf.len());
+                    if n > 0 {
+                        libc::write(t, buf.as_ptr().cast(), n as usize);
+                    }
+                }
+                libc::write(b, b".".as_ptr().cast(), 1);
+            }
+            libc::_exit(0);
+        }
         other => format!("unknown probe op {other}"),
     }
 }
