@@ -7,6 +7,7 @@
 //! reported in the precision report rather than silently approximated.
 
 mod artifact;
+pub mod mounts;
 pub mod rights;
 
 pub use artifact::*;
@@ -281,6 +282,14 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
                 .collect()
         }),
         limits: ir.limits.clone(),
+        namespaces: NsConfig {
+            mode: ir.linux.namespaces,
+            mounts: if ir.linux.namespaces == ir::Namespaces::Never {
+                Vec::new()
+            } else {
+                mounts::mounts(ir, &mounts::carve_outs(ir, &rules))
+            },
+        },
         precision,
     })
 }
@@ -588,6 +597,7 @@ fn access_words(a: Access) -> String {
 fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
+    let carve = mounts::carve_outs(ir, rules);
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
@@ -650,18 +660,47 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                 .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
                 .map(|r| r.label.as_str())
                 .collect();
-            out.push(line(
-                label,
-                target,
-                Status::Wider,
-                format!(
-                    "narrower rule under a broader one cannot be expressed in Landlock \
-                     (rights are additive): {} from {} still apply beneath {}",
-                    access_words(extra),
-                    from.join(", "),
-                    g.path
+            let alone = format!(
+                "{} from {} still apply beneath {}",
+                access_words(extra),
+                from.join(", "),
+                g.path
+            );
+            // `sbx run` mounts what a mount can express (mounts.rs).
+            let fix = (target == TARGET)
+                .then(|| carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1))
+                .flatten();
+            let (status, reason) = match fix {
+                Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
+                    Status::Exact,
+                    format!(
+                        "exact with namespaces: sbx run {} in a private mount namespace \
+                         (with Landlock alone, whose rights are additive, {alone})",
+                        f.words(&g.path)
+                    ),
                 ),
-            ));
+                Some(_) => (
+                    Status::Wider,
+                    format!(
+                        "narrower rule under a broader one cannot be expressed in Landlock \
+                         alone (rights are additive): {alone}; [linux] namespaces = \"never\" \
+                         turns off the mounts that make it exact"
+                    ),
+                ),
+                None => (
+                    Status::Wider,
+                    format!(
+                        "narrower rule under a broader one cannot be expressed in Landlock \
+                         (rights are additive){}: {alone}",
+                        if g.kind == PathKind::Missing {
+                            ", and no mount can take them back from a path that does not exist"
+                        } else {
+                            ""
+                        }
+                    ),
+                ),
+            };
+            out.push(line(label, target, status, reason));
         }
     }
     if ir.net.dns {

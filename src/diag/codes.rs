@@ -67,11 +67,10 @@ reed = true
         "`version` must be 1: it is the only policy format this sbx understands.",
         example = r#"version = 2
 "#;
-    NO_CAPABILITY = "SBX004", Error, "rule grants nothing",
-        "An [[fs]] rule must set at least one of read, write, create, update, delete, execute to true; a rule that grants nothing is almost always a typo.",
+    NO_CAPABILITY = "SBX004", Error, "rule names no capability",
+        "An [[fs]] rule must name at least one of read, write, create, update, delete, execute: a rule with a path alone is almost always a typo. A rule that names capabilities and sets them all to false (`read = false`) is a deny rule, not this error.",
         example = r#"[[fs]]
 path = "docs"
-read = false
 "#;
     CONTRADICTION = "SBX005", Error, "contradictory rights",
         "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.",
