@@ -221,8 +221,8 @@ path = "./src/"
 read = true
 write = true
 "#;
-    REDUNDANT = "SBX027", Warning, "nested rule repeats its parent",
-        "A nested rule grants exactly the rights its parent rule already grants there, so it has no effect (most specific wins, and it changes nothing).",
+    REDUNDANT = "SBX027", Warning, "rule has no effect",
+        "A nested rule grants exactly the rights its parent rule already grants there, so it has no effect (most specific wins, and it changes nothing). A deny rule (every capability it names set to false) outside any broader rule has no effect either: nothing there is granted.",
         example = r#"[[fs]]
 path = "."
 read = true
