@@ -146,7 +146,12 @@ pub fn missing_baseline(art: &LinuxArtifact) -> Vec<String> {
             .flatten()
             .any(|n| n == "connect_tcp")
     });
-    for r in arg_rules(tcp_restricted) {
+    let exec = if art.exec_allow.is_some() {
+        exec_rules()
+    } else {
+        Vec::new()
+    };
+    for r in arg_rules(tcp_restricted).into_iter().chain(exec) {
         if !s.deny_args.contains(&r) {
             out.push(format!(
                 "seccomp deny_args rule on {} ({:?})",
@@ -249,6 +254,24 @@ pub fn arg_rules(tcp_restricted: bool) -> Vec<ArgRule> {
         }
     }
     out
+}
+
+/// With `[commands]`: a memfd lives on an internal mount Landlock does
+/// not check, so one made executable would run any program written into
+/// it (`execve` of `/proc/self/fd/N`, `execveat(AT_EMPTY_PATH)`). Every
+/// memfd must be created with `MFD_NOEXEC_SEAL` (Linux 6.3), which the
+/// kernel also refuses to make executable later; EACCES is the kernel's
+/// own answer under `vm.memfd_noexec = 2`.
+pub fn exec_rules() -> Vec<ArgRule> {
+    vec![ArgRule {
+        syscall: "memfd_create".into(),
+        errno: "EACCES".into(),
+        when: vec![ArgTest {
+            arg: 1,
+            op: ArgOp::Lacks,
+            value: "MFD_NOEXEC_SEAL".into(),
+        }],
+    }]
 }
 
 /// Build the Linux artifact. Never refuses for precision reasons (see
@@ -574,7 +597,13 @@ fn seccomp(ir: &Ir) -> Seccomp {
                 .map(String::from)
                 .collect(),
         }),
-        deny_args: arg_rules(ir.net.connect != Ports::All),
+        deny_args: {
+            let mut rules = arg_rules(ir.net.connect != Ports::All);
+            if ir.commands.is_some() {
+                rules.extend(exec_rules());
+            }
+            rules
+        },
     }
 }
 
@@ -719,7 +748,9 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             target,
             Status::Wider,
             "the ELF interpreter (ld.so) of each allowed program must be executable, and \
-             running it directly can load any readable program"
+             running it directly (`ld.so /path/prog`) maps any readable program with \
+             mmap(PROT_EXEC), which Landlock does not check; a memfd, which Landlock does not \
+             see either, must be created with MFD_NOEXEC_SEAL (seccomp), so none can be run"
                 .into(),
         ));
         for c in cmds {

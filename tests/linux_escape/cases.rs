@@ -58,6 +58,11 @@ pub const ALL: &[(&str, Case)] = &[
     ("ns_daemon_dies_with_the_run", ns::daemon_dies_with_the_run),
     ("ns_listen_without_bind", ns::listen_without_bind),
     ("ns_unavailable_fallback", ns::namespaces_unavailable),
+    (
+        "ns_proxy_hook_gets_listeners",
+        ns::proxy_hook_gets_listeners,
+    ),
+    ("exec_from_memfd_with_commands", ns::memfd_exec),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {

@@ -320,3 +320,110 @@ pub fn namespaces_unavailable(fx: &Fx) -> Result<(), String> {
         "the command ran".into()
     })
 }
+
+/// The proxy's hook: listeners bound inside the sandbox's network
+/// namespace reach the callback; the sandbox connects to them (their
+/// ports are added to the Landlock ruleset) and nowhere else.
+pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
+    use sbx::runtime::linux::{parse_artifact, run, ProxyHook, RunOptions};
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let policy = fx.policy("best_effort", "");
+    let art_path = fx.root.join("proxy.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        policy.into(),
+        "--target".into(),
+        "linux".into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "-o".into(),
+        art_path.clone().into(),
+    ];
+    let out = fx.sbx(&compile, None);
+    check(out.code == 0, || format!("compile: {out:?}"))?;
+    let art = parse_artifact(&std::fs::read_to_string(&art_path).unwrap())?;
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = got.clone();
+    let serve = Arc::new(move |listeners: Vec<std::net::TcpListener>| {
+        seen.lock()
+            .unwrap()
+            .push(format!("{} listener(s)", listeners.len()));
+        for l in listeners {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                if let Ok((mut s, _)) = l.accept() {
+                    let mut buf = [0u8; 4];
+                    if s.read_exact(&mut buf).is_ok() {
+                        seen.lock()
+                            .unwrap()
+                            .push(String::from_utf8_lossy(&buf).into_owned());
+                        let _ = s.write_all(b"pong");
+                    }
+                }
+            });
+        }
+    });
+    let reply = fx.path("ws/reply");
+    let argv: Vec<OsString> = vec![
+        std::env::current_exe().unwrap().into(),
+        "--probe".into(),
+        "proxy-client".into(),
+        reply.clone().into(),
+    ];
+    let opts = RunOptions {
+        workspace: Some(fx.ws.clone()),
+        home: Some(fx.root.join("home")),
+        proxy: Some(ProxyHook {
+            listeners: 1,
+            serve,
+        }),
+        ..RunOptions::default()
+    };
+    let code = run(&art, &argv, &opts);
+    check(code == 0, || format!("run: exit {code}"))?;
+    let got = got.lock().unwrap().clone();
+    check(got == ["1 listener(s)", "ping"], || {
+        format!("hook saw {got:?}")
+    })?;
+    let r = std::fs::read_to_string(&reply).unwrap_or_default();
+    check(r == "pong", || format!("the sandbox got {r:?}"))?;
+    // Control: other loopback ports stay closed to it.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port().to_string();
+    expect(
+        "another port",
+        &fx.run(&fx.policy("best_effort", ""), &[], &["connect-tcp", &port]),
+        "EACCES",
+    )
+}
+
+/// With `[commands]`, nothing runs from a memfd (Landlock does not see
+/// its internal mount): creating one without MFD_NOEXEC_SEAL is refused,
+/// and a sealed one cannot be executed by `execveat(AT_EMPTY_PATH)` or
+/// `/proc/self/fd/N`. Without `[commands]` both routes run.
+pub fn memfd_exec(fx: &Fx) -> Result<(), String> {
+    let listed = fx.policy("best_effort", "\n[commands.true]\n");
+    let free = fx.policy("best_effort", "");
+    for how in ["execveat", "proc"] {
+        expect(
+            &format!("plain memfd, {how}"),
+            &fx.run(&listed, &[], &["memfd-exec", "plain", how]),
+            "EACCES",
+        )?;
+        expect(
+            &format!("sealed memfd, {how}"),
+            &fx.run(&listed, &[], &["memfd-exec", "seal", how]),
+            "EACCES",
+        )?;
+        let out = fx.run(&free, &[], &["memfd-exec", "plain", how]);
+        check(out.code == 0 && out.answer().is_empty(), || {
+            format!("no [commands], {how}: {out:?}")
+        })?;
+    }
+    // The listed program still runs.
+    let out = fx.run(&listed, &[], &["exec", "/usr/bin/true"]);
+    check(out.code == 0 && out.answer().is_empty(), || {
+        format!("listed: {out:?}")
+    })
+}

@@ -619,6 +619,66 @@ unsafe fn op(args: &[String]) -> String {
             libc::execv(ptrs[0], ptrs.as_ptr());
             res(-1)
         }
+        // Find the one TCP listener on 127.0.0.1 in this network
+        // namespace, send `ping`, write the reply to `a(1)`.
+        "proxy-client" => {
+            let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+            let port = tcp.lines().skip(1).find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let (addr, state) = (f.get(1)?, f.get(3)?);
+                let (ip, port) = addr.split_once(':')?;
+                (ip == "0100007F" && *state == "0A")
+                    .then(|| u16::from_str_radix(port, 16).ok())
+                    .flatten()
+            });
+            let Some(port) = port else {
+                return "no listener".into();
+            };
+            use std::io::Read;
+            match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(mut s) => {
+                    let _ = s.write_all(b"ping");
+                    let mut reply = String::new();
+                    let _ = s.read_to_string(&mut reply);
+                    let _ = std::fs::write(a(1), &reply);
+                    "OK".into()
+                }
+                Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+            }
+        }
+        // Copy /usr/bin/true into a memfd made with flags `a(1)` (0 or
+        // `seal`: MFD_NOEXEC_SEAL), then run it by `a(2)`: `execveat`
+        // (AT_EMPTY_PATH) or `proc` (/proc/self/fd/N). A run prints
+        // nothing; a refusal prints the errno.
+        "memfd-exec" => {
+            let flags = if a(1) == "seal" {
+                libc::MFD_NOEXEC_SEAL
+            } else {
+                0
+            };
+            let fd = libc::memfd_create(c"probe".as_ptr(), flags);
+            if fd < 0 {
+                return res(-1);
+            }
+            let prog = std::fs::read("/usr/bin/true").unwrap();
+            libc::write(fd, prog.as_ptr().cast(), prog.len());
+            let argv = [c"true".as_ptr(), std::ptr::null()];
+            let envp = [std::ptr::null()];
+            if a(2) == "execveat" {
+                libc::syscall(
+                    libc::SYS_execveat,
+                    fd,
+                    c"".as_ptr(),
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                );
+            } else {
+                let path = c(&format!("/proc/self/fd/{fd}"));
+                libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            }
+            res(-1)
+        }
         other => format!("unknown probe op {other}"),
     }
 }

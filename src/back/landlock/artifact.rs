@@ -185,6 +185,8 @@ pub struct ArgTest {
 pub enum ArgOp {
     /// Every bit of `value` is set.
     Has,
+    /// No bit of `value` is set.
+    Lacks,
     Eq,
     Ne,
 }
@@ -193,6 +195,7 @@ impl ArgOp {
     fn word(self) -> &'static str {
         match self {
             ArgOp::Has => "has",
+            ArgOp::Lacks => "lacks",
             ArgOp::Eq => "==",
             ArgOp::Ne => "!=",
         }
@@ -218,8 +221,9 @@ impl TryFrom<String> for ArgRule {
     type Error = String;
 
     fn try_from(s: String) -> Result<ArgRule, String> {
-        let bad =
-            || format!("argument rule {s:?}: expected `call(argN has|==|!= VALUE, …) -> ERRNO`");
+        let bad = || {
+            format!("argument rule {s:?}: expected `call(argN has|lacks|==|!= VALUE, …) -> ERRNO`")
+        };
         let (head, errno) = s.split_once(" -> ").ok_or_else(bad)?;
         let (syscall, when) = match head.split_once('(') {
             None => (head, Vec::new()),
@@ -240,6 +244,7 @@ impl TryFrom<String> for ArgRule {
                             .ok_or_else(bad)?;
                         let op = match op {
                             "has" => ArgOp::Has,
+                            "lacks" => ArgOp::Lacks,
                             "==" => ArgOp::Eq,
                             "!=" => ArgOp::Ne,
                             _ => return Err(bad()),

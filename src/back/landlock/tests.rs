@@ -272,6 +272,16 @@ fn commands_move_execute_to_the_listed_files() {
         ]
     );
     snapshot("linux_artifact_commands", &art);
+    // The memfd rule comes with [commands], and the loader wants it.
+    assert_eq!(missing_baseline(&art), Vec::<String>::new());
+    let mut edited = art.clone();
+    edited
+        .seccomp
+        .deny_args
+        .retain(|r| r.syscall != "memfd_create");
+    assert!(missing_baseline(&edited)
+        .join(", ")
+        .contains("memfd_create"));
     // Allowed env vars not in a command's list: cooperative.
     ir.env.allow = vec!["AWS_*".into()];
     let lines = statuses(&build(&ir).unwrap().precision);
