@@ -372,6 +372,12 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         if step.is_namespace() {
             // Nothing ran: go on without the layer, or refuse.
             let why = format!("{} failed: {error}", step.describe());
+            // Past the listeners, their ports are in the ruleset already:
+            // without the namespace they would be ports on the host.
+            if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
+            {
+                return Err(fail(format!("namespaces: {why}: nothing was run")));
+            }
             if art.enforcement == Enforcement::Required && !carve_outs.is_empty() {
                 return Err(fail(format!(
                     "enforcement = \"required\" but namespaces are not available ({why}); \
