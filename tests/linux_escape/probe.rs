@@ -544,7 +544,8 @@ unsafe fn op(args: &[String]) -> String {
                 for (j, b) in name.to_bytes().iter().enumerate().take(15) {
                     req.ifr_name[j] = *b as libc::c_char;
                 }
-                let up = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req) == 0
+                #[allow(clippy::unnecessary_cast)]
+                let up = libc::ioctl(s, libc::SIOCGIFFLAGS as _, &mut req) == 0
                     && req.ifr_ifru.ifru_flags & libc::IFF_UP as libc::c_short != 0;
                 out.push(format!(
                     "{}:{}",

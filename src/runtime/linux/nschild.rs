@@ -316,9 +316,12 @@ unsafe fn loopback_up() -> bool {
         _pad: [0; 22],
     };
     req.name[..2].copy_from_slice(b"lo");
-    let ok = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req as *mut IfReq) == 0 && {
+    // The request is an int in musl, an unsigned long in glibc.
+    #[allow(clippy::unnecessary_cast)]
+    let (get, set) = (libc::SIOCGIFFLAGS as _, libc::SIOCSIFFLAGS as _);
+    let ok = libc::ioctl(s, get, &mut req as *mut IfReq) == 0 && {
         req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-        libc::ioctl(s, libc::SIOCSIFFLAGS, &req as *const IfReq) == 0
+        libc::ioctl(s, set, &req as *const IfReq) == 0
     };
     libc::close(s);
     ok
