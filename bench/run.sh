@@ -112,13 +112,22 @@ name = "AWS_*"
 read = true
 EOF
   mkdir -p "$work/ws/.git" "$work/ws/target"
-  "$SBX" compile "$work/typical.toml" --workspace "$work/ws" --target linux -o "$work/typical.json"
+  "$SBX" compile "$work/typical.toml" --workspace "$work/ws" --target linux -o "$work/typical.json" 2>/dev/null
+  # The same policy with Landlock alone (what the namespace layer costs:
+  # the typical policy gets mount and PID namespaces for `.git`), and
+  # without its [[net]] rule (a network namespace too).
+  { cat "$work/typical.toml"; printf '\n[linux]\nnamespaces = "never"\n'; } >"$work/never.toml"
+  "$SBX" compile "$work/never.toml" --workspace "$work/ws" --target linux -o "$work/never.json" 2>/dev/null
+  grep -v -e '^\[\[net\]\]' -e '^host' -e '^scheme' "$work/typical.toml" >"$work/nonet.toml"
+  "$SBX" compile "$work/nonet.toml" --workspace "$work/ws" --target linux -o "$work/nonet.json" 2>/dev/null
   local cmds=(
     "/bin/true"
     "$SBX run $work/typical.toml --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/typical.json --workspace $work/ws -- /bin/true"
+    "$SBX run --artifact $work/never.json --workspace $work/ws -- /bin/true"
+    "$SBX run --artifact $work/nonet.json --workspace $work/ws -- /bin/true"
   )
-  local names=("bare exec" "sbx run POLICY" "sbx run --artifact")
+  local names=("bare exec" "sbx run POLICY" "sbx run --artifact" "--artifact, namespaces = never" "--artifact, no [[net]]")
   if command -v bwrap >/dev/null; then
     cmds+=("bwrap --ro-bind / / --dev /dev --unshare-net /bin/true")
     names+=("bwrap")
@@ -149,7 +158,7 @@ for line in open(sys.argv[1]):
 names = sys.argv[2:]
 med = {i: statistics.median(v) for i, v in rows.items()}
 base = med[0]
-bw = med.get(3)
+bw = med.get(names.index("bwrap")) if "bwrap" in names else None
 print("| command | median ms | p10 ms | p90 ms | added over bare exec ms | share of bwrap's added time |")
 print("|---|---:|---:|---:|---:|---:|")
 for i, v in sorted(rows.items()):

@@ -369,6 +369,26 @@ pub struct LinuxExtras {
     pub scopes: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_abi: Option<u32>,
+    /// `[linux] namespaces`: whether `sbx run` adds its namespace layer.
+    #[serde(default, skip_serializing_if = "Namespaces::is_auto")]
+    pub namespaces: Namespaces,
+}
+
+/// `sbx run`'s namespace layer on Linux (user, mount, PID, network).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Namespaces {
+    /// Where the policy needs them: carve-outs, deny rules, no network.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Namespaces {
+    pub fn is_auto(&self) -> bool {
+        *self == Namespaces::Auto
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -61,10 +61,11 @@ fn invalid_policy_fails_with_the_check_report() {
 fn a_target_that_cannot_honour_required_fails_the_build() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.toml");
-    // Landlock cannot make `.git` read-only inside a writable workspace.
+    // Landlock alone cannot make `.git` read-only inside a writable
+    // workspace (sbx run's namespaces can: they are turned off here).
     std::fs::write(
         &policy,
-        "version = 1\nenforcement = \"required\"\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \".git\"\nread = true\n",
+        "version = 1\nenforcement = \"required\"\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \".git\"\nread = true\n\n[linux]\nnamespaces = \"never\"\n",
     )
     .unwrap();
     let out = dir.path().join("out");

@@ -100,8 +100,9 @@ fn filesystem_queries() {
     assert_eq!(rule_index(&ex), Some(1));
     assert_eq!(ex.request, format!("read {ws}/.git/config"));
 
-    // The read-only carve-out: denied by the policy and by Seatbelt, but
-    // Landlock's additive rights let the parent's write through.
+    // The read-only carve-out: denied by the policy and by Seatbelt, and
+    // on Linux by sbx run's read-only mount (Landlock's additive rights
+    // alone would let the parent's write through).
     let ex = fs(&ir, FsOp::Write, ".git/config");
     assert!(!ex.allowed);
     assert_eq!(rule_index(&ex), Some(1));
@@ -110,7 +111,13 @@ fn filesystem_queries() {
         "{}",
         ex.reason
     );
-    assert_eq!(target(&ex, "linux"), Enforced::Wider);
+    assert_eq!(target(&ex, "linux"), Enforced::Exact);
+    let linux = ex.targets.iter().find(|t| t.target == "linux").unwrap();
+    assert!(
+        linux.note.contains("read-only") && linux.note.contains("Landlock alone"),
+        "{}",
+        linux.note
+    );
     assert_eq!(target(&ex, "macos"), Enforced::Exact);
     assert_eq!(target(&ex, "windows"), Enforced::Wider);
 

@@ -221,6 +221,24 @@ fn broad_writes() {
     assert_eq!((at.file.as_str(), at.line, at.column), ("p.toml", 1, 1));
 }
 
+/// A deny rule has no effect outside any broader rule (SBX027), and
+/// grants nothing for the sensitive-path lint to report (SBX020).
+#[test]
+fn deny_rules_redundant_outside_any_grant() {
+    let h = Host::new();
+    let d = lint(
+        &h,
+        "[[fs]]\npath = \".\"\nread = true\n\n[[fs]]\npath = \"src\"\nread = false\n\n[[fs]]\npath = \"/srv/sbx-lint-nowhere\"\nread = false\n",
+    );
+    let r = with(&d, codes::REDUNDANT);
+    assert_eq!(r.len(), 1, "{r:#?}");
+    assert!(r[0].message.starts_with("fs[2]"), "{}", r[0].message);
+    assert!(r[0].message.contains("no broader rule grants"));
+    assert!(with(&d, codes::SENSITIVE)
+        .iter()
+        .all(|s| !s.message.starts_with("fs[1]") && !s.message.starts_with("fs[2]")));
+}
+
 #[test]
 fn redundant_and_missing() {
     let h = Host::new();

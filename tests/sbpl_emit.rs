@@ -438,3 +438,36 @@ fn sbpl_many_nested_rules_are_emitted_quickly() {
         assert!(out.text.contains("/d1/e7/f11/r4999"));
     }
 }
+
+/// A deny rule (every capability it names false) is exact in SBPL: the
+/// profile denies every right the broader rule grants, on the path and
+/// beneath it.
+#[test]
+fn sbpl_deny_rules_are_exact() {
+    let ir = lower(&inputs(&["fixtures/deny.toml"]), None, false);
+    let out = emit(&ir).unwrap();
+    assert!(
+        out.precision.iter().all(|p| !p.status.is_inexact()),
+        "{:?}",
+        out.precision
+    );
+    let p = Profile::from_source(&out.text, &BTreeMap::new()).unwrap();
+    let ws = "/private/tmp/sbx-emit-ws";
+    for (op, path) in [
+        (FileOp::Read, format!("{ws}/secrets")),
+        (FileOp::Read, format!("{ws}/secrets/key")),
+        (FileOp::WriteCreate, format!("{ws}/secrets/new")),
+        (FileOp::WriteUnlink, format!("{ws}/secrets")),
+        (FileOp::Read, format!("{ws}/config/prod.env")),
+        (FileOp::Write, format!("{ws}/config/prod.env")),
+    ] {
+        assert!(
+            !p.decide(op, &path).is_allow(),
+            "{op:?} {path}\n{}",
+            out.text
+        );
+    }
+    for op in [FileOp::Read, FileOp::Write] {
+        assert!(p.decide(op, &format!("{ws}/src/main.rs")).is_allow());
+    }
+}

@@ -7,6 +7,7 @@
 //! reported in the precision report rather than silently approximated.
 
 mod artifact;
+pub mod mounts;
 pub mod rights;
 
 pub use artifact::*;
@@ -145,7 +146,12 @@ pub fn missing_baseline(art: &LinuxArtifact) -> Vec<String> {
             .flatten()
             .any(|n| n == "connect_tcp")
     });
-    for r in arg_rules(tcp_restricted) {
+    let exec = if art.exec_allow.is_some() {
+        exec_rules()
+    } else {
+        Vec::new()
+    };
+    for r in arg_rules(tcp_restricted).into_iter().chain(exec) {
         if !s.deny_args.contains(&r) {
             out.push(format!(
                 "seccomp deny_args rule on {} ({:?})",
@@ -250,6 +256,24 @@ pub fn arg_rules(tcp_restricted: bool) -> Vec<ArgRule> {
     out
 }
 
+/// With `[commands]`: a memfd lives on an internal mount Landlock does
+/// not check, so one made executable would run any program written into
+/// it (`execve` of `/proc/self/fd/N`, `execveat(AT_EMPTY_PATH)`). Every
+/// memfd must be created with `MFD_NOEXEC_SEAL` (Linux 6.3), which the
+/// kernel also refuses to make executable later; EACCES is the kernel's
+/// own answer under `vm.memfd_noexec = 2`.
+pub fn exec_rules() -> Vec<ArgRule> {
+    vec![ArgRule {
+        syscall: "memfd_create".into(),
+        errno: "EACCES".into(),
+        when: vec![ArgTest {
+            arg: 1,
+            op: ArgOp::Lacks,
+            value: "MFD_NOEXEC_SEAL".into(),
+        }],
+    }]
+}
+
 /// Build the Linux artifact. Never refuses for precision reasons (see
 /// [`emit`]); refuses paths it cannot represent.
 pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
@@ -281,6 +305,14 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
                 .collect()
         }),
         limits: ir.limits.clone(),
+        namespaces: NsConfig {
+            mode: ir.linux.namespaces,
+            mounts: if ir.linux.namespaces == ir::Namespaces::Never {
+                Vec::new()
+            } else {
+                mounts::mounts(ir, &mounts::carve_outs(ir, &rules))
+            },
+        },
         precision,
     })
 }
@@ -565,7 +597,13 @@ fn seccomp(ir: &Ir) -> Seccomp {
                 .map(String::from)
                 .collect(),
         }),
-        deny_args: arg_rules(ir.net.connect != Ports::All),
+        deny_args: {
+            let mut rules = arg_rules(ir.net.connect != Ports::All);
+            if ir.commands.is_some() {
+                rules.extend(exec_rules());
+            }
+            rules
+        },
     }
 }
 
@@ -588,6 +626,7 @@ fn access_words(a: Access) -> String {
 fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
+    let carve = mounts::carve_outs(ir, rules);
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
@@ -650,18 +689,47 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                 .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
                 .map(|r| r.label.as_str())
                 .collect();
-            out.push(line(
-                label,
-                target,
-                Status::Wider,
-                format!(
-                    "narrower rule under a broader one cannot be expressed in Landlock \
-                     (rights are additive): {} from {} still apply beneath {}",
-                    access_words(extra),
-                    from.join(", "),
-                    g.path
+            let alone = format!(
+                "{} from {} still apply beneath {}",
+                access_words(extra),
+                from.join(", "),
+                g.path
+            );
+            // `sbx run` mounts what a mount can express (mounts.rs).
+            let fix = (target == TARGET)
+                .then(|| carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1))
+                .flatten();
+            let (status, reason) = match fix {
+                Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
+                    Status::Exact,
+                    format!(
+                        "exact with namespaces: sbx run {} in a private mount namespace \
+                         (with Landlock alone, whose rights are additive, {alone})",
+                        f.words(&g.path)
+                    ),
                 ),
-            ));
+                Some(_) => (
+                    Status::Wider,
+                    format!(
+                        "narrower rule under a broader one cannot be expressed in Landlock \
+                         alone (rights are additive): {alone}; [linux] namespaces = \"never\" \
+                         turns off the mounts that make it exact"
+                    ),
+                ),
+                None => (
+                    Status::Wider,
+                    format!(
+                        "narrower rule under a broader one cannot be expressed in Landlock \
+                         (rights are additive){}: {alone}",
+                        if g.kind == PathKind::Missing {
+                            ", and no mount can take them back from a path that does not exist"
+                        } else {
+                            ""
+                        }
+                    ),
+                ),
+            };
+            out.push(line(label, target, status, reason));
         }
     }
     if ir.net.dns {
@@ -680,7 +748,9 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             target,
             Status::Wider,
             "the ELF interpreter (ld.so) of each allowed program must be executable, and \
-             running it directly can load any readable program"
+             running it directly (`ld.so /path/prog`) maps any readable program with \
+             mmap(PROT_EXEC), which Landlock does not check; a memfd, which Landlock does not \
+             see either, must be created with MFD_NOEXEC_SEAL (seccomp), so none can be run"
                 .into(),
         ));
         for c in cmds {

@@ -132,6 +132,7 @@ fn linux(a: RunArgs) -> i32 {
         workspace: a.workspace.clone().map(Into::into),
         home: a.home.clone().map(Into::into),
         landlock_abi: a.landlock_abi,
+        proxy: None,
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {

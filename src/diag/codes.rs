@@ -67,11 +67,10 @@ reed = true
         "`version` must be 1: it is the only policy format this sbx understands.",
         example = r#"version = 2
 "#;
-    NO_CAPABILITY = "SBX004", Error, "rule grants nothing",
-        "An [[fs]] rule must set at least one of read, write, create, update, delete, execute to true; a rule that grants nothing is almost always a typo.",
+    NO_CAPABILITY = "SBX004", Error, "rule names no capability",
+        "An [[fs]] rule must name at least one of read, write, create, update, delete, execute: a rule with a path alone is almost always a typo. A rule that names capabilities and sets them all to false (`read = false`) is a deny rule, not this error.",
         example = r#"[[fs]]
 path = "docs"
-read = false
 "#;
     CONTRADICTION = "SBX005", Error, "contradictory rights",
         "`write = true` means create + update + delete; setting one of those to false in the same rule contradicts it.",
@@ -222,8 +221,8 @@ path = "./src/"
 read = true
 write = true
 "#;
-    REDUNDANT = "SBX027", Warning, "nested rule repeats its parent",
-        "A nested rule grants exactly the rights its parent rule already grants there, so it has no effect (most specific wins, and it changes nothing).",
+    REDUNDANT = "SBX027", Warning, "rule has no effect",
+        "A nested rule grants exactly the rights its parent rule already grants there, so it has no effect (most specific wins, and it changes nothing). A deny rule (every capability it names set to false) outside any broader rule has no effect either: nothing there is granted.",
         example = r#"[[fs]]
 path = "."
 read = true

@@ -119,6 +119,31 @@ fn decide(
     }
 }
 
+/// How `sbx run`'s namespace layer makes the deciding rule's carve-out
+/// exact, in words, if it does (back::landlock::mounts decides the same
+/// for the artifact).
+fn namespace_mount(ir: &Ir, decider: Option<&crate::ir::Grant>) -> Option<String> {
+    use crate::back::landlock::mounts::{fix, Fix};
+    let g = decider?;
+    if ir.linux.namespaces == crate::ir::Namespaces::Never || g.kind == PathKind::Missing {
+        return None;
+    }
+    let above = ir
+        .fs
+        .iter()
+        .filter(|a| path_within(&g.path, &a.path) && a.kind != PathKind::Missing)
+        .fold(Access::NONE, |acc, a| acc.union(a.access));
+    let f = fix(g.access, above.minus(g.access))?;
+    let nested = ir
+        .fs
+        .iter()
+        .any(|n| n.path != g.path && path_within(&n.path, &g.path) && !n.access.is_empty());
+    if f == Fix::Hide && nested {
+        return None;
+    }
+    Some(f.words(&g.path))
+}
+
 fn targets(ir: &Ir, op: FsOp, path: &str) -> Vec<TargetNote> {
     let want = op.access();
     let policy = ir.access_at(path).contains(want);
@@ -134,14 +159,27 @@ fn targets(ir: &Ir, op: FsOp, path: &str) -> Vec<TargetNote> {
     let linux = match (policy, landlock) {
         (true, true) => note("linux", Enforced::Exact, "Landlock allows it (kernel)"),
         (false, false) => note("linux", Enforced::Exact, "Landlock denies it (kernel)"),
-        (false, true) => note(
-            "linux",
-            Enforced::Wider,
-            format!(
-                "Landlock allows it anyway: rights are additive, and a rule above {path} grants {}",
-                op.verb()
+        (false, true) => match namespace_mount(ir, decider) {
+            Some(words) => note(
+                "linux",
+                Enforced::Exact,
+                format!(
+                    "sbx run denies it with namespaces: it {words} in a private mount \
+                     namespace; with Landlock alone (namespaces = \"never\", or none on the \
+                     host) it is allowed, since a rule above {path} grants {}",
+                    op.verb()
+                ),
             ),
-        ),
+            None => note(
+                "linux",
+                Enforced::Wider,
+                format!(
+                    "Landlock allows it anyway: rights are additive, and a rule above {path} \
+                     grants {}",
+                    op.verb()
+                ),
+            ),
+        },
         (true, false) => note(
             "linux",
             Enforced::Narrower,

@@ -104,7 +104,8 @@ fn authored(s: &Source) -> bool {
     matches!(s, Source::Rule { .. } | Source::ProcessRoot)
 }
 
-/// SBX027: a nested rule with exactly its parent rule's rights.
+/// SBX027: a nested rule with exactly its parent rule's rights, or a
+/// deny rule (all rights false) that no broader rule grants anything.
 pub fn redundant(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, g) in ir.fs.iter().enumerate() {
@@ -112,6 +113,21 @@ pub fn redundant(ir: &Ir, idx: &Index, loc: &Locator) -> Vec<Diagnostic> {
             continue;
         }
         let Some(p) = idx.parent(i).map(|p| &ir.fs[p]) else {
+            if g.access.is_empty() {
+                let me = Origin::grant(g);
+                out.push(
+                    Diagnostic::new(
+                        codes::REDUNDANT,
+                        format!(
+                            "{} denies {}, which no broader rule grants: it has no effect",
+                            me.label(),
+                            g.path
+                        ),
+                    )
+                    .at(loc.locate(&me))
+                    .help("remove the deny rule; nothing beneath its path is granted anyway"),
+                );
+            }
             continue;
         };
         if !authored(&p.source) || p.access != g.access {

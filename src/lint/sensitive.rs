@@ -243,7 +243,8 @@ pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
     let by_prefix = ByPrefix::new(&patterns, matches!(ir.os, Os::Macos | Os::Windows));
     let mut out = Vec::new();
     for (i, g) in ir.fs.iter().enumerate() {
-        if !authored(g) {
+        // A deny rule grants nothing to reach a sensitive path with.
+        if !authored(g) || g.access.is_empty() {
             continue;
         }
         let dir = g.kind != PathKind::File;

@@ -238,6 +238,11 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
                     .collect()
             }),
             min_abi: policy.linux.min_abi,
+            namespaces: match policy.linux.namespaces {
+                None | Some(crate::policy::model::Namespaces::Auto) => ir::Namespaces::Auto,
+                Some(crate::policy::model::Namespaces::Always) => ir::Namespaces::Always,
+                Some(crate::policy::model::Namespaces::Never) => ir::Namespaces::Never,
+            },
         },
         windows: ir::WindowsExtras {
             token: policy

@@ -103,6 +103,7 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
         if let Some(x) = &layer.linux {
             later(&mut p.linux.scopes, &x.scopes);
             later(&mut p.linux.min_abi, &x.min_abi);
+            later(&mut p.linux.namespaces, &x.namespaces);
         }
         if let Some(x) = &layer.windows {
             later(&mut p.windows.token, &x.token);

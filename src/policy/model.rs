@@ -409,6 +409,31 @@ pub struct Linux {
     #[schemars(range(min = 1, max = 7))]
     #[serde(deserialize_with = "check::abi")]
     pub min_abi: Option<u32>,
+    /// User, mount, PID and network namespaces beneath Landlock in `sbx
+    /// run`: `auto` (default) where the policy needs them (carve-outs,
+    /// process lifetime, no network), `always`, or `never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Namespaces>,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Namespaces {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Namespaces {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespaces::Auto => "auto",
+            Namespaces::Always => "always",
+            Namespaces::Never => "never",
+        }
+    }
 }
 
 #[derive(

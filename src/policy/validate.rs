@@ -165,17 +165,19 @@ fn items<T: serde::de::DeserializeOwned>(root: &Value, key: &str) -> Vec<(String
 
 fn fs_rule(r: &FsRule, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     let t = |b: Option<bool>| b == Some(true);
-    if ![r.read, r.write, r.create, r.update, r.delete, r.execute]
+    // Naming capabilities all `false` is a deny rule (POLICY.md §3);
+    // naming none is the typo this guards against.
+    if [r.read, r.write, r.create, r.update, r.delete, r.execute]
         .into_iter()
-        .any(t)
+        .all(|b| b.is_none())
     {
         out.push(
             Diagnostic::new(
                 codes::NO_CAPABILITY,
-                format!("rule for {:?} grants nothing", r.path),
+                format!("rule for {:?} names no capability", r.path),
             )
             .at(parsed.locate(ptr))
-            .help("set at least one of read, write, create, update, delete, execute to true"),
+            .help("set the rights it grants (read, write, create, update, delete, execute), or `read = false` to deny everything beneath it"),
         );
     }
     if t(r.write) {

@@ -1,6 +1,7 @@
 //! One function per escape attempt. Each returns `Err(explanation)`.
 
 use crate::fixture::{check, expect, Fx, Out};
+use crate::ns_cases as ns;
 use std::ffi::OsString;
 use std::net::{TcpListener, UdpSocket};
 use std::os::linux::net::SocketAddrExt;
@@ -8,6 +9,10 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::time::Duration;
 
 type Case = fn(&Fx) -> Result<(), String>;
+
+/// Appended to a policy: Landlock, seccomp and the subreaper alone, for
+/// the cases that test them without the namespace layer.
+const NEVER: &str = "\n[linux]\nnamespaces = \"never\"\n";
 
 pub const ALL: &[(&str, Case)] = &[
     ("read_write_outside", read_write_outside),
@@ -43,6 +48,22 @@ pub const ALL: &[(&str, Case)] = &[
     ("artifact_rule_through_symlink_out", artifact_symlink_out),
     ("rule_path_swapped_for_symlink", swap_race),
     ("terminal_read_after_the_run", terminal_after_the_run),
+    ("ns_carve_out_read_only", ns::carve_out_read_only),
+    ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
+    ("ns_deny_rule_hides", ns::deny_rule_hides),
+    ("ns_required_carve_out_runs", ns::required_carve_out_runs),
+    (
+        "ns_proc_shows_the_sandbox_only",
+        ns::proc_shows_the_sandbox_only,
+    ),
+    ("ns_daemon_dies_with_the_run", ns::daemon_dies_with_the_run),
+    ("ns_listen_without_bind", ns::listen_without_bind),
+    ("ns_unavailable_fallback", ns::namespaces_unavailable),
+    (
+        "ns_proxy_hook_gets_listeners",
+        ns::proxy_hook_gets_listeners,
+    ),
+    ("exec_from_memfd_with_commands", ns::memfd_exec),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {
@@ -175,7 +196,7 @@ fn proc_parent_environ(fx: &Fx) -> Result<(), String> {
     // The preset grants /proc read-only; Landlock's ptrace rule keeps
     // other domains' environ out, provided a root child has lost
     // CAP_SYS_ADMIN and CAP_PERFMON (which `mm_access` trusts first).
-    let p = fx.policy("best_effort", "");
+    let p = fx.policy("best_effort", NEVER);
     expect(
         "parent environ",
         &fx.run(&p, &[], &["read-proc-parent", "environ"]),
@@ -341,7 +362,7 @@ fn abstract_unix_socket(fx: &Fx) -> Result<(), String> {
     let name = format!("sbx-escape-{}", std::process::id());
     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let _l = UnixListener::bind_addr(&addr).unwrap();
-    let p = fx.policy("best_effort", "");
+    let p = fx.policy("best_effort", NEVER);
     expect(
         "connect outside",
         &fx.run(&p, &[], &["abstract-connect", &name]),
@@ -369,7 +390,7 @@ fn victim() -> std::process::Child {
 fn kill_outside(fx: &Fx) -> Result<(), String> {
     let mut v = victim();
     let pid = v.id().to_string();
-    let p = fx.policy("best_effort", "");
+    let p = fx.policy("best_effort", NEVER);
     let r = expect(
         "kill outside",
         &fx.run(&p, &[], &["kill", &pid, "15"]),
@@ -559,7 +580,10 @@ fn other_abis(fx: &Fx) -> Result<(), String> {
 }
 
 fn wall_time(fx: &Fx) -> Result<(), String> {
-    let p = fx.policy("best_effort", "\n[limits]\nwall_time_s = 1\n");
+    let p = fx.policy(
+        "best_effort",
+        &format!("\n[limits]\nwall_time_s = 1\n{NEVER}"),
+    );
     let out = fx.run(&p, &[], &["spawn-sleeper", "30"]);
     code("killed", &out, 137)?;
     check(out.elapsed < Duration::from_secs(10), || {
@@ -583,7 +607,7 @@ fn wall_time(fx: &Fx) -> Result<(), String> {
 }
 
 fn forced_abis(fx: &Fx) -> Result<(), String> {
-    let p = fx.policy("best_effort", "");
+    let p = fx.policy("best_effort", NEVER);
     // ABI 2 has no TRUNCATE right: truncation is not restricted at all.
     let out = fx.run(
         &p,
@@ -657,7 +681,8 @@ use std::path::Path;
 fn required_inexact(fx: &Fx) -> Result<(), String> {
     // A read-only carve-out under the writable workspace: Landlock cannot
     // express it.
-    let extra = "\n[[fs]]\npath = \"sub\"\nread = true\n";
+    let carve = "\n[[fs]]\npath = \"sub\"\nread = true\n";
+    let extra = &format!("{carve}{NEVER}");
     let p = fx.policy("required", extra);
     let marker = fx.path("ws/marker");
     let out = fx.run(&p, &[], &["write", &marker]);
@@ -673,6 +698,7 @@ fn required_inexact(fx: &Fx) -> Result<(), String> {
         fx.ws.clone().into(),
     ];
     code("compile", &fx.sbx(&compile, None), 1)?;
+    // With namespaces (the default) it is exact: `ns_required_carve_out_runs`.
     // best_effort runs it, and the carve-out really is writable (wider).
     let be = fx.policy("best_effort", extra);
     expect(
@@ -1056,7 +1082,7 @@ fn alive(pid: &str) -> bool {
 /// waited for it to report).
 fn nothing_outlives(fx: &Fx) -> Result<(), String> {
     for extra in ["", "\n[limits]\nwall_time_s = 30\n"] {
-        let p = fx.policy("best_effort", extra);
+        let p = fx.policy("best_effort", &format!("{extra}{NEVER}"));
         for depth in ["1", "100"] {
             let out = fx.run(&p, &[], &["daemon-chain", depth]);
             code("daemon chain", &out, 0)?;
@@ -1073,7 +1099,10 @@ fn nothing_outlives(fx: &Fx) -> Result<(), String> {
         }
     }
     // `sh -c 'sleep & exit'` under a limit: gone at once, not at the limit.
-    let p = fx.policy("best_effort", "\n[limits]\nwall_time_s = 30\n");
+    let p = fx.policy(
+        "best_effort",
+        &format!("\n[limits]\nwall_time_s = 30\n{NEVER}"),
+    );
     let out = fx.run(&p, &[], &["spawn-sleeper", "0"]);
     let pid = out.stdout.lines().next().unwrap_or("").trim().to_string();
     check(!pid.is_empty() && !alive(&pid), || {

@@ -157,6 +157,21 @@ execute = true
         run_with_deadline(cmd, Duration::from_secs(60))
     }
 
+    /// Run this binary with `args` and the environment `sbx` gets.
+    pub fn exec_self(&self, args: &[OsString]) -> Out {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.root.join("home"))
+            .env("LANG", "C.UTF-8")
+            .current_dir(&self.ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        run_with_deadline(cmd, Duration::from_secs(60))
+    }
+
     /// Run this binary's probe directly, outside any sandbox.
     pub fn unsandboxed(&self, probe: &[&str]) -> Out {
         let mut cmd = Command::new(std::env::current_exe().unwrap());

@@ -26,6 +26,10 @@ fn errno_name(e: i32) -> String {
         libc::EROFS => "EROFS",
         libc::ENOEXEC => "ENOEXEC",
         libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EBUSY => "EBUSY",
+        libc::EISDIR => "EISDIR",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::ENOTEMPTY => "ENOTEMPTY",
         _ => return format!("errno{e}"),
     };
     n.to_string()
@@ -68,6 +72,63 @@ fn abstract_addr(name: &str) -> (libc::sockaddr_un, libc::socklen_t) {
     }
     let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
     (a, len as libc::socklen_t)
+}
+
+/// A seccomp filter: `unshare` and `clone` with any `CLONE_NEW*` flag
+/// fail with EPERM, `clone3` with ENOSYS (so callers use `clone`).
+unsafe fn no_namespaces() {
+    const NS: u32 = (libc::CLONE_NEWNS
+        | libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNET
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS
+        | libc::CLONE_NEWCGROUP) as u32;
+    let ld = |k: u32| libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let ret = |k: u32| libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let prog = [
+        ld(0),                               // 0: nr
+        jeq(libc::SYS_unshare as u32, 5, 0), // 1 -> 7
+        jeq(libc::SYS_clone3 as u32, 5, 0),  // 2 -> 8
+        jeq(libc::SYS_clone as u32, 0, 2),   // 3: else -> 6
+        ld(16),                              // 4: flags (low half)
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16,
+            jt: 1,
+            jf: 0,
+            k: NS,
+        }, // 5 -> 7 when set
+        ret(libc::SECCOMP_RET_ALLOW),        // 6
+        ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32), // 7
+        ret(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32), // 8
+    ];
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    libc::syscall(
+        libc::SYS_seccomp,
+        libc::SECCOMP_SET_MODE_FILTER,
+        0,
+        &fprog as *const libc::sock_fprog,
+    );
 }
 
 /// Run one operation; returns what to print.
@@ -497,6 +558,180 @@ unsafe fn op(args: &[String]) -> String {
                 libc::write(b, b".".as_ptr().cast(), 1);
             }
             libc::_exit(0);
+        }
+        "unlink" => res(libc::unlink(c(a(1)).as_ptr()).into()),
+        "rmdir" => res(libc::rmdir(c(a(1)).as_ptr()).into()),
+        "mkdir" => res(libc::mkdir(c(a(1)).as_ptr(), 0o755).into()),
+        "list" => match std::fs::read_dir(a(1)) {
+            Ok(d) => format!("{} entries", d.count()),
+            Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+        },
+        // RENAME_EXCHANGE: swap two names atomically.
+        "exchange" => res(libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            c(a(1)).as_ptr(),
+            libc::AT_FDCWD,
+            c(a(2)).as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )),
+        // Processes this one can see in /proc.
+        "proc-count" => std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                    .count()
+                    .to_string()
+            })
+            .unwrap_or_else(|e| errno_name(e.raw_os_error().unwrap_or(0))),
+        // Network interfaces and whether each is up: `lo:up,eth0:up`.
+        "interfaces" => {
+            // Any socket takes SIOCGIFFLAGS; UDP ones may be refused.
+            let s = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+            let list = libc::if_nameindex();
+            let mut out = Vec::new();
+            let mut i = 0;
+            while !list.is_null() && (*list.add(i)).if_index != 0 {
+                let name = std::ffi::CStr::from_ptr((*list.add(i)).if_name);
+                let mut req: libc::ifreq = std::mem::zeroed();
+                for (j, b) in name.to_bytes().iter().enumerate().take(15) {
+                    req.ifr_name[j] = *b as libc::c_char;
+                }
+                #[allow(clippy::unnecessary_cast)]
+                let up = libc::ioctl(s, libc::SIOCGIFFLAGS as _, &mut req) == 0
+                    && req.ifr_ifru.ifru_flags & libc::IFF_UP as libc::c_short != 0;
+                out.push(format!(
+                    "{}:{}",
+                    name.to_string_lossy(),
+                    if up { "up" } else { "down" }
+                ));
+                i += 1;
+            }
+            out.join(",")
+        }
+        // listen() with no bind(): the kernel picks a port on every
+        // address. Prints the port, then waits for one connection for
+        // `a(2)` seconds and prints `accepted` or `none`.
+        "listen-nobind" => {
+            let fam = if a(1) == "6" {
+                libc::AF_INET6
+            } else {
+                libc::AF_INET
+            };
+            let s = libc::socket(fam, libc::SOCK_STREAM, 0);
+            if s < 0 || libc::listen(s, 1) < 0 {
+                return res(-1);
+            }
+            let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            libc::getsockname(s, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len);
+            let port = if fam == libc::AF_INET6 {
+                u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in6)).sin6_port)
+            } else {
+                u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in)).sin_port)
+            };
+            println!("{port}");
+            let _ = std::io::stdout().flush();
+            let mut pfd = libc::pollfd {
+                fd: s,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let n = libc::poll(&mut pfd, 1, num::<i32>(a(2)) * 1000);
+            if n > 0 { "accepted" } else { "none" }.into()
+        }
+        // A grandchild in its own session writes `started` to `a(1)`,
+        // then `still` a second later; the probe exits once it started.
+        "daemon-writer" => {
+            let mut pfd = [0; 2];
+            libc::pipe(pfd.as_mut_ptr());
+            if libc::fork() == 0 {
+                if libc::fork() == 0 {
+                    libc::setsid();
+                    libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                    let _ = std::fs::write(a(1), "started\n");
+                    libc::write(pfd[1], b"x".as_ptr().cast(), 1);
+                    libc::sleep(1);
+                    let mut f = std::fs::OpenOptions::new().append(true).open(a(1)).unwrap();
+                    let _ = f.write_all(b"still\n");
+                    libc::_exit(0);
+                }
+                libc::_exit(0);
+            }
+            let mut b = [0u8; 1];
+            libc::read(pfd[0], b.as_mut_ptr().cast(), 1);
+            "OK".into()
+        }
+        // Run `a(1)` with the rest as its arguments under a seccomp
+        // filter that refuses every new namespace (EPERM), as a
+        // container without user namespaces does.
+        "no-namespaces" => {
+            no_namespaces();
+            let argv: Vec<CString> = args[1..].iter().map(|x| c(x)).collect();
+            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|x| x.as_ptr()).collect();
+            ptrs.push(std::ptr::null());
+            libc::execv(ptrs[0], ptrs.as_ptr());
+            res(-1)
+        }
+        // Find the one TCP listener on 127.0.0.1 in this network
+        // namespace, send `ping`, write the reply to `a(1)`.
+        "proxy-client" => {
+            let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+            let port = tcp.lines().skip(1).find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let (addr, state) = (f.get(1)?, f.get(3)?);
+                let (ip, port) = addr.split_once(':')?;
+                (ip == "0100007F" && *state == "0A")
+                    .then(|| u16::from_str_radix(port, 16).ok())
+                    .flatten()
+            });
+            let Some(port) = port else {
+                return "no listener".into();
+            };
+            use std::io::Read;
+            match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(mut s) => {
+                    let _ = s.write_all(b"ping");
+                    let mut reply = String::new();
+                    let _ = s.read_to_string(&mut reply);
+                    let _ = std::fs::write(a(1), &reply);
+                    "OK".into()
+                }
+                Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+            }
+        }
+        // Copy /usr/bin/true into a memfd made with flags `a(1)` (0 or
+        // `seal`: MFD_NOEXEC_SEAL), then run it by `a(2)`: `execveat`
+        // (AT_EMPTY_PATH) or `proc` (/proc/self/fd/N). A run prints
+        // nothing; a refusal prints the errno.
+        "memfd-exec" => {
+            let flags = if a(1) == "seal" {
+                libc::MFD_NOEXEC_SEAL
+            } else {
+                0
+            };
+            let fd = libc::memfd_create(c"probe".as_ptr(), flags);
+            if fd < 0 {
+                return res(-1);
+            }
+            let prog = std::fs::read("/usr/bin/true").unwrap();
+            libc::write(fd, prog.as_ptr().cast(), prog.len());
+            let argv = [c"true".as_ptr(), std::ptr::null()];
+            let envp = [std::ptr::null()];
+            if a(2) == "execveat" {
+                libc::syscall(
+                    libc::SYS_execveat,
+                    fd,
+                    c"".as_ptr(),
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                );
+            } else {
+                let path = c(&format!("/proc/self/fd/{fd}"));
+                libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            }
+            res(-1)
         }
         other => format!("unknown probe op {other}"),
     }

@@ -29,7 +29,51 @@ pub struct LinuxArtifact {
     /// `None`: any program may be executed (subject to `execute` grants).
     pub exec_allow: Option<Vec<ExecEntry>>,
     pub limits: ir::Limits,
+    /// `sbx run`'s namespace layer: when to use it, and the mounts that
+    /// make carve-outs exact (absent: `auto`, no carve-out).
+    #[serde(default, skip_serializing_if = "NsConfig::is_default")]
+    pub namespaces: NsConfig,
     pub precision: Vec<Precision>,
+}
+
+/// The namespace layer of `sbx run` (docs/linux.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NsConfig {
+    #[serde(default, skip_serializing_if = "ir::Namespaces::is_auto")]
+    pub mode: ir::Namespaces,
+    /// Bind mounts made in the child's mount namespace, sorted by path
+    /// (templates as in `landlock`): every carve-out Landlock alone
+    /// cannot express, and every rule beneath one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<MountRule>,
+}
+
+impl NsConfig {
+    pub fn is_default(&self) -> bool {
+        *self == NsConfig::default()
+    }
+}
+
+/// One mount of the namespace layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountRule {
+    pub path: String,
+    /// `hidden`: an empty read-only mount over the path (a deny rule);
+    /// `bind`: the path mounted on itself with the flags below.
+    pub kind: MountKind,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noexec: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MountKind {
+    Hidden,
+    Bind,
 }
 
 /// A landlockconfig document (landlock-lsm/landlockconfig JSON schema:
@@ -141,6 +185,8 @@ pub struct ArgTest {
 pub enum ArgOp {
     /// Every bit of `value` is set.
     Has,
+    /// No bit of `value` is set.
+    Lacks,
     Eq,
     Ne,
 }
@@ -149,6 +195,7 @@ impl ArgOp {
     fn word(self) -> &'static str {
         match self {
             ArgOp::Has => "has",
+            ArgOp::Lacks => "lacks",
             ArgOp::Eq => "==",
             ArgOp::Ne => "!=",
         }
@@ -174,8 +221,9 @@ impl TryFrom<String> for ArgRule {
     type Error = String;
 
     fn try_from(s: String) -> Result<ArgRule, String> {
-        let bad =
-            || format!("argument rule {s:?}: expected `call(argN has|==|!= VALUE, …) -> ERRNO`");
+        let bad = || {
+            format!("argument rule {s:?}: expected `call(argN has|lacks|==|!= VALUE, …) -> ERRNO`")
+        };
         let (head, errno) = s.split_once(" -> ").ok_or_else(bad)?;
         let (syscall, when) = match head.split_once('(') {
             None => (head, Vec::new()),
@@ -196,6 +244,7 @@ impl TryFrom<String> for ArgRule {
                             .ok_or_else(bad)?;
                         let op = match op {
                             "has" => ArgOp::Has,
+                            "lacks" => ArgOp::Lacks,
                             "==" => ArgOp::Eq,
                             "!=" => ArgOp::Ne,
                             _ => return Err(bad()),

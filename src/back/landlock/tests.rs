@@ -51,13 +51,71 @@ fn typical_policy_artifact() {
 }
 
 #[test]
-fn narrowing_under_a_broader_grant_is_wider() {
-    let p = emit(&typical()).unwrap().precision;
+fn narrowing_under_a_broader_grant_is_exact_with_namespaces_only() {
+    let label = "fs[1] (policy.toml:7:1)".to_string();
+    let art = build(&typical()).unwrap();
+    assert_eq!(statuses(&art.precision), [(label.clone(), Status::Exact)]);
+    assert!(art.precision[0].reason.contains("exact with namespaces"));
+    assert!(art.precision[0]
+        .reason
+        .contains("create, update, delete from fs[0]"));
     assert_eq!(
-        statuses(&p),
-        [("fs[1] (policy.toml:7:1)".to_string(), Status::Wider)]
+        art.namespaces.mounts,
+        [MountRule {
+            path: "/w/.git".into(),
+            kind: MountKind::Bind,
+            read_only: true,
+            noexec: false,
+        }]
     );
-    assert!(p[0].reason.contains("create, update, delete from fs[0]"));
+    // Landlock alone: the landlockconfig target, or namespaces turned off.
+    let lc = emit_landlockconfig(&typical()).unwrap().precision;
+    assert!(statuses(&lc).contains(&(label.clone(), Status::Wider)));
+    let mut never = typical();
+    never.linux.namespaces = crate::ir::Namespaces::Never;
+    let art = build(&never).unwrap();
+    assert_eq!(statuses(&art.precision), [(label, Status::Wider)]);
+    assert!(art.namespaces.mounts.is_empty());
+    assert!(art.precision[0]
+        .reason
+        .contains("create, update, delete from fs[0]"));
+}
+
+#[test]
+fn a_deny_rule_is_hidden_unless_a_rule_beneath_needs_it() {
+    let mut ir = typical();
+    ir.fs
+        .push(grant(2, "/w/secrets", Access::NONE, PathKind::Dir));
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let art = build(&ir).unwrap();
+    let m: Vec<(&str, MountKind)> = art
+        .namespaces
+        .mounts
+        .iter()
+        .map(|m| (m.path.as_str(), m.kind))
+        .collect();
+    assert_eq!(
+        m,
+        [
+            ("/w/.git", MountKind::Bind),
+            ("/w/secrets", MountKind::Hidden)
+        ]
+    );
+    // A readable rule beneath: an empty mount would hide it, so the deny
+    // rule stays wider.
+    ir.fs
+        .push(grant(3, "/w/secrets/pub", Access::READ, PathKind::Dir));
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let art = build(&ir).unwrap();
+    assert!(art
+        .namespaces
+        .mounts
+        .iter()
+        .all(|m| m.kind != MountKind::Hidden));
+    assert!(art
+        .precision
+        .iter()
+        .any(|p| p.rule.starts_with("fs[2]") && p.status == Status::Wider));
 }
 
 #[test]
@@ -75,7 +133,7 @@ fn precision_carries_the_lowering_notes_too() {
         statuses(&e.precision),
         [
             ("commands.x".to_string(), Status::Dropped),
-            ("fs[1] (policy.toml:7:1)".to_string(), Status::Wider)
+            ("fs[1] (policy.toml:7:1)".to_string(), Status::Exact)
         ]
     );
     let art: LinuxArtifact = serde_json::from_str(&e.text).unwrap();
@@ -214,6 +272,16 @@ fn commands_move_execute_to_the_listed_files() {
         ]
     );
     snapshot("linux_artifact_commands", &art);
+    // The memfd rule comes with [commands], and the loader wants it.
+    assert_eq!(missing_baseline(&art), Vec::<String>::new());
+    let mut edited = art.clone();
+    edited
+        .seccomp
+        .deny_args
+        .retain(|r| r.syscall != "memfd_create");
+    assert!(missing_baseline(&edited)
+        .join(", ")
+        .contains("memfd_create"));
     // Allowed env vars not in a command's list: cooperative.
     ir.env.allow = vec!["AWS_*".into()];
     let lines = statuses(&build(&ir).unwrap().precision);

@@ -34,6 +34,13 @@ pub enum Step {
     CloseFds = 4,
     Seccomp = 5,
     Exec = 6,
+    UserNamespace = 8,
+    Mounts = 9,
+    Loopback = 10,
+    Listeners = 11,
+    PidNamespace = 12,
+    Proc = 13,
+    Namespaces = 14,
 }
 
 impl Step {
@@ -46,6 +53,13 @@ impl Step {
             Step::CloseFds,
             Step::Seccomp,
             Step::Exec,
+            Step::UserNamespace,
+            Step::Mounts,
+            Step::Loopback,
+            Step::Listeners,
+            Step::PidNamespace,
+            Step::Proc,
+            Step::Namespaces,
         ]
         .into_iter()
         .find(|s| *s as i32 == v)
@@ -60,7 +74,20 @@ impl Step {
             Step::CloseFds => "close_range",
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
             Step::Exec => "execve",
+            Step::UserNamespace => "writing the user namespace's id maps",
+            Step::Mounts => "mounting the carve-outs",
+            Step::Loopback => "bringing up lo in the network namespace",
+            Step::Listeners => "binding the proxy's listeners",
+            Step::PidNamespace => "creating the PID namespace",
+            Step::Proc => "mounting /proc",
+            Step::Namespaces => "clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)",
         }
+    }
+
+    /// A step of the namespace layer: nothing ran when it failed, so a
+    /// best-effort run can go on without namespaces.
+    pub fn is_namespace(self) -> bool {
+        (self as i32) >= Step::UserNamespace as i32
     }
 }
 
@@ -86,6 +113,8 @@ pub struct Prepared {
     /// Highest descriptor to mark close-on-exec if `close_range` is
     /// missing (kernels before 5.11).
     max_fd: libc::c_int,
+    /// The namespace layer, when this run uses it.
+    pub ns: Option<super::nschild::NsPrep>,
 }
 
 impl Prepared {
@@ -139,6 +168,7 @@ impl Prepared {
             caps_fatal: unsafe { libc::geteuid() } == 0,
             tty: foreground_tty(),
             max_fd: max_fd(),
+            ns: None,
         }
     }
 
@@ -170,10 +200,23 @@ pub struct SpawnError {
     pub error: io::Error,
 }
 
-/// Start the child (vfork-style) and exec. On success the child runs in
-/// its own process group (`pid` is also the group id) and owns the
-/// terminal if we did.
-pub fn spawn(p: &Prepared) -> Result<libc::pid_t, SpawnError> {
+/// A started command.
+pub struct Spawned {
+    pub pid: libc::pid_t,
+    /// The PID namespace's init (killed with the leftovers: the kernel
+    /// then kills every process left in the namespace) runs on this stack (it shares our memory): unmapped only
+    /// once the init is gone.
+    init_stack: Option<Stack>,
+}
+
+impl Spawned {
+    /// Keep the init's stack mapped until the init has been reaped.
+    pub fn finish(self) {
+        drop(self.init_stack);
+    }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), SpawnError> {
     let mut fds = [0; 2];
     // SAFETY: fds is a valid 2-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -183,60 +226,176 @@ pub fn spawn(p: &Prepared) -> Result<libc::pid_t, SpawnError> {
         });
     }
     // SAFETY: both descriptors were just created and are owned here.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
 
+/// `clone(CLONE_VM | CLONE_VFORK | extra)` running `f(arg)` on `stack`,
+/// with every signal blocked around it (the child starts so).
+///
+/// # Safety
+/// `f` must only make async-signal-safe calls on data that outlives
+/// the call (the caller waits until the child execs or exits).
+unsafe fn vfork_clone(
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    stack: &Stack,
+    extra: libc::c_int,
+    arg: *mut libc::c_void,
+) -> Result<libc::pid_t, io::Error> {
+    let mut all: libc::sigset_t = std::mem::zeroed();
+    let mut old: libc::sigset_t = std::mem::zeroed();
+    libc::sigfillset(&mut all);
+    libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    let pid = libc::clone(
+        f,
+        stack.top(),
+        libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
+        arg,
+    );
+    let error = io::Error::last_os_error();
+    libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    if pid < 0 {
+        Err(error)
+    } else {
+        Ok(pid)
+    }
+}
+
+/// The failure the child wrote to the pipe, if any (EOF: it exec'ed).
+fn failure(rd: &OwnedFd) -> Option<SpawnError> {
+    let mut buf = [0u8; 8];
+    if read_full(rd.as_raw_fd(), &mut buf) != 8 {
+        return None;
+    }
+    let step = Step::from_i32(i32::from_ne_bytes(buf[..4].try_into().unwrap()));
+    let errno = i32::from_ne_bytes(buf[4..].try_into().unwrap());
+    Some(SpawnError {
+        step,
+        error: io::Error::from_raw_os_error(errno),
+    })
+}
+
+fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: reap our own child, which has _exit'ed or is about to.
+    unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+}
+
+/// Start the child and exec, through the namespace layer when
+/// `p.ns` is set. On success the child runs in its own process group
+/// (`pid` is also the group id) and owns the terminal if we did.
+pub fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
+    if let Some(ns) = &p.ns {
+        return spawn_ns(p, ns);
+    }
+    let (rd, wr) = pipe()?;
     let stack = Stack::new().map_err(|error| SpawnError { step: None, error })?;
     let args = ChildArgs {
         p,
         wr: wr.as_raw_fd(),
     };
-    // SAFETY: sigfillset/pthread_sigmask on local sets. clone with
-    // CLONE_VM | CLONE_VFORK: `child_main` runs on `stack`, which stays
-    // mapped until clone returns (the child has exec'ed or exited by
-    // then); it reads `args` and `p`, borrowed for that whole time, and
-    // only calls async-signal-safe functions before it execs or _exits.
+    // SAFETY: `child_main` runs on `stack`, which stays mapped until
+    // clone returns (the child has exec'ed or exited by then); it reads
+    // `args` and `p`, borrowed for that whole time, and only calls
+    // async-signal-safe functions before it execs or _exits.
     let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = libc::clone(
+        vfork_clone(
             child_main,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            &stack,
+            0,
             &args as *const ChildArgs as *mut libc::c_void,
-        );
-        let error = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(SpawnError { step: None, error });
-        }
-        pid
-    };
+        )
+    }
+    .map_err(|error| SpawnError { step: None, error })?;
     drop(stack);
     drop(wr);
     // Also set the group here so a kill right after spawn reaches it.
     // SAFETY: pid is our child.
     unsafe { libc::setpgid(pid, pid) };
-
-    let mut buf = [0u8; 8];
-    let n = read_full(rd.as_raw_fd(), &mut buf);
-    if n == 8 {
-        let step = Step::from_i32(i32::from_ne_bytes(buf[..4].try_into().unwrap()));
-        let errno = i32::from_ne_bytes(buf[4..].try_into().unwrap());
-        let mut status = 0;
-        // SAFETY: reap our own child, which has _exit'ed or is about to.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        return Err(SpawnError {
-            step,
-            error: io::Error::from_raw_os_error(errno),
-        });
+    if let Some(e) = failure(&rd) {
+        reap(pid);
+        return Err(e);
     }
-    Ok(pid)
+    Ok(Spawned {
+        pid,
+        init_stack: None,
+    })
+}
+
+fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnError> {
+    use super::nschild::{Pids, SetupArgs};
+    use std::sync::atomic::Ordering;
+    let (rd, wr) = pipe()?;
+    let err = |error| SpawnError { step: None, error };
+    let setup_stack = Stack::new().map_err(err)?;
+    let cmd_stack = Stack::new().map_err(err)?;
+    let init_stack = if ns.pid {
+        Some(Stack::new().map_err(err)?)
+    } else {
+        None
+    };
+    let pids = Pids::default();
+    let args = SetupArgs {
+        p,
+        ns,
+        wr: wr.as_raw_fd(),
+        pids: &pids,
+        init_stack: init_stack.as_ref().map_or(std::ptr::null_mut(), Stack::top),
+        cmd_stack: cmd_stack.top(),
+    };
+    // SAFETY: as in `spawn`; the setup process and the command it
+    // clones (with CLONE_VFORK) are done with `args` and the stacks when
+    // this returns. The init keeps running on `init_stack`, which
+    // `Spawned` keeps mapped.
+    let setup = unsafe {
+        vfork_clone(
+            setup_main,
+            &setup_stack,
+            ns.flags,
+            &args as *const SetupArgs as *mut libc::c_void,
+        )
+    }
+    .map_err(|error| SpawnError {
+        step: Some(Step::Namespaces),
+        error,
+    })?;
+    drop(wr);
+    reap(setup);
+    drop(setup_stack);
+    drop(cmd_stack);
+    let cmd = pids.cmd.load(Ordering::SeqCst);
+    let init = pids.init.load(Ordering::SeqCst);
+    if cmd > 0 {
+        // SAFETY: cmd is our child (CLONE_PARENT).
+        unsafe { libc::setpgid(cmd, cmd) };
+    }
+    let failed = failure(&rd);
+    if failed.is_some() || cmd <= 0 {
+        for pid in [cmd, init] {
+            if pid > 0 {
+                // SAFETY: our own children, about to be reaped.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                reap(pid);
+            }
+        }
+        return Err(failed.unwrap_or_else(|| SpawnError {
+            step: Some(Step::Namespaces),
+            error: io::Error::other("the setup process exited early"),
+        }));
+    }
+    Ok(Spawned {
+        pid: cmd,
+        init_stack,
+    })
+}
+
+extern "C" fn setup_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `SetupArgs` spawn_ns passed, alive until
+    // this process exits; `setup` never returns.
+    unsafe { super::nschild::setup(&*(arg as *const super::nschild::SetupArgs)) }
 }
 
 /// The child's stack: mapped for the spawn, with a guard page below.
-struct Stack {
+pub(super) struct Stack {
     base: *mut libc::c_void,
     len: usize,
 }
@@ -318,7 +477,7 @@ fn read_full(fd: RawFd, buf: &mut [u8]) -> usize {
 }
 
 /// Report `step` and errno to the parent and exit. Async-signal-safe.
-unsafe fn fail(wr: RawFd, step: Step) -> ! {
+pub(super) unsafe fn fail(wr: RawFd, step: Step) -> ! {
     let errno = *libc::__errno_location();
     let mut buf = [0u8; 8];
     buf[..4].copy_from_slice(&(step as i32).to_ne_bytes());
@@ -410,7 +569,7 @@ const NSIG: libc::c_int = 65;
 /// The child side. No allocation, no locks, no Rust std I/O, no writes
 /// outside its own stack (it shares the parent's memory). Entered with
 /// every signal blocked.
-unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
+pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
     // Handlers the parent installed would run on the parent's memory: back
     // to the default before any signal can be delivered. Ignored signals
     // stay ignored (execve keeps them so too), except SIGPIPE: Rust

@@ -4,6 +4,8 @@
 mod child;
 mod kernel;
 mod limits;
+mod ns;
+mod nschild;
 mod plan;
 mod program;
 mod report;
@@ -25,6 +27,23 @@ use std::time::Duration;
 
 pub use kernel::kernel_abi;
 
+/// Serves the network of a sandbox whose policy has host rules (the
+/// proxy, issue #15): `serve` gets `listeners` TCP listeners bound on
+/// 127.0.0.1 inside the sandbox's network namespace, whose ports the
+/// sandbox may connect to, once the command has started. It must not
+/// block: `sbx run` waits for the command after it returns.
+#[derive(Clone)]
+pub struct ProxyHook {
+    pub listeners: usize,
+    pub serve: std::sync::Arc<dyn Fn(Vec<std::net::TcpListener>) + Send + Sync>,
+}
+
+impl std::fmt::Debug for ProxyHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProxyHook({} listeners)", self.listeners)
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Print what is enforced to stderr before the command starts.
@@ -35,6 +54,9 @@ pub struct RunOptions {
     pub home: Option<PathBuf>,
     /// Use at most this Landlock ABI (testing degradation; 0 = none).
     pub landlock_abi: Option<u32>,
+    /// The proxy's hook (default: none). With it the run always gets a
+    /// private network namespace when namespaces are available.
+    pub proxy: Option<ProxyHook>,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
@@ -212,6 +234,19 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     for w in &plan.warnings {
         eprintln!("sbx: warning: {w}");
     }
+    let (mounts, mount_lines) = ns::plan_mounts(&art.namespaces.mounts, &values, &mut |p| {
+        kernel::open_path(p)
+    })
+    .map_err(fail)?;
+    plan.lines.extend(mount_lines);
+    let carve_outs: Vec<String> = mounts
+        .iter()
+        .filter(|m| m.is_carve_out())
+        .map(|m| m.path.clone())
+        .collect();
+    let wanted = ns::wanted(art, !carve_outs.is_empty(), opts.proxy.is_some());
+    // SAFETY: geteuid has no preconditions.
+    let user_ns = unsafe { libc::geteuid() } != 0;
 
     let filters = seccomp::build(&art.seccomp);
     let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
@@ -228,6 +263,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     forced_abi: opts.landlock_abi,
                     // SAFETY: getuid has no preconditions.
                     root: unsafe { libc::getuid() } == 0,
+                    namespaces: &ns::describe(&wanted, user_ns && wanted.any(), mounts.len()),
+                    mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
                 }
             )
         );
@@ -272,6 +309,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
 
     let ruleset = kernel::create(&plan).map_err(fail)?;
+    let net_rules = plan.handled_net & 2 != 0;
+    let proc_rules: Vec<(String, u64)> = plan
+        .rules
+        .iter()
+        .filter(|r| crate::ir::path_within(&r.path, "/proc"))
+        .map(|r| (r.path.clone(), r.rights.0))
+        .collect();
     drop(plan); // close the O_PATH descriptors before forking
 
     let argv_c = argv
@@ -287,7 +331,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             cstring(&b)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let prepared = child::Prepared::new(
+    let mut prepared = child::Prepared::new(
         cstring(program.as_os_str().as_bytes())?,
         argv_c,
         envp_c,
@@ -296,6 +340,21 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         limits::rlimits(&art.limits),
         limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );
+    let proxy_listeners = opts.proxy.as_ref().map_or(0, |h| h.listeners);
+    let mut proxy_sock = None;
+    if wanted.any() {
+        let (prep, sock) = ns::prepare(
+            &wanted,
+            user_ns,
+            mounts,
+            proxy_listeners,
+            net_rules,
+            proc_rules,
+        )
+        .map_err(fail)?;
+        prepared.ns = Some(prep);
+        proxy_sock = sock;
+    }
 
     let wall = art.limits.wall_time_s.map(Duration::from_secs);
     // Orphaned descendants come back to us, so the tree is found and
@@ -304,8 +363,50 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let not_ours = wait::own_children();
 
-    let pid = match child::spawn(&prepared) {
-        Ok(pid) => pid,
+    let mut spawned = child::spawn(&prepared);
+    if let Err(child::SpawnError {
+        step: Some(step),
+        error,
+    }) = &spawned
+    {
+        if step.is_namespace() {
+            // Nothing ran: go on without the layer, or refuse.
+            let why = format!("{} failed: {error}", step.describe());
+            // Past the listeners, their ports are in the ruleset already:
+            // without the namespace they would be ports on the host.
+            if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
+            {
+                return Err(fail(format!("namespaces: {why}: nothing was run")));
+            }
+            if art.enforcement == Enforcement::Required && !carve_outs.is_empty() {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     without them these carve-outs get the rights of the rule above them: {}; \
+                     nothing was run",
+                    carve_outs.join(", ")
+                )));
+            }
+            if opts.report || !carve_outs.is_empty() {
+                eprintln!(
+                    "sbx: warning: namespaces are not available ({why}): running with Landlock \
+                     alone{}",
+                    if carve_outs.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; these carve-outs get the rights of the rule above them: {}",
+                            carve_outs.join(", ")
+                        )
+                    }
+                );
+            }
+            prepared.ns = None;
+            proxy_sock = None;
+            spawned = child::spawn(&prepared);
+        }
+    }
+    let spawned = match spawned {
+        Ok(s) => s,
         Err(e) => {
             return Err(match e.step {
                 Some(child::Step::Exec) => {
@@ -325,9 +426,19 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             });
         }
     };
+    let pid = spawned.pid;
+    if let Some(hook) = &opts.proxy {
+        let listeners = match &proxy_sock {
+            Some(sock) => ns::receive_listeners(sock, proxy_listeners),
+            None => Vec::new(),
+        };
+        (hook.serve)(listeners);
+    }
     let forwarding = wait::Forwarding::install(pid);
     let out = wait::wait(pid, prepared.tty(), wall, &not_ours);
     drop(forwarding);
+    // The init was killed and reaped with the leftovers.
+    spawned.finish();
     if out.timed_out {
         eprintln!(
             "sbx: wall_time_s = {} reached: killed the process tree",

@@ -16,6 +16,9 @@ pub struct Extras<'a> {
     pub forced_abi: Option<u32>,
     /// The child runs as root (Landlock does not remove capabilities).
     pub root: bool,
+    /// The namespaces this run uses, in words, and its mounts.
+    pub namespaces: &'a str,
+    pub mounts: &'a [String],
 }
 
 fn status_word(p: &Precision) -> String {
@@ -154,6 +157,10 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
         "sbx: limits: {}",
         words(&lim.iter().map(String::as_str).collect::<Vec<_>>())
     );
+    let _ = writeln!(s, "sbx: namespaces: {}", x.namespaces);
+    for m in x.mounts {
+        let _ = writeln!(s, "sbx:   {m}");
+    }
     let _ = writeln!(
         s,
         "sbx: note: connecting to pathname UNIX sockets is not restricted (that needs \

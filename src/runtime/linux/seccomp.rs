@@ -37,6 +37,7 @@ fn syscall(name: &str) -> Option<i64> {
         "fchmod" => SYS_fchmod,
         "fchmodat" => SYS_fchmodat,
         "fchmodat2" => SYS_fchmodat2,
+        "memfd_create" => SYS_memfd_create,
         "ioprio_set" => SYS_ioprio_set,
         "migrate_pages" => SYS_migrate_pages,
         #[cfg(target_arch = "x86_64")]
@@ -115,6 +116,7 @@ fn constant(name: &str) -> Option<u64> {
         "O_CREAT" => libc::O_CREAT as u64,
         "O_TMPFILE" => libc::O_TMPFILE as u64,
         "MSG_FASTOPEN" => libc::MSG_FASTOPEN as u64,
+        "MFD_NOEXEC_SEAL" => libc::MFD_NOEXEC_SEAL as u64,
         "PRIO_PROCESS" => libc::PRIO_PROCESS as u64,
         // include/uapi/linux/ioprio.h; not in the libc crate.
         "IOPRIO_WHO_PROCESS" => 1,
@@ -258,10 +260,11 @@ fn arg_rule(r: &ArgRule) -> Result<Option<NumberedRule>, String> {
                     t.arg, r.syscall
                 ));
             }
-            let op = match t.op {
-                ArgOp::Has => SeccompCmpOp::MaskedEq(v),
-                ArgOp::Eq => SeccompCmpOp::Eq,
-                ArgOp::Ne => SeccompCmpOp::Ne,
+            let (op, v) = match t.op {
+                ArgOp::Has => (SeccompCmpOp::MaskedEq(v), v),
+                ArgOp::Lacks => (SeccompCmpOp::MaskedEq(v), 0),
+                ArgOp::Eq => (SeccompCmpOp::Eq, v),
+                ArgOp::Ne => (SeccompCmpOp::Ne, v),
             };
             cond(t.arg, op, v)
         })
@@ -898,6 +901,7 @@ mod tests {
         for restricted in [true, false] {
             let mut s = section(restricted);
             s.deny_args = crate::back::landlock::arg_rules(restricted);
+            s.deny_args.extend(crate::back::landlock::exec_rules());
             let progs = build(&s).unwrap();
             let native = native_arch().unwrap();
             let decide = |nr: u32, a: [u64; 6]| interpret(&progs, native, nr, a);
@@ -912,6 +916,7 @@ mod tests {
                     let v = constant(&t.value).unwrap();
                     a[t.arg as usize] |= match t.op {
                         ArgOp::Has | ArgOp::Eq => v,
+                        ArgOp::Lacks => 0,
                         ArgOp::Ne => v + 1234,
                     };
                 }
@@ -924,6 +929,7 @@ mod tests {
                     let v = constant(&t.value).unwrap();
                     b[t.arg as usize] = match t.op {
                         ArgOp::Has => a[t.arg as usize] & !v,
+                        ArgOp::Lacks => a[t.arg as usize] | v,
                         ArgOp::Eq => v + 1,
                         ArgOp::Ne => v,
                     };
@@ -936,6 +942,7 @@ mod tests {
                                 let x = b[t.arg as usize] & 0xffff_ffff;
                                 match t.op {
                                     ArgOp::Has => x & v == v,
+                                    ArgOp::Lacks => x & v == 0,
                                     ArgOp::Eq => x == v,
                                     ArgOp::Ne => x != v,
                                 }

@@ -97,6 +97,8 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
             exec_files: &["/usr/bin/prog".to_string()],
             forced_abi: Some(abi),
             root: false,
+            namespaces: "none",
+            mounts: &[],
         },
     )
 }

@@ -1,0 +1,133 @@
+//! Carve-outs Landlock alone cannot express (its rights are additive:
+//! a rule cannot take back what a rule above it grants), made exact by
+//! `sbx run` with mounts in a private mount namespace.
+//!
+//! A mount only has per-mount flags (read-only, noexec) or can hide a
+//! path, so a carve-out is exact with namespaces when the rights it takes
+//! away are all writes (read-only), `execute` (noexec), or everything (a
+//! deny rule: hidden). Every rule beneath a carve-out gets a mount of its
+//! own too, so that it keeps its rights under the carve-out's flags.
+
+use super::{policy_access, Rule};
+use crate::back::landlock::{escape_portable, escape_template, MountKind, MountRule};
+use crate::back::roots::Index;
+use crate::ir::{path_within, Access, Ir, PathKind, PathMode};
+
+/// What a mount does about a carve-out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fix {
+    Hide,
+    Bind { read_only: bool, noexec: bool },
+}
+
+impl Fix {
+    /// How `sbx run` makes it exact, in words.
+    pub fn words(self, path: &str) -> String {
+        match self {
+            Fix::Hide => format!("hides {path} under an empty read-only mount"),
+            Fix::Bind {
+                read_only: true,
+                noexec: true,
+            } => format!("mounts {path} read-only and noexec"),
+            Fix::Bind {
+                read_only: true, ..
+            } => format!("mounts {path} read-only"),
+            Fix::Bind { .. } => format!("mounts {path} noexec"),
+        }
+    }
+}
+
+/// The mount that takes `extra` (what Landlock grants at a rule's path
+/// beyond the rule's own rights `want`) away, if a mount can.
+pub fn fix(want: Access, extra: Access) -> Option<Fix> {
+    if extra.is_empty() {
+        return None;
+    }
+    if want.is_empty() {
+        return Some(Fix::Hide);
+    }
+    // A mount is read-only or not: it cannot keep some writes and
+    // refuse others, nor refuse reading while allowing anything else.
+    if extra.read || (extra.writes() && want.writes()) {
+        return None;
+    }
+    Some(Fix::Bind {
+        read_only: extra.writes(),
+        noexec: extra.execute,
+    })
+}
+
+/// Every carve-out a mount makes exact, by path (IR order).
+pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Vec<(String, Fix)> {
+    let index = Index::new(rules.iter().map(|r| r.path.as_str()));
+    let mut carve: Vec<(String, Fix)> = Vec::new();
+    for g in &ir.fs {
+        if g.kind == PathKind::Missing {
+            continue;
+        }
+        let want = policy_access(ir, g);
+        let got = index
+            .covering(&g.path)
+            .into_iter()
+            .fold(Access::NONE, |a, i| a.union(rules[i].access));
+        if let Some(f) = fix(want, got.minus(want)) {
+            carve.push((g.path.clone(), f));
+        }
+    }
+    // A hidden path is an empty mount: a rule beneath it would have
+    // nothing to stand on, so such a deny rule stays as Landlock has it.
+    let nested = |p: &str| {
+        ir.fs
+            .iter()
+            .any(|g| g.path != p && path_within(&g.path, p) && !g.access.is_empty())
+    };
+    carve.retain(|(p, f)| *f != Fix::Hide || !nested(p));
+    carve
+}
+
+/// The mounts of every carve-out a mount makes exact, and of every rule
+/// beneath one, sorted by path. Paths that do not exist at compile time
+/// get none (the loader could not mount on them; the precision report
+/// says what applies instead).
+pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
+    let escape = |p: &str| match ir.mode {
+        PathMode::Resolved => escape_template(p),
+        PathMode::Portable => escape_portable(p),
+    };
+    let mut out: Vec<MountRule> = Vec::new();
+    for g in &ir.fs {
+        if g.kind == PathKind::Missing || out.iter().any(|m| m.path == escape(&g.path)) {
+            continue;
+        }
+        let own = carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1);
+        let beneath = carve
+            .iter()
+            .any(|(p, _)| *p != g.path && path_within(&g.path, p));
+        let rule = match own {
+            Some(Fix::Hide) => MountRule {
+                path: escape(&g.path),
+                kind: MountKind::Hidden,
+                read_only: true,
+                noexec: true,
+            },
+            Some(Fix::Bind { read_only, noexec }) => MountRule {
+                path: escape(&g.path),
+                kind: MountKind::Bind,
+                read_only,
+                noexec,
+            },
+            // Beneath a carve-out: its own mount, so the carve-out's
+            // flags do not reach it. Landlock still decides its rights.
+            None if beneath => MountRule {
+                path: escape(&g.path),
+                kind: MountKind::Bind,
+                read_only: false,
+                noexec: false,
+            },
+            None => continue,
+        };
+        out.push(rule);
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}

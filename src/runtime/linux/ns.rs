@@ -1,0 +1,310 @@
+//! The namespace layer under Landlock (docs/linux.md): whether a run
+//! uses it, and what the child is given to set it up. The child side,
+//! which runs between clone and exec, is in `nschild.rs`.
+//!
+//! - user namespace (unprivileged runs): the caller's own uid and gid
+//!   mapped to themselves, so mounts need no privilege;
+//! - mount namespace: carve-outs Landlock alone cannot express become
+//!   read-only, noexec or hidden mounts (`back::landlock::mounts`);
+//! - PID namespace with a fresh `/proc`: only the sandbox's processes
+//!   are visible, and the whole tree dies with the run;
+//! - network namespace with loopback only when the policy has no
+//!   network (or the proxy serves it).
+
+use super::nschild::{NsMount, NsPrep, MAX_LISTENERS};
+use super::plan::Opened;
+use crate::back::landlock::{expand_template, LinuxArtifact, MountKind, MountRule};
+use crate::ir::{Namespaces, Precision, Status};
+use crate::runtime::expand::Values;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// A mount rule with its path opened (through no symlink, like rule
+/// paths), so the mount lands on what was checked.
+#[derive(Debug)]
+pub struct MountPlan<F> {
+    pub path: String,
+    pub handle: F,
+    pub is_dir: bool,
+    pub kind: MountKind,
+    pub read_only: bool,
+    pub noexec: bool,
+}
+
+impl<F> MountPlan<F> {
+    /// A carve-out (not a plain bind that keeps a nested rule's rights).
+    pub fn is_carve_out(&self) -> bool {
+        self.kind == MountKind::Hidden || self.read_only || self.noexec
+    }
+}
+
+fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
+    Precision {
+        rule: rule.into(),
+        target: "linux".into(),
+        status,
+        reason,
+    }
+}
+
+/// Expand and open the artifact's mounts. A carve-out that cannot be
+/// opened (it does not exist at launch, or a symlink is on its path) is
+/// not mounted: the rights of the rule above apply to it, which the
+/// returned lines say.
+pub fn plan_mounts<F>(
+    mounts: &[MountRule],
+    values: &Values,
+    open: &mut dyn FnMut(&str) -> io::Result<Opened<F>>,
+) -> Result<(Vec<MountPlan<F>>, Vec<Precision>), String> {
+    let lookup = |name: &str| match name {
+        "WORKSPACE" => Some(values.workspace.clone()),
+        "HOME" => Some(values.home.clone()),
+        "TMPDIR" => Some(values.temp.clone()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    let mut lines = Vec::new();
+    for m in mounts {
+        let path = expand_template(&m.path, &lookup)?;
+        if !path.starts_with('/') {
+            return Err(format!("mount path {path:?} is not absolute"));
+        }
+        match open(&path) {
+            Ok(o) => out.push(MountPlan {
+                path,
+                handle: o.handle,
+                is_dir: o.is_dir,
+                kind: m.kind,
+                read_only: m.read_only,
+                noexec: m.noexec,
+            }),
+            Err(e) => {
+                let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
+                if carve {
+                    lines.push(line(
+                        path.clone(),
+                        Status::Wider,
+                        format!(
+                            "cannot open {path} at launch ({e}): it is not mounted over, so if \
+                             it is created during the run the rights of the rule above it apply"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok((out, lines))
+}
+
+/// What the policy asks of the layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    pub mount: bool,
+    pub pid: bool,
+    pub net: bool,
+}
+
+impl Wanted {
+    pub fn any(&self) -> bool {
+        self.mount || self.pid || self.net
+    }
+}
+
+/// The policy has no network at all: TCP handled in both directions
+/// with no port, and no socket but local ones.
+pub fn private_net(art: &LinuxArtifact) -> bool {
+    let handled = art.landlock.ruleset.iter().any(|r| {
+        let n = r.handled_access_net.as_deref().unwrap_or(&[]);
+        n.iter().any(|x| x == "bind_tcp") && n.iter().any(|x| x == "connect_tcp")
+    });
+    handled
+        && art.landlock.net_port.is_empty()
+        && art
+            .seccomp
+            .sockets
+            .as_ref()
+            .is_some_and(|s| !s.allow.iter().any(|a| a == "udp"))
+}
+
+/// Which namespaces this run uses: `auto` uses the layer when a
+/// carve-out needs a mount, when the network is private, or when the
+/// proxy serves it; `always` whatever the policy; `never` none. Once
+/// used, the PID namespace comes with it (lifetime and `/proc`).
+pub fn wanted(art: &LinuxArtifact, carve_outs: bool, proxy: bool) -> Wanted {
+    let net = private_net(art) || proxy;
+    let used = match art.namespaces.mode {
+        Namespaces::Never => false,
+        Namespaces::Always => true,
+        Namespaces::Auto => carve_outs || net,
+    };
+    Wanted {
+        mount: used,
+        pid: used,
+        net: used && net,
+    }
+}
+
+/// One line for `--report`.
+pub fn describe(w: &Wanted, user: bool, mounts: usize) -> String {
+    let mut names = Vec::new();
+    if user {
+        names.push("user");
+    }
+    if w.mount {
+        names.push("mount");
+    }
+    if w.pid {
+        names.push("pid");
+    }
+    if w.net {
+        names.push("net (loopback only)");
+    }
+    if names.is_empty() {
+        "none".into()
+    } else {
+        format!("{}; {mounts} mount(s)", names.join(", "))
+    }
+}
+
+/// A mount for `--report`.
+pub fn mount_words<F>(m: &MountPlan<F>) -> String {
+    let what = match (m.kind, m.read_only, m.noexec) {
+        (MountKind::Hidden, _, _) => "hidden",
+        (_, true, true) => "read-only, noexec",
+        (_, true, false) => "read-only",
+        (_, false, true) => "noexec",
+        _ => "bind (keeps its rule's rights beneath a carve-out)",
+    };
+    format!("mount {}: {what}", m.path)
+}
+
+/// The child's part of the layer, and the parent's end of the socket
+/// the proxy's listeners come back on.
+pub fn prepare(
+    w: &Wanted,
+    user: bool,
+    mounts: Vec<MountPlan<std::fs::File>>,
+    listeners: usize,
+    net_rules: bool,
+    proc_rules: Vec<(String, u64)>,
+) -> Result<(NsPrep, Option<OwnedFd>), String> {
+    let mut flags = libc::CLONE_NEWNS;
+    if user {
+        flags |= libc::CLONE_NEWUSER;
+    }
+    if w.net {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let maps = if user {
+        // SAFETY: no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let c = |s: String| CString::new(s).map_err(|e| e.to_string());
+        Some([
+            c("deny".into())?,
+            c(format!("{uid} {uid} 1\n"))?,
+            c(format!("{gid} {gid} 1\n"))?,
+        ])
+    } else {
+        None
+    };
+    if listeners > MAX_LISTENERS {
+        return Err(format!(
+            "the proxy asks for {listeners} listeners (at most {MAX_LISTENERS})"
+        ));
+    }
+    let (mine, theirs) = if listeners > 0 && w.net {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid 2-element array.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } != 0
+        {
+            return Err(format!("socketpair: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: fresh descriptors owned from here on.
+        unsafe {
+            (
+                Some(OwnedFd::from_raw_fd(fds[0])),
+                Some(OwnedFd::from_raw_fd(fds[1])),
+            )
+        }
+    } else {
+        (None, None)
+    };
+    let mounts = mounts
+        .into_iter()
+        .map(|m| {
+            Ok(NsMount {
+                path: CString::new(m.path).map_err(|e| e.to_string())?,
+                fd: m.handle.into(),
+                is_dir: m.is_dir,
+                hidden: m.kind == MountKind::Hidden,
+                read_only: m.read_only,
+                noexec: m.noexec,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((
+        NsPrep {
+            flags,
+            pid: w.pid,
+            maps,
+            mounts,
+            listeners: if theirs.is_some() { listeners } else { 0 },
+            sock: theirs,
+            net_rules,
+            proc_rules: if w.pid {
+                proc_rules
+                    .into_iter()
+                    .map(|(p, r)| Ok((CString::new(p).map_err(|e| e.to_string())?, r)))
+                    .collect::<Result<_, String>>()?
+            } else {
+                Vec::new()
+            },
+        },
+        mine,
+    ))
+}
+
+/// The listeners the child sent (none if it sent nothing usable).
+pub fn receive_listeners(sock: &OwnedFd, n: usize) -> Vec<std::net::TcpListener> {
+    #[repr(C, align(8))]
+    struct Buf([u8; 128]);
+    let mut buf = Buf([0; 128]);
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: a zeroed msghdr pointing at our buffers; the control
+    // message is parsed with the CMSG macros within `buf`.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buf.0.as_mut_ptr().cast();
+        msg.msg_controllen = buf.0.len() as _;
+        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) != 1 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
+        {
+            let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+            let count = (len / std::mem::size_of::<RawFd>()).min(n);
+            let data = libc::CMSG_DATA(c).cast::<RawFd>();
+            for i in 0..count {
+                let fd = std::ptr::read_unaligned(data.add(i));
+                out.push(std::net::TcpListener::from_raw_fd(fd));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,542 @@
+//! The child side of the namespace layer: system calls only, on data
+//! the parent prepared (the same rules as `child.rs`: no allocation, no
+//! locks, nothing written outside the stack and the `Pids` cell).
+//!
+//! The parent clones a setup process into new user (unprivileged only),
+//! mount and network namespaces. It writes its id maps, makes the
+//! mounts, brings `lo` up, binds the proxy's listeners, then unshares
+//! the PID namespace and clones two processes *as the parent's
+//! children* (`CLONE_PARENT`): an init (PID 1, which only reaps) and the
+//! command (PID 2), and exits. The command is then sbx's own child, so
+//! waiting, job control and the terminal work as without namespaces;
+//! when sbx kills the init at the end, the kernel kills every process
+//! left in the namespace.
+
+use super::child::{self, Prepared, Step};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+// linux/mount.h
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+const MOUNT_ATTR_RDONLY: u64 = 0x01;
+const MOUNT_ATTR_NOSUID: u64 = 0x02;
+const MOUNT_ATTR_NODEV: u64 = 0x04;
+const MOUNT_ATTR_NOEXEC: u64 = 0x08;
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+// linux/landlock.h
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+const LANDLOCK_RULE_NET_PORT: libc::c_int = 2;
+const LANDLOCK_ACCESS_NET_CONNECT_TCP: u64 = 2;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+#[repr(C, packed)]
+struct NetPortAttr {
+    allowed_access: u64,
+    port: u64,
+}
+
+/// `struct ifreq` with the flags member (40 bytes on 64-bit).
+#[repr(C)]
+struct IfReq {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// One mount, ready for the child.
+pub struct NsMount {
+    pub path: CString,
+    /// Opened by the parent, through no symlink: the Landlock rules are
+    /// attached to what this found. It belongs to the parent's mount
+    /// namespace, where no mount can be made, so the child opens `path`
+    /// again and mounts only if it finds the same inode.
+    pub fd: OwnedFd,
+    pub is_dir: bool,
+    pub hidden: bool,
+    pub read_only: bool,
+    pub noexec: bool,
+}
+
+/// Everything the setup process needs.
+pub struct NsPrep {
+    /// `CLONE_NEW*` flags for the setup process.
+    pub flags: libc::c_int,
+    pub pid: bool,
+    /// (setgroups, uid_map, gid_map) contents, for a new user namespace.
+    pub maps: Option<[CString; 3]>,
+    /// Sorted by path, deepest last (see `mount_all`).
+    pub mounts: Vec<NsMount>,
+    /// TCP listeners to bind on 127.0.0.1 and send over `sock`.
+    pub listeners: usize,
+    pub sock: Option<OwnedFd>,
+    /// The ruleset handles TCP connect: add the listeners' ports to it.
+    pub net_rules: bool,
+    /// Rules beneath `/proc`, (path, Landlock rights): Landlock rules
+    /// belong to inodes, and the fresh `/proc` has new ones, so the
+    /// command adds these again once it has mounted it.
+    pub proc_rules: Vec<(CString, u64)>,
+}
+
+/// The ids the setup process got for its two children, in the
+/// parent's PID namespace (written by the setup process, which shares
+/// the parent's memory and runs while the parent waits).
+#[derive(Default)]
+pub struct Pids {
+    pub init: AtomicI32,
+    pub cmd: AtomicI32,
+}
+
+/// At most this many listeners (one control message).
+pub const MAX_LISTENERS: usize = 16;
+
+const PATHS: [&[u8]; 3] = [
+    b"/proc/self/setgroups\0",
+    b"/proc/self/uid_map\0",
+    b"/proc/self/gid_map\0",
+];
+
+unsafe fn write_file(path: &[u8], data: &CString) -> bool {
+    let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return false;
+    }
+    let b = data.as_bytes();
+    let ok = libc::write(fd, b.as_ptr().cast(), b.len()) == b.len() as isize;
+    libc::close(fd);
+    ok
+}
+
+unsafe fn set_attr(fd: RawFd, set: u64) -> bool {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    libc::syscall(
+        libc::SYS_mount_setattr,
+        fd,
+        c"".as_ptr(),
+        libc::AT_EMPTY_PATH as libc::c_uint,
+        &attr as *const MountAttr,
+        std::mem::size_of::<MountAttr>(),
+    ) == 0
+}
+
+unsafe fn move_onto(tree: RawFd, target: RawFd) -> bool {
+    libc::syscall(
+        libc::SYS_move_mount,
+        tree,
+        c"".as_ptr(),
+        target,
+        c"".as_ptr(),
+        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+    ) == 0
+}
+
+unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd {
+    let mut flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
+    if path.is_empty() {
+        flags |= libc::AT_EMPTY_PATH as libc::c_uint;
+    }
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
+    libc::syscall(libc::SYS_open_tree, fd, path.as_ptr(), flags) as RawFd
+}
+
+/// A fresh tmpfs holding an empty directory `d` and an empty file `f`,
+/// both mode 0: what hidden paths are covered with.
+unsafe fn empty_tmpfs() -> RawFd {
+    let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as RawFd;
+    if fs < 0 {
+        return -1;
+    }
+    let ok = libc::syscall(
+        libc::SYS_fsconfig,
+        fs,
+        FSCONFIG_SET_STRING,
+        c"size".as_ptr(),
+        c"4k".as_ptr(),
+        0,
+    ) == 0
+        && libc::syscall(
+            libc::SYS_fsconfig,
+            fs,
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_char>(),
+            0,
+        ) == 0;
+    let m = if ok {
+        libc::syscall(
+            libc::SYS_fsmount,
+            fs,
+            FSMOUNT_CLOEXEC,
+            (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) as libc::c_uint,
+        ) as RawFd
+    } else {
+        -1
+    };
+    libc::close(fs);
+    if m < 0 {
+        return -1;
+    }
+    if libc::mkdirat(m, c"d".as_ptr(), 0) != 0 {
+        libc::close(m);
+        return -1;
+    }
+    let f = libc::openat(
+        m,
+        c"f".as_ptr(),
+        libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+        0,
+    );
+    if f < 0 {
+        libc::close(m);
+        return -1;
+    }
+    libc::close(f);
+    m
+}
+
+/// `m.path` opened again in this mount namespace (O_PATH, through no
+/// symlink), or -1 with errno set; EXDEV when it is no longer the file
+/// the parent opened (swapped in between: nothing is mounted).
+unsafe fn open_same(m: &NsMount) -> RawFd {
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    let how: [u64; 3] = [
+        (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        0,
+        RESOLVE_NO_SYMLINKS,
+    ];
+    let fd = libc::syscall(
+        libc::SYS_openat2,
+        libc::AT_FDCWD,
+        m.path.as_ptr(),
+        how.as_ptr(),
+        std::mem::size_of_val(&how),
+    ) as RawFd;
+    if fd < 0 {
+        return -1;
+    }
+    let mut a: libc::stat = std::mem::zeroed();
+    let mut b: libc::stat = std::mem::zeroed();
+    if libc::fstat(fd, &mut a) != 0
+        || libc::fstat(m.fd.as_raw_fd(), &mut b) != 0
+        || a.st_dev != b.st_dev
+        || a.st_ino != b.st_ino
+    {
+        libc::close(fd);
+        *libc::__errno_location() = libc::EXDEV;
+        return -1;
+    }
+    fd
+}
+
+/// Make every mount. Deepest first: a path's mount is made before its
+/// ancestors', and an ancestor's clone is recursive, so it carries the
+/// mounts already made beneath it. Each target is checked against the
+/// descriptor opened before the fork: the mount lands on what Landlock's
+/// rules were attached to, or not at all.
+unsafe fn mount_all(ns: &NsPrep) -> bool {
+    let mut empty = -1;
+    for m in ns.mounts.iter().rev() {
+        let target = open_same(m);
+        if target < 0 {
+            return false;
+        }
+        let tree = if m.hidden {
+            if empty < 0 {
+                empty = empty_tmpfs();
+                if empty < 0 {
+                    return false;
+                }
+            }
+            clone_tree(empty, if m.is_dir { c"d" } else { c"f" }, false)
+        } else {
+            clone_tree(target, c"", true)
+        };
+        if tree < 0 {
+            return false;
+        }
+        let mut set = MOUNT_ATTR_NOSUID;
+        if m.read_only {
+            set |= MOUNT_ATTR_RDONLY;
+        }
+        if m.noexec {
+            set |= MOUNT_ATTR_NOEXEC;
+        }
+        if m.hidden {
+            set |= MOUNT_ATTR_NODEV;
+        }
+        let ok = set_attr(tree, set) && move_onto(tree, target);
+        libc::close(tree);
+        libc::close(target);
+        if !ok {
+            return false;
+        }
+    }
+    if empty >= 0 {
+        libc::close(empty);
+    }
+    true
+}
+
+/// `lo` up (a new network namespace has it down).
+unsafe fn loopback_up() -> bool {
+    let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if s < 0 {
+        return false;
+    }
+    let mut req = IfReq {
+        name: [0; 16],
+        flags: 0,
+        _pad: [0; 22],
+    };
+    req.name[..2].copy_from_slice(b"lo");
+    // The request is an int in musl, an unsigned long in glibc.
+    #[allow(clippy::unnecessary_cast)]
+    let (get, set) = (libc::SIOCGIFFLAGS as _, libc::SIOCSIFFLAGS as _);
+    let ok = libc::ioctl(s, get, &mut req as *mut IfReq) == 0 && {
+        req.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        libc::ioctl(s, set, &req as *const IfReq) == 0
+    };
+    libc::close(s);
+    ok
+}
+
+/// Bind the listeners, let the sandbox connect to their ports, and send
+/// them to the parent (one `SCM_RIGHTS` message).
+unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
+    let n = ns.listeners.min(MAX_LISTENERS);
+    let Some(sock) = &ns.sock else {
+        return n == 0;
+    };
+    let mut fds = [-1 as RawFd; MAX_LISTENERS];
+    for slot in fds.iter_mut().take(n) {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return false;
+        }
+        *slot = s;
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(s, &addr as *const _ as *const libc::sockaddr, len) != 0
+            || libc::listen(s, 128) != 0
+        {
+            return false;
+        }
+        let mut got: libc::sockaddr_in = std::mem::zeroed();
+        let mut glen = len;
+        if libc::getsockname(s, &mut got as *mut _ as *mut libc::sockaddr, &mut glen) != 0 {
+            return false;
+        }
+        if let (Some(rs), true) = (ruleset, ns.net_rules) {
+            let rule = NetPortAttr {
+                allowed_access: LANDLOCK_ACCESS_NET_CONNECT_TCP,
+                port: u64::from(u16::from_be(got.sin_port)),
+            };
+            if libc::syscall(
+                libc::SYS_landlock_add_rule,
+                rs,
+                LANDLOCK_RULE_NET_PORT,
+                &rule as *const NetPortAttr,
+                0u32,
+            ) != 0
+            {
+                return false;
+            }
+        }
+    }
+    // A control message with n descriptors, aligned for cmsghdr.
+    #[repr(C, align(8))]
+    struct Buf([u8; 128]);
+    let mut buf = Buf([0; 128]);
+    let payload = (n * std::mem::size_of::<RawFd>()) as libc::c_uint;
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if n > 0 {
+        msg.msg_control = buf.0.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(payload) as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(payload) as _;
+        std::ptr::copy_nonoverlapping(
+            fds.as_ptr().cast::<u8>(),
+            libc::CMSG_DATA(c),
+            payload as usize,
+        );
+    }
+    let ok = libc::sendmsg(sock.as_raw_fd(), &msg, 0) == 1;
+    for fd in fds.iter().take(n) {
+        libc::close(*fd);
+    }
+    ok
+}
+
+pub struct SetupArgs<'a> {
+    pub p: &'a Prepared,
+    pub ns: &'a NsPrep,
+    pub wr: RawFd,
+    pub pids: &'a Pids,
+    pub init_stack: *mut libc::c_void,
+    pub cmd_stack: *mut libc::c_void,
+}
+
+/// The setup process: entered with every signal blocked, in the new
+/// namespaces, sharing the parent's memory until it exits.
+pub unsafe fn setup(a: &SetupArgs) -> ! {
+    let ns = a.ns;
+    if let Some(maps) = &ns.maps {
+        for (path, data) in PATHS.iter().zip(maps.iter()) {
+            if !write_file(path, data) {
+                child::fail(a.wr, Step::UserNamespace);
+            }
+        }
+    }
+    if ns.flags & libc::CLONE_NEWNS != 0 {
+        // Nothing mounted here may reach the parent's namespace.
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) != 0
+            || !mount_all(ns)
+        {
+            child::fail(a.wr, Step::Mounts);
+        }
+    }
+    if ns.flags & libc::CLONE_NEWNET != 0 && !loopback_up() {
+        child::fail(a.wr, Step::Loopback);
+    }
+    if !listeners(ns, a.p.ruleset.as_ref().map(|f| f.as_raw_fd())) {
+        child::fail(a.wr, Step::Listeners);
+    }
+    if ns.pid {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            child::fail(a.wr, Step::PidNamespace);
+        }
+        // The first process in the new namespace is its init.
+        let init = libc::clone(
+            init_main,
+            a.init_stack,
+            libc::CLONE_PARENT | libc::CLONE_VM | libc::SIGCHLD,
+            std::ptr::null_mut(),
+        );
+        if init < 0 {
+            child::fail(a.wr, Step::PidNamespace);
+        }
+        a.pids.init.store(init, Ordering::SeqCst);
+    }
+    let cmd = libc::clone(
+        cmd_main,
+        a.cmd_stack,
+        libc::CLONE_PARENT | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+        a as *const SetupArgs as *mut libc::c_void,
+    );
+    if cmd < 0 {
+        child::fail(a.wr, Step::PidNamespace);
+    }
+    a.pids.cmd.store(cmd, Ordering::SeqCst);
+    libc::_exit(0)
+}
+
+/// PID 1: reaps whatever is reparented to it, and dies with sbx (which
+/// kills it when the command exits; the kernel then kills the rest).
+extern "C" fn init_main(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: system calls on this stack only.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // Its memory is sbx's: nothing in the sandbox may read it.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        loop {
+            while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG | libc::__WALL) > 0 {}
+            // SIGCHLD is blocked, so it stays pending until taken here.
+            libc::sigwaitinfo(&set, std::ptr::null_mut());
+        }
+    }
+}
+
+/// PID 2: a fresh `/proc` for the new PID namespace, then the usual
+/// child steps and exec.
+extern "C" fn cmd_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the setup process's `SetupArgs`, alive while it
+    // waits for this exec (CLONE_VFORK).
+    unsafe {
+        let a = &*(arg as *const SetupArgs);
+        if a.ns.pid
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) != 0
+        {
+            child::fail(a.wr, Step::Proc);
+        }
+        if let Some(rs) = &a.p.ruleset {
+            for (path, rights) in &a.ns.proc_rules {
+                let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                if fd < 0 {
+                    // Gone in this namespace (another process's entry):
+                    // nothing to grant.
+                    continue;
+                }
+                let rule = PathBeneathAttr {
+                    allowed_access: *rights,
+                    parent_fd: fd,
+                };
+                let r = libc::syscall(
+                    libc::SYS_landlock_add_rule,
+                    rs.as_raw_fd(),
+                    LANDLOCK_RULE_PATH_BENEATH,
+                    &rule as *const PathBeneathAttr,
+                    0u32,
+                );
+                libc::close(fd);
+                if r != 0 {
+                    child::fail(a.wr, Step::Proc);
+                }
+            }
+        }
+        child::child(a.p, a.wr)
+    }
+}

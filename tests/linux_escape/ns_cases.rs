@@ -1,0 +1,429 @@
+//! Escape attempts against the namespace layer (docs/linux.md): each
+//! denial beside a positive control under the same policy, and beside
+//! the same probe with `[linux] namespaces = "never"` where that shows
+//! what the layer adds.
+
+use crate::fixture::{check, expect, sbx_bin, Fx};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const NEVER: &str = "\n[linux]\nnamespaces = \"never\"\n";
+/// `ws/sub` read-only beneath the writable workspace.
+const RO_SUB: &str = "\n[[fs]]\npath = \"sub\"\nread = true\n";
+
+fn root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn carve_out_read_only(fx: &Fx) -> Result<(), String> {
+    std::fs::write(fx.ws.join("sub/f"), "f").unwrap();
+    std::os::unix::fs::symlink(fx.path("outside"), fx.ws.join("evil")).unwrap();
+    let p = fx.policy("best_effort", RO_SUB);
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    let (sub, f) = (fx.path("ws/sub"), fx.path("ws/sub/f"));
+    expect("write in", &r(&["write", &fx.path("ws/sub/new")]), "EROFS")?;
+    expect("truncate", &r(&["open-trunc", &f]), "EROFS")?;
+    expect("unlink", &r(&["unlink", &f]), "EROFS")?;
+    expect(
+        "rename away",
+        &r(&["rename", &sub, &fx.path("ws/moved")]),
+        "EBUSY",
+    )?;
+    expect("rmdir", &r(&["rmdir", &sub]), "EBUSY")?;
+    expect(
+        "hard link in",
+        &r(&["link", &fx.path("ws/data"), &fx.path("ws/sub/l")]),
+        "EROFS",
+    )?;
+    expect(
+        "swap for a symlink",
+        &r(&["exchange", &fx.path("ws/evil"), &sub]),
+        "EBUSY",
+    )?;
+    // Positive controls under the same policy.
+    expect("read in", &r(&["read", &f]), "OK")?;
+    expect("write beside", &r(&["write", &fx.path("ws/new")]), "OK")?;
+    expect(
+        "rename beside",
+        &r(&["rename", &fx.path("ws/a"), &fx.path("ws/a2")]),
+        "OK",
+    )?;
+    check(
+        std::fs::read_to_string(fx.ws.join("sub/f")).unwrap() == "f",
+        || "sub/f changed".into(),
+    )?;
+    // Landlock alone: the workspace's rights reach into the carve-out.
+    let never = fx.policy("best_effort", &format!("{RO_SUB}{NEVER}"));
+    expect(
+        "write in, no namespaces",
+        &fx.run(&never, &[], &["write", &fx.path("ws/sub/new")]),
+        "OK",
+    )
+}
+
+/// A read-only carve-out re-widened beneath: `sub` read-only, `sub/w`
+/// writable again.
+pub fn carve_out_nested(fx: &Fx) -> Result<(), String> {
+    std::fs::create_dir(fx.ws.join("sub/w")).unwrap();
+    let p = fx.policy(
+        "required",
+        &format!("{RO_SUB}\n[[fs]]\npath = \"sub/w\"\nread = true\nwrite = true\n"),
+    );
+    expect(
+        "write nested",
+        &fx.run(&p, &[], &["write", &fx.path("ws/sub/w/x")]),
+        "OK",
+    )?;
+    expect(
+        "write carve-out",
+        &fx.run(&p, &[], &["write", &fx.path("ws/sub/x")]),
+        "EROFS",
+    )
+}
+
+pub fn deny_rule_hides(fx: &Fx) -> Result<(), String> {
+    std::fs::write(fx.ws.join("sub/key"), "secret").unwrap();
+    let deny = "\n[[fs]]\npath = \"sub\"\nread = false\n";
+    let p = fx.policy("required", deny);
+    // Root keeps CAP_DAC_OVERRIDE: it sees an empty directory; anyone
+    // else cannot enter it (mode 0).
+    let (read_err, list) = if root() {
+        ("ENOENT", "0 entries")
+    } else {
+        ("EACCES", "EACCES")
+    };
+    expect(
+        "read hidden",
+        &fx.run(&p, &[], &["read", &fx.path("ws/sub/key")]),
+        read_err,
+    )?;
+    expect(
+        "list hidden",
+        &fx.run(&p, &[], &["list", &fx.path("ws/sub")]),
+        list,
+    )?;
+    expect(
+        "write hidden",
+        &fx.run(&p, &[], &["write", &fx.path("ws/sub/new")]),
+        if root() { "EROFS" } else { "EACCES" },
+    )?;
+    expect(
+        "rename hidden",
+        &fx.run(&p, &[], &["rename", &fx.path("ws/sub"), &fx.path("ws/s2")]),
+        "EBUSY",
+    )?;
+    expect(
+        "read beside",
+        &fx.run(&p, &[], &["read", &fx.path("ws/data")]),
+        "OK",
+    )?;
+    // Without namespaces a required policy refuses to run it.
+    let never = fx.policy("required", &format!("{deny}{NEVER}"));
+    let out = fx.run(&never, &[], &["read", &fx.path("ws/sub/key")]);
+    check(out.code == 125 && out.answer().is_empty(), || {
+        format!("required, never: {out:?}")
+    })
+}
+
+pub fn required_carve_out_runs(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("required", RO_SUB);
+    expect(
+        "required with a carve-out",
+        &fx.run(&p, &[], &["write", &fx.path("ws/x")]),
+        "OK",
+    )?;
+    let out = fx.run(&p, &["--report"], &["write", &fx.path("ws/sub/x")]);
+    expect("carve-out", &out, "EROFS")?;
+    check(
+        out.stderr.contains("namespaces: ") && out.stderr.contains("sub: read-only"),
+        || out.stderr.clone(),
+    )
+}
+
+pub fn proc_shows_the_sandbox_only(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    // The init and the probe.
+    expect("in the sandbox", &fx.run(&p, &[], &["proc-count"]), "2")?;
+    let host = fx.unsandboxed(&["proc-count"]);
+    let n: usize = host.answer().parse().unwrap_or(0);
+    check(n > 2, || format!("unsandboxed: {host:?}"))?;
+    // A host process is not there to be signalled.
+    let mut v = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = v.id().to_string();
+    let r = expect(
+        "kill host process",
+        &fx.run(&p, &[], &["kill", &pid, "15"]),
+        "ESRCH",
+    );
+    let alive = v.try_wait().unwrap().is_none();
+    let _ = v.kill();
+    let _ = v.wait();
+    r?;
+    check(alive, || "the host process died".into())?;
+    expect("own child", &fx.run(&p, &[], &["kill-own-child"]), "OK")
+}
+
+pub fn daemon_dies_with_the_run(fx: &Fx) -> Result<(), String> {
+    let mark = fx.path("ws/daemon");
+    let p = fx.policy("best_effort", "");
+    expect("daemon", &fx.run(&p, &[], &["daemon-writer", &mark]), "OK")?;
+    std::thread::sleep(Duration::from_millis(1500));
+    let got = std::fs::read_to_string(&mark).unwrap_or_default();
+    check(got == "started\n", || {
+        format!("sandboxed daemon wrote {got:?}")
+    })?;
+    // Control: outside the sandbox the daemon lives on and writes.
+    let free = fx.path("ws/daemon-free");
+    expect(
+        "unsandboxed",
+        &fx.unsandboxed(&["daemon-writer", &free]),
+        "OK",
+    )?;
+    std::thread::sleep(Duration::from_millis(1500));
+    let got = std::fs::read_to_string(&free).unwrap_or_default();
+    check(got == "started\nstill\n", || {
+        format!("unsandboxed daemon wrote {got:?}")
+    })
+}
+
+/// `listen()` without `bind()` from a sandbox with no `[[net]]`: the
+/// port is in the sandbox's own network namespace, where the host
+/// cannot reach it.
+pub fn listen_without_bind(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect("interfaces", &fx.run(&p, &[], &["interfaces"]), "lo:up")?;
+    let never = fx.policy("best_effort", NEVER);
+    for fam in ["4", "6"] {
+        let (port, reached) = listen_and_probe(fx, Some(&p), fam)?;
+        check(!reached, || format!("v{fam}: host reached port {port}"))?;
+        let (port, reached) = listen_and_probe(fx, None, fam)?;
+        check(reached, || {
+            format!("v{fam} unsandboxed: port {port} not reached")
+        })?;
+        // Landlock alone does not see this listen (landlock-lsm/linux#15).
+        let (port, reached) = listen_and_probe(fx, Some(&never), fam)?;
+        check(reached, || {
+            format!("v{fam}, never: port {port} not reached")
+        })?;
+    }
+    // UDP to a host listener stays refused.
+    let host = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = host.local_addr().unwrap().port().to_string();
+    expect("udp", &fx.run(&p, &[], &["udp-send", &port]), "EACCES")
+}
+
+/// Run the `listen-nobind` probe (sandboxed under `policy`, or not),
+/// connect from the host to the port it prints; (port, connected).
+fn listen_and_probe(
+    fx: &Fx,
+    policy: Option<&std::path::Path>,
+    fam: &str,
+) -> Result<(String, bool), String> {
+    let probe: Vec<OsString> = vec![
+        std::env::current_exe().unwrap().into(),
+        "--probe".into(),
+        "listen-nobind".into(),
+        fam.into(),
+        "3".into(),
+    ];
+    let mut cmd = match policy {
+        Some(p) => {
+            let mut c = Command::new(sbx_bin());
+            c.arg("run")
+                .arg(p)
+                .arg("--quiet")
+                .arg("--workspace")
+                .arg(&fx.ws)
+                .arg("--")
+                .args(&probe)
+                .env("HOME", fx.root.join("home"));
+            c
+        }
+        None => {
+            let mut c = Command::new(&probe[0]);
+            c.args(&probe[1..]);
+            c
+        }
+    };
+    let mut child = cmd
+        .current_dir(&fx.ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut port = String::new();
+    out.read_line(&mut port).map_err(|e| e.to_string())?;
+    let port = port.trim().to_string();
+    let addr = if fam == "6" {
+        format!("[::1]:{port}")
+    } else {
+        format!("127.0.0.1:{port}")
+    };
+    let reached = port.parse::<u16>().is_ok()
+        && addr
+            .parse()
+            .ok()
+            .and_then(|a| TcpStream::connect_timeout(&a, Duration::from_secs(2)).ok())
+            .is_some();
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok((port, reached))
+}
+
+/// Without user namespaces (`unshare` refused by a seccomp filter that
+/// sbx runs under), a best-effort run goes on with Landlock alone and
+/// says so; a required policy with a carve-out exits 125 before running
+/// anything.
+pub fn namespaces_unavailable(fx: &Fx) -> Result<(), String> {
+    let mark = fx.path("ws/marker");
+    let be = fx.policy("best_effort", RO_SUB);
+    let req = fx.policy("required", RO_SUB);
+    let run = |p: &std::path::Path, probe: &[&str]| {
+        let mut args: Vec<OsString> = vec![
+            "--probe".into(),
+            "no-namespaces".into(),
+            sbx_bin().into(),
+            "run".into(),
+            p.into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+        ];
+        args.extend(probe.iter().map(OsString::from));
+        fx.exec_self(&args)
+    };
+    let out = run(&be, &["write", &fx.path("ws/sub/x")]);
+    expect("best effort without namespaces", &out, "OK")?;
+    check(
+        out.stderr.contains("namespaces are not available") && out.stderr.contains("ws/sub"),
+        || out.stderr.clone(),
+    )?;
+    let out = run(&req, &["write", &mark]);
+    check(out.code == 125 && out.answer().is_empty(), || {
+        format!("required without namespaces: {out:?}")
+    })?;
+    check(out.stderr.contains("namespaces are not available"), || {
+        out.stderr.clone()
+    })?;
+    check(!std::path::Path::new(&mark).exists(), || {
+        "the command ran".into()
+    })
+}
+
+/// The proxy's hook: listeners bound inside the sandbox's network
+/// namespace reach the callback; the sandbox connects to them (their
+/// ports are added to the Landlock ruleset) and nowhere else.
+pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
+    use sbx::runtime::linux::{parse_artifact, run, ProxyHook, RunOptions};
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let policy = fx.policy("best_effort", "");
+    let art_path = fx.root.join("proxy.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        policy.into(),
+        "--target".into(),
+        "linux".into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "-o".into(),
+        art_path.clone().into(),
+    ];
+    let out = fx.sbx(&compile, None);
+    check(out.code == 0, || format!("compile: {out:?}"))?;
+    let art = parse_artifact(&std::fs::read_to_string(&art_path).unwrap())?;
+    let got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = got.clone();
+    let serve = Arc::new(move |listeners: Vec<std::net::TcpListener>| {
+        seen.lock()
+            .unwrap()
+            .push(format!("{} listener(s)", listeners.len()));
+        for l in listeners {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                if let Ok((mut s, _)) = l.accept() {
+                    let mut buf = [0u8; 4];
+                    if s.read_exact(&mut buf).is_ok() {
+                        seen.lock()
+                            .unwrap()
+                            .push(String::from_utf8_lossy(&buf).into_owned());
+                        let _ = s.write_all(b"pong");
+                    }
+                }
+            });
+        }
+    });
+    let reply = fx.path("ws/reply");
+    let argv: Vec<OsString> = vec![
+        std::env::current_exe().unwrap().into(),
+        "--probe".into(),
+        "proxy-client".into(),
+        reply.clone().into(),
+    ];
+    let opts = RunOptions {
+        workspace: Some(fx.ws.clone()),
+        home: Some(fx.root.join("home")),
+        proxy: Some(ProxyHook {
+            listeners: 1,
+            serve,
+        }),
+        ..RunOptions::default()
+    };
+    let code = run(&art, &argv, &opts);
+    check(code == 0, || format!("run: exit {code}"))?;
+    let got = got.lock().unwrap().clone();
+    check(got == ["1 listener(s)", "ping"], || {
+        format!("hook saw {got:?}")
+    })?;
+    let r = std::fs::read_to_string(&reply).unwrap_or_default();
+    check(r == "pong", || format!("the sandbox got {r:?}"))?;
+    // Control: other loopback ports stay closed to it.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port().to_string();
+    expect(
+        "another port",
+        &fx.run(&fx.policy("best_effort", ""), &[], &["connect-tcp", &port]),
+        "EACCES",
+    )
+}
+
+/// With `[commands]`, nothing runs from a memfd (Landlock does not see
+/// its internal mount): creating one without MFD_NOEXEC_SEAL is refused,
+/// and a sealed one cannot be executed by `execveat(AT_EMPTY_PATH)` or
+/// `/proc/self/fd/N`. Without `[commands]` both routes run.
+pub fn memfd_exec(fx: &Fx) -> Result<(), String> {
+    let listed = fx.policy("best_effort", "\n[commands.true]\n");
+    let free = fx.policy("best_effort", "");
+    for how in ["execveat", "proc"] {
+        expect(
+            &format!("plain memfd, {how}"),
+            &fx.run(&listed, &[], &["memfd-exec", "plain", how]),
+            "EACCES",
+        )?;
+        expect(
+            &format!("sealed memfd, {how}"),
+            &fx.run(&listed, &[], &["memfd-exec", "seal", how]),
+            "EACCES",
+        )?;
+        let out = fx.run(&free, &[], &["memfd-exec", "plain", how]);
+        check(out.code == 0 && out.answer().is_empty(), || {
+            format!("no [commands], {how}: {out:?}")
+        })?;
+    }
+    // The listed program still runs.
+    let out = fx.run(&listed, &[], &["exec", "/usr/bin/true"]);
+    check(out.code == 0 && out.answer().is_empty(), || {
+        format!("listed: {out:?}")
+    })
+}
