@@ -93,7 +93,7 @@ fn deny_warnings_allow_and_deny() {
     assert_eq!(code, 1);
     // Allowing every warning code of the fixture makes --deny-warnings pass.
     let allow: Vec<&str> = [
-        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027",
+        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027", "SBX029",
     ]
     .iter()
     .flat_map(|c| ["--allow", c])
