@@ -159,6 +159,26 @@ impl Ctx<'_> {
         let (anchored, relative): (Vec<&str>, Vec<&str>) = user
             .iter()
             .partition(|p| p.starts_with("~/") || p.starts_with('/'));
+        // A writable rule at or inside a protected path lifts it; the list
+        // is not applied again below it (`.vscode/settings.json/.git/hooks`).
+        let entries = |r: &String| {
+            IN_WRITABLE
+                .iter()
+                .chain(relative.iter())
+                .map(|e| join(r, e.trim_end_matches('/')))
+                .collect::<Vec<_>>()
+        };
+        let listed: HashSet<String> = roots.iter().flat_map(entries).collect();
+        roots.retain(|r| {
+            let mut p = Some(r.as_str());
+            while let Some(q) = p {
+                if listed.contains(q) {
+                    return false;
+                }
+                p = parent(q);
+            }
+            true
+        });
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
@@ -466,17 +486,4 @@ pub fn run_files(ir: &mut crate::ir::Ir, files: &[String]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::parent;
-
-    #[test]
-    fn parents() {
-        assert_eq!(parent("/a/b"), Some("/a"));
-        assert_eq!(parent("/a"), Some("/"));
-        assert_eq!(parent("/"), None);
-        assert_eq!(parent("${WORKSPACE}/a"), Some("${WORKSPACE}"));
-        assert_eq!(parent("${WORKSPACE}"), None);
-        assert_eq!(parent(r"C:\a"), Some(r"C:\"));
-        assert_eq!(parent(r"C:\"), None);
-    }
-}
+mod tests;
