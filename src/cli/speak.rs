@@ -30,13 +30,9 @@ pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
             h.pattern
         ));
     }
+    // Their messages start with the rule's label, which says where it is.
     for d in lowered {
-        let at = d
-            .location
-            .as_ref()
-            .map(|l| format!(" ({}:{}:{})", l.file, l.line, l.column))
-            .unwrap_or_default();
-        out.push(format!("warning[{}]: {}{at}", d.code, d.message));
+        out.push(format!("warning[{}]: {}", d.code, d.message));
     }
     out
 }
