@@ -121,6 +121,21 @@ fn locate(policy: &Policy, s: &Source) -> Option<Location> {
     }
 }
 
+/// A grant's path as the policy writes it, so that a warning reads the
+/// same whichever OS the policy is lowered for (`sbx check` lowers for
+/// each, and keeps one copy of equal warnings).
+fn written(policy: &Policy, g: &Grant) -> String {
+    match &g.source {
+        Source::Rule { index, .. } => policy
+            .fs
+            .as_ref()
+            .and_then(|f| f.get(*index))
+            .map_or_else(|| g.path.clone(), |r| r.value.path.clone()),
+        Source::Default => "the workspace".into(),
+        _ => g.path.clone(),
+    }
+}
+
 impl Ctx<'_> {
     fn kind_of(&self, path: &str) -> PathKind {
         if !self.resolve {
@@ -147,9 +162,15 @@ impl Ctx<'_> {
             })
             .map(|g| g.path.clone())
             .collect();
-        // The workspace when a broader grant makes it writable.
-        if writes(&self.roots.workspace) && !roots.contains(&self.roots.workspace) {
-            roots.push(self.roots.workspace.clone());
+        // The workspace when a broader grant makes it writable (a grant on
+        // it under another spelling, macOS `/private/tmp`, is there already).
+        let ws = &self.roots.workspace;
+        let named = look
+            .by_path
+            .get(ws.as_str())
+            .is_some_and(|&i| roots.contains(&fs[i].path));
+        if writes(ws) && !named && !roots.contains(ws) {
+            roots.push(ws.clone());
         }
         let user: Vec<&str> = policy
             .protected_paths
@@ -329,12 +350,16 @@ impl Ctx<'_> {
                 }
             }
         }
+        let mut said = HashSet::new();
         for (i, path, entry) in lifted {
             let g = &fs[i];
-            let inside = if g.path == path {
+            if !said.insert((i, entry.clone())) {
+                continue;
+            }
+            let inside = if g.path == path || g.aliases.contains(&path) {
                 String::new()
             } else {
-                format!(" inside the protected path {path}")
+                format!(" inside the protected {entry}")
             };
             self.diags.push(
                 Diagnostic::new(
@@ -344,7 +369,7 @@ impl Ctx<'_> {
                          and what the sandbox writes there can run later outside it",
                         g.source.label(),
                         g.access.names().join(", "),
-                        g.path
+                        written(policy, g)
                     ),
                 )
                 .at(locate(policy, &g.source))
@@ -406,7 +431,7 @@ impl Ctx<'_> {
                          it stays hidden",
                             g.source.label(),
                             g.access.names().join(", "),
-                            g.path
+                            written(policy, g)
                         ),
                     )
                     .at(locate(policy, &g.source))

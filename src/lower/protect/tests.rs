@@ -253,9 +253,10 @@ fn naming_a_protected_path_lifts_it() {
     assert!(protected(&ir, &h.p("ws/.git/config")));
     let lifted = codes_of(&d, codes::PROTECTION_LIFTED);
     assert_eq!(lifted.len(), 2, "{lifted:#?}");
-    assert!(lifted[0].starts_with("fs[1] (p.toml:6:1) grants read, create, update, delete on "));
+    assert!(lifted[0]
+        .starts_with("fs[1] (p.toml:6:1) grants read, create, update, delete on .git/hooks: "));
     assert!(
-        lifted[1].contains("inside the protected path"),
+        lifted[1].contains("on .vscode/settings.json inside the protected .vscode"),
         "{}",
         lifted[1]
     );
