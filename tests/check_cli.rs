@@ -326,3 +326,43 @@ fn compile_and_run_warn_like_check_about_dropped_rules() {
     let (_, _, quiet) = h.sbx(&["run", "--quiet", p, "--", "sh"]);
     assert!(codes(&quiet).is_empty(), "{quiet}");
 }
+
+/// SBX030 in every output format, and a lifted protection widens a
+/// baseline that kept it (the protection is an ordinary rule of the IR).
+#[test]
+fn lifted_protection_in_every_format_and_against_a_baseline() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    let base = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
+    let old = h.root.join("old.toml");
+    let new = h.root.join("new.toml");
+    std::fs::write(&old, base).unwrap();
+    std::fs::write(
+        &new,
+        format!("{base}\n[[fs]]\npath = \".git/hooks\"\nread = true\nwrite = true\n"),
+    )
+    .unwrap();
+    let new = new.to_str().unwrap();
+    for (format, needle) in [
+        ("human", "warning[SBX030]: fs[1] ([TMP]/new.toml:6:1) grants read, create, update, delete on .git/hooks"),
+        ("json", "\"code\": \"SBX030\""),
+        ("sarif", "\"ruleId\": \"SBX030\""),
+        ("github", "::warning file=[TMP]/new.toml,line=6,col=1,title=SBX030::"),
+    ] {
+        let (code, out, err) = check(&h, new, &["--format", format]);
+        assert_eq!(code, 0, "{err}");
+        // SARIF and GitHub annotations are the report itself, on stdout.
+        let text = if matches!(format, "sarif" | "github") {
+            out
+        } else {
+            err
+        };
+        assert!(text.contains(needle), "{format}: {text}");
+    }
+    let (code, _, err) = check(&h, new, &["--baseline", old.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("widens the baseline: create, update, delete on [TMP]/ws/.git/hooks"),
+        "{err}"
+    );
+}
