@@ -3,7 +3,7 @@
 # figures): compile time and peak RSS per rule count and target, and
 # `sbx run` start-up overhead against a bare exec and bubblewrap.
 #
-#   bench/run.sh [compile|run|all]    (default: all)
+#   bench/run.sh [compile|run|protect|all]    (default: all)
 #
 # Needs hyperfine and, for the comparison, bwrap:
 #   apt-get install -y hyperfine bubblewrap
@@ -180,9 +180,47 @@ EOF
   echo
 }
 
+# `sbx run` start-up per protected path (POLICY.md §7a, docs/protected.md):
+# a writable workspace holding K git repositories one level down, each
+# adding its hooks and config to the protections; the slope over K is the
+# cost of one protected path (finding it, and enforcing it).
+protect_bench() {
+  echo "## sbx run start-up per protected path (PROTECT_REPOS, default \"0 10 50 100\")"
+  echo
+  echo "| repositories | protected paths | median ms | added per protected path ms |"
+  echo "|---:|---:|---:|---:|"
+  local base_ms="" base_n=""
+  printf 'version = 1\n\n[[fs]]\npath = "."\nread = true\nwrite = true\n' >"$work/protect.toml"
+  for k in ${PROTECT_REPOS:-0 10 50 100}; do
+    local ws="$work/protect$k"
+    mkdir -p "$ws/.git/hooks" "$ws/.vscode"
+    printf '[core]\n\tbare = false\n' >"$ws/.git/config"
+    for i in $(seq 1 "$k"); do
+      mkdir -p "$ws/r$i/.git/hooks"
+      printf '[core]\n\tbare = false\n' >"$ws/r$i/.git/config"
+    done
+    local n
+    n=$("$SBX" compile "$work/protect.toml" --workspace "$ws" --target ir 2>/dev/null |
+      python3 -c 'import json,sys; print(sum(g["source"]["kind"] == "protected" for g in json.load(sys.stdin)["fs"]))')
+    hyperfine -N --warmup 20 --runs "$((RUNS / 10))" --export-json "$work/h.json" \
+      "$SBX run $work/protect.toml --workspace $ws --quiet -- /bin/true" >/dev/null 2>&1
+    local med
+    read -r med _ < <(stats "$work/h.json")
+    local per="-"
+    if [ -z "$base_ms" ]; then
+      base_ms=$med base_n=$n
+    elif [ "$n" != "$base_n" ]; then
+      per=$(awk -v a="$med" -v b="$base_ms" -v n="$n" -v m="$base_n" 'BEGIN { printf "%.4f", (a - b) / (n - m) }')
+    fi
+    printf '| %s | %s | %s | %s |\n' "$k" "$n" "$med" "$per"
+  done
+  echo
+}
+
 case $what in
   compile) compile_bench ;;
   run) run_bench ;;
-  all) compile_bench; run_bench ;;
-  *) echo "usage: bench/run.sh [compile|run|all]" >&2; exit 2 ;;
+  protect) protect_bench ;;
+  all) compile_bench; run_bench; protect_bench ;;
+  *) echo "usage: bench/run.sh [compile|run|protect|all]" >&2; exit 2 ;;
 esac

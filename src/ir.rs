@@ -228,6 +228,15 @@ pub enum Source {
     ProcessRoot,
     /// An executable resolved from `[commands]`.
     Command { name: String },
+    /// POLICY.md §7a: a protected path inside a writable grant, read-only.
+    /// `entry` is the list entry that produced it (`.git/hooks`, `~/.bashrc`).
+    Protected { entry: String },
+    /// POLICY.md §7: a sensitive path that a broader grant only covers,
+    /// hidden (all rights false). `by` is the covering grant's source.
+    Covered { pattern: String, by: Box<Source> },
+    /// POLICY.md §13: a policy file, layer or artifact of this `sbx run`,
+    /// read-only to the child so it cannot widen its own next run.
+    RunFile,
 }
 
 impl Source {
@@ -244,7 +253,18 @@ impl Source {
             Source::Preset { name } => format!("preset {name}"),
             Source::ProcessRoot => "process roots".into(),
             Source::Command { name } => format!("commands.{name}"),
+            Source::Protected { entry } => format!("protected {entry}"),
+            Source::Covered { pattern, by } => {
+                format!("sensitive {pattern}, covered by {}", by.label())
+            }
+            Source::RunFile => "this run's policy".into(),
         }
+    }
+
+    /// Written by the user: a rule or a `[process]` root. The default
+    /// policy and sbx's own additions (presets, commands, protections) are not.
+    pub fn authored(&self) -> bool {
+        matches!(self, Source::Rule { .. } | Source::ProcessRoot)
     }
 }
 
@@ -515,27 +535,31 @@ impl Ir {
     /// component-wise prefix of `path` decides. `path` must be absolute and
     /// normalised the same way the grants are.
     pub fn decide(&self, path: &str) -> Option<&Grant> {
-        self.fs
-            .iter()
-            .filter(|g| {
-                std::iter::once(g.path.as_str())
-                    .chain(g.aliases.iter().map(String::as_str))
-                    .any(|p| path_within(path, p))
-            })
-            .max_by_key(|g| {
-                std::iter::once(g.path.as_str())
-                    .chain(g.aliases.iter().map(String::as_str))
-                    .filter(|p| path_within(path, p))
-                    .map(str::len)
-                    .max()
-                    .unwrap_or(0)
-            })
+        decide_in(&self.fs, path)
     }
 
     /// The rights the policy gives `path` (empty when no grant covers it).
     pub fn access_at(&self, path: &str) -> Access {
         self.decide(path).map(|g| g.access).unwrap_or_default()
     }
+}
+
+/// [`Ir::decide`] over any list of grants.
+pub fn decide_in<'a>(fs: &'a [Grant], path: &str) -> Option<&'a Grant> {
+    fs.iter()
+        .filter(|g| {
+            std::iter::once(g.path.as_str())
+                .chain(g.aliases.iter().map(String::as_str))
+                .any(|p| path_within(path, p))
+        })
+        .max_by_key(|g| {
+            std::iter::once(g.path.as_str())
+                .chain(g.aliases.iter().map(String::as_str))
+                .filter(|p| path_within(path, p))
+                .map(str::len)
+                .max()
+                .unwrap_or(0)
+        })
 }
 
 /// `path` equals `root` or lies below it, on component boundaries.

@@ -93,7 +93,7 @@ fn deny_warnings_allow_and_deny() {
     assert_eq!(code, 1);
     // Allowing every warning code of the fixture makes --deny-warnings pass.
     let allow: Vec<&str> = [
-        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027",
+        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027", "SBX029",
     ]
     .iter()
     .flat_map(|c| ["--allow", c])
@@ -370,4 +370,44 @@ fn compile_and_run_show_ten_warnings_of_a_code_then_a_count() {
     assert!(!json.contains("more rules on paths"), "{json}");
     let (_, _, checked) = check(&h, p, &[]);
     assert!(checked.contains("missing12 does not exist"), "{checked}");
+}
+
+/// SBX030 in every output format, and a lifted protection widens a
+/// baseline that kept it (the protection is an ordinary rule of the IR).
+#[test]
+fn lifted_protection_in_every_format_and_against_a_baseline() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    let base = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
+    let old = h.root.join("old.toml");
+    let new = h.root.join("new.toml");
+    std::fs::write(&old, base).unwrap();
+    std::fs::write(
+        &new,
+        format!("{base}\n[[fs]]\npath = \".git/hooks\"\nread = true\nwrite = true\n"),
+    )
+    .unwrap();
+    let new = new.to_str().unwrap();
+    for (format, needle) in [
+        ("human", "warning[SBX030]: fs[1] ([TMP]/new.toml:6:1) grants read, create, update, delete on .git/hooks"),
+        ("json", "\"code\": \"SBX030\""),
+        ("sarif", "\"ruleId\": \"SBX030\""),
+        ("github", "::warning file=[TMP]/new.toml,line=6,col=1,title=SBX030::"),
+    ] {
+        let (code, out, err) = check(&h, new, &["--format", format]);
+        assert_eq!(code, 0, "{err}");
+        // SARIF and GitHub annotations are the report itself, on stdout.
+        let text = if matches!(format, "sarif" | "github") {
+            out
+        } else {
+            err
+        };
+        assert!(text.contains(needle), "{format}: {text}");
+    }
+    let (code, _, err) = check(&h, new, &["--baseline", old.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("widens the baseline: create, update, delete on [TMP]/ws/.git/hooks"),
+        "{err}"
+    );
 }

@@ -422,3 +422,38 @@ fn cli_exit_codes_and_output() {
         assert_eq!(code, 2, "{bad:?}: {err}");
     }
 }
+
+/// POLICY.md §7a and §7: a protection and a hidden sensitive path are the
+/// deciding rules `explain` names, with what each target enforces.
+#[test]
+fn protections_decide_and_are_named() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(h.home.join(".ssh")).unwrap();
+    let policy =
+        "[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[[fs]]\npath = \"~\"\nread = true\n";
+    let (ir, _) = lower(&h, policy, vec![]);
+    let ex = fs(&ir, FsOp::Write, ".git/hooks/pre-commit");
+    assert!(!ex.allowed);
+    let Some(Origin::Fs { source, .. }) = &ex.rule else {
+        panic!("{:?}", ex.rule)
+    };
+    assert_eq!(source.label(), "protected .git/hooks");
+    assert_eq!(target(&ex, "macos"), Enforced::Exact);
+    assert_eq!(target(&ex, "linux"), Enforced::Wider);
+    // The rest of .git stays writable.
+    let ex = fs(&ir, FsOp::Create, ".git/objects/ab");
+    assert!(ex.allowed);
+    assert_eq!(rule_index(&ex), Some(0));
+
+    let ex = fs(&ir, FsOp::Read, "~/.ssh/id_ed25519");
+    assert!(!ex.allowed);
+    let Some(Origin::Fs { source, .. }) = &ex.rule else {
+        panic!("{:?}", ex.rule)
+    };
+    assert_eq!(
+        source.label(),
+        "sensitive ~/.ssh/, covered by fs[1] (p.toml:6:1)"
+    );
+    assert!(fs(&ir, FsOp::Read, "~/notes.txt").allowed);
+}

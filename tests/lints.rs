@@ -22,8 +22,17 @@ fn lint_layers(h: &Host, files: &[(&str, &str)], reports: &[Precision]) -> Vec<D
     let opts = h.compile_options();
     let (layers, _) = compile::load_layers(&inputs, &opts).unwrap();
     let policy = merge::merge(&layers);
-    let ir = compile::lower_for(&policy, &opts, Os::host()).unwrap().ir;
-    sbx::lint::lint(&ir, &policy, &layers, reports, false)
+    // Lowering's own warnings too (SBX029, SBX030), as `sbx check` shows them.
+    let lowered = compile::lower_for(&policy, &opts, Os::host()).unwrap();
+    let mut d = lowered.diagnostics;
+    d.extend(sbx::lint::lint(
+        &lowered.ir,
+        &policy,
+        &layers,
+        reports,
+        false,
+    ));
+    d
 }
 
 fn lint(h: &Host, text: &str) -> Vec<Diagnostic> {
@@ -97,21 +106,40 @@ fn carve_out_from_precision_reports() {
 #[test]
 fn sensitive_paths_directly_and_through_ancestors() {
     let h = Host::new();
+    // Covered is not consent (POLICY.md §7): the `~/` paths a broader
+    // rule covers are hidden (SBX029, one per path that exists); patterns
+    // stay a warning (SBX020).
+    for d in [".ssh", ".aws", ".kube"] {
+        std::fs::create_dir_all(h.home.join(d)).unwrap();
+    }
+    std::fs::write(h.home.join(".aws/credentials"), "").unwrap();
+    std::fs::write(h.home.join(".kube/config"), "").unwrap();
     let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n");
+    // Hidden all the same, but nothing to say about what is not there.
+    assert!(with(&d, codes::SENSITIVE_COVERED)
+        .iter()
+        .all(|c| !c.message.contains("~/.gnupg/")));
     let s = with(&d, codes::SENSITIVE);
     assert_eq!(s.len(), 1);
-    for p in ["~/.ssh/", "~/.aws/credentials", "~/.kube/config", "**/.env"] {
-        assert!(s[0].message.contains(p), "{p}: {}", s[0].message);
-    }
+    assert!(s[0].message.contains("**/.env"), "{}", s[0].message);
+    assert!(!s[0].message.contains("~/.ssh/"), "{}", s[0].message);
     assert_eq!(s[0].location.as_ref().unwrap().line, 1);
+    let covered = with(&d, codes::SENSITIVE_COVERED);
+    for p in ["~/.ssh/", "~/.aws/credentials", "~/.kube/config"] {
+        let c = covered
+            .iter()
+            .find(|c| c.message.contains(&format!("the sensitive path {p}:")))
+            .unwrap_or_else(|| panic!("{p}: {covered:#?}"));
+        assert!(c.message.starts_with("fs[0] (p.toml:1:1) grants read on "));
+        assert_eq!(c.location.as_ref().unwrap().line, 1);
+    }
 
-    // A more specific rule decides ~/.ssh: the home grant no longer reaches
-    // it, the nested rule does, directly.
+    // A more specific rule decides ~/.ssh: it names it, so it is consent.
     let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n\n[[fs]]\npath = \"~/.ssh/config\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nexecute = true\n");
     let s = with(&d, codes::SENSITIVE);
-    let home = s.iter().find(|d| d.message.starts_with("fs[0]")).unwrap();
-    assert!(!home.message.contains("~/.ssh/"), "{}", home.message);
-    assert!(home.message.contains("~/.gnupg/"));
+    assert!(with(&d, codes::SENSITIVE_COVERED)
+        .iter()
+        .all(|c| !c.message.contains("~/.ssh/")));
     let ssh = s.iter().find(|d| d.message.starts_with("fs[2]")).unwrap();
     assert!(
         ssh.message.contains("is inside the sensitive path ~/.ssh/"),

@@ -430,3 +430,93 @@ proptest! {
         prop_assert!(bad.is_empty(), "{}\n\n{}\n\n{}", bad.join("\n"), text, profile);
     }
 }
+
+/// POLICY.md §7a and §7 in the profile: protected paths stay read-only
+/// inside a writable workspace, by name (they need not exist), with no
+/// gap for creating or renaming them; a rule naming one lifts it; a
+/// sensitive path that `~` covers is hidden, home's rc files read-only.
+#[test]
+fn sbpl_protected_and_covered_paths() {
+    let ws = VALUES[0].1;
+    let allow = |o: &Oracle, op, p: &str| o.profile.decide(op, p).is_allow();
+    let writes = [FileOp::Write, FileOp::WriteCreate, FileOp::WriteUnlink];
+
+    let inputs = read(&["fixtures/default.toml".into()]);
+    let (ir, text) = compile(&inputs, None, true, "/unused");
+    assert_agrees("default", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    for p in [
+        ".git/hooks/pre-commit",
+        ".git/hooks",
+        ".git/config",
+        ".gitmodules",
+        ".envrc",
+        ".vscode",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".mcp.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".agents/x",
+    ] {
+        let p = format!("{ws}/{p}");
+        assert!(allow(&o, FileOp::Read, &p), "{p}");
+        for op in writes {
+            assert!(!allow(&o, op, &p), "{op:?} {p}");
+        }
+    }
+    // `.git` itself can be neither created nor renamed away.
+    for op in [FileOp::WriteCreate, FileOp::WriteUnlink] {
+        assert!(!allow(&o, op, &format!("{ws}/.git")), "{op:?}");
+    }
+    // The rest of `.git` stays writable: git add, commit, branch, stash.
+    for p in [
+        ".git/index",
+        ".git/objects/ab/cdef",
+        ".git/refs/heads/b",
+        "src/main.rs",
+    ] {
+        let p = format!("{ws}/{p}");
+        for op in writes {
+            assert!(allow(&o, op, &p), "{op:?} {p}");
+        }
+    }
+
+    // Naming `.git/hooks` lifts that protection, and only that one.
+    let toml = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
+                [[fs]]\npath = \".git/hooks\"\nread = true\nwrite = true\n";
+    let (ir, text) = compile(&Inputs::from_text("p.toml", toml), None, true, "/unused");
+    assert_agrees("lifted", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    assert!(allow(
+        &o,
+        FileOp::WriteCreate,
+        &format!("{ws}/.git/hooks/pre-commit")
+    ));
+    assert!(!allow(&o, FileOp::Write, &format!("{ws}/.git/config")));
+
+    // A rule on `~` covers ~/.ssh: hidden; home's start-up files read-only.
+    let toml = "[[fs]]\npath = \"~\"\nread = true\nwrite = true\n";
+    let (ir, text) = compile(&Inputs::from_text("p.toml", toml), None, true, "/unused");
+    assert_agrees("home", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    for p in [
+        ".ssh",
+        ".ssh/id_rsa",
+        ".aws/credentials",
+        ".config/gh/hosts.yml",
+    ] {
+        let p = format!("{HOME}/{p}");
+        assert!(!allow(&o, FileOp::Read, &p), "{p}");
+        for op in writes {
+            assert!(!allow(&o, op, &p), "{op:?} {p}");
+        }
+    }
+    for p in [".bashrc", ".zshrc", ".gitconfig", ".config/git/config"] {
+        let p = format!("{HOME}/{p}");
+        assert!(allow(&o, FileOp::Read, &p), "{p}");
+        assert!(!allow(&o, FileOp::Write, &p), "{p}");
+        assert!(!allow(&o, FileOp::WriteCreate, &p), "{p}");
+    }
+    assert!(allow(&o, FileOp::Write, &format!("{HOME}/notes.txt")));
+}

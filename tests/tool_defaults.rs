@@ -88,8 +88,9 @@ fn check_warns_about_a_star_sensitive_path() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["code"] == "SBX020")
-        .unwrap_or_else(|| panic!("no SBX020: {}", r.stderr));
+        // `~/.myapp` covers the star's `~/.myapp/secrets`: hidden, and said.
+        .find(|d| d["code"] == "SBX029")
+        .unwrap_or_else(|| panic!("no SBX029: {}", r.stderr));
     assert!(
         hit["message"]
             .as_str()

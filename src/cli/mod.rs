@@ -8,6 +8,8 @@ mod learn;
 mod mount;
 mod run;
 mod sbpl;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod speak;
 
 use camino::Utf8PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};

@@ -196,8 +196,8 @@ struct Host {
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
     use sbx::compile::{self, Inputs, Options};
-    let policy = a.policy.as_ref()?;
-    let inputs = match Inputs::read(std::slice::from_ref(policy)) {
+    let policy_path = a.policy.as_ref()?;
+    let inputs = match Inputs::read(std::slice::from_ref(policy_path)) {
         Ok(i) => i,
         Err(f) => {
             say(a, &f.diagnostics, &Default::default());
@@ -233,9 +233,21 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
     let policy = sbx::policy::merge::merge(&layers);
     match compile::lower_to_apply(&policy, &opts, os) {
         Ok(l) => {
-            say(a, &l.diagnostics, &files);
+            let mut ir = l.ir;
+            // POLICY.md §13: the run's own policy and approvals store.
+            let mut own = vec![policy_path.to_string()];
+            own.extend(sbx::approvals::store_path(a.approvals.as_deref()).map(String::from));
+            sbx::lower::protect::run_files(&mut ir, &own);
+            let (lines, rest): (Vec<_>, Vec<_>) = l
+                .diagnostics
+                .into_iter()
+                .partition(|d| super::speak::one_line(d.code));
+            say(a, &rest, &files);
+            if !a.quiet {
+                super::speak::print(&ir, &lines);
+            }
             Some(Host {
-                ir: l.ir,
+                ir,
                 policy,
                 layers,
                 files,

@@ -165,7 +165,7 @@ path = "vendor"
 read = true
 "#;
     SENSITIVE = "SBX020", Warning, "grant reaches a sensitive path",
-        "A rule grants access to a built-in or configured sensitive path (keys, credentials), directly or through a parent directory: a grant on `~` reaches `~/.ssh/`, and any directory grant reaches `**/.env`. Sensitive paths are a warning list, not a deny list (RFD 075): the grant is honoured. Narrow the rule, or accept the warning with `--allow SBX020`.",
+        "A rule grants access to a built-in or configured sensitive path (keys, credentials) by naming it or a path inside it (`~/.ssh/config`), or reaches a pattern entry through a directory (any directory grant reaches `**/.env`). Named is consent (POLICY.md §7): the grant is honoured, and `sbx run` repeats the warning before the command starts. A `~/` sensitive path that a broader rule only covers is hidden instead (SBX029). Narrow the rule, or accept the warning with `--allow SBX020`.",
         example = r#"[[fs]]
 path = "~"
 read = true
@@ -237,6 +237,24 @@ read = true
 # old.toml: [[fs]] path = "." read = true
 [[fs]]
 path = "."
+read = true
+write = true
+"#;
+    SENSITIVE_COVERED = "SBX029", Warning, "sensitive path covered by a broader rule, hidden",
+        "A sensitive path under home (`~/.ssh/`, `~/.aws/credentials`...) lies inside a broader grant (the workspace is `~`, or a rule grants `~` or `~/.config`) that does not name it. Covered is not consent (POLICY.md §7): sbx adds a rule with no rights for it, so it stays hidden, and says so here and before `sbx run` starts. To give a tool the path, name it in a rule of its own (SBX020 then warns).",
+        example = r#"[[fs]]
+path = "~"
+read = true
+"#;
+    PROTECTION_LIFTED = "SBX030", Warning, "rule lifts a protected path",
+        "A rule names a protected path (POLICY.md §7a: `.git/hooks`, `.git/config`, `.vscode/`, `.envrc`, shell start-up files...) or a path inside one, with write rights. Protected paths hold what runs later outside the sandbox (a git hook on the next commit, an editor task): naming one lifts its protection for that path, so the sandboxed command can plant code there. `sbx run` says so before the command starts.",
+        example = r#"[[fs]]
+path = "."
+read = true
+write = true
+
+[[fs]]
+path = ".git/hooks"
 read = true
 write = true
 "#;

@@ -134,6 +134,16 @@ impl Locator<'_> {
                 .key("/process/write_roots")
                 .or_else(|| self.key("/process/read_roots")),
             Source::Command { name } => self.command(name),
+            // A built-in protection is sbx's own: the policy as a whole.
+            Source::Protected { entry } => self
+                .policy
+                .protected_paths
+                .iter()
+                .find(|p| p.value.trim_end_matches('/') == entry)?
+                .loc
+                .clone(),
+            Source::Covered { by, .. } => self.source(by),
+            Source::RunFile => None,
         }
     }
 

@@ -498,7 +498,10 @@ mod tests {
             early.contains("while fs[0] (policy.toml:4:1), fs[1] (policy.toml:8:1), fs[2] (policy.toml:12:1) can read the sensitive path ~/.ssh/, "),
             "{early}"
         );
-        assert!(early.ends_with("**/.env, **/.env.*"), "{early}");
+        assert!(
+            early.ends_with("**/.env, **/.env.*, ~/.netrc, ~/.git-credentials, ~/.config/gh/, ~/.azure/, ~/.npmrc, ~/.pypirc, ~/.cargo/credentials.toml"),
+            "{early}"
+        );
     }
 
     #[test]

@@ -4,9 +4,11 @@
 mod commands;
 mod env;
 pub mod external;
+pub mod git;
 mod net;
 pub mod paths;
 pub mod presets;
+pub mod protect;
 #[cfg(target_os = "linux")]
 mod walk;
 
@@ -35,6 +37,13 @@ pub const SENSITIVE_PATHS: &[&str] = &[
     "~/.docker/config.json",
     "**/.env",
     "**/.env.*",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh/",
+    "~/.azure/",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials.toml",
 ];
 
 /// One approved external mount (RFD D43), as read from the approvals store.
@@ -183,7 +192,8 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
         }
     }
     let commands = lower_commands(&mut cx, policy, &mut grants);
-    let fs = finish_grants(grants);
+    let mut fs = finish_grants(grants);
+    cx.protect(policy, &mut fs);
 
     let net = lower_net(&mut cx, policy);
     let env = lower_env(policy, opts.os);

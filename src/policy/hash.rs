@@ -20,6 +20,9 @@ struct Canonical<'a> {
     env: Vec<&'a EnvRule>,
     commands: Option<BTreeMap<&'a str, &'a CommandRule>>,
     sensitive_paths: Vec<&'a str>,
+    /// Left out when empty, so that policies without it keep their hash.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    protected_paths: Vec<&'a str>,
     process: &'a Process,
     limits: &'a Limits,
     macos: &'a Macos,
@@ -43,6 +46,7 @@ pub fn policy_hash(p: &Policy) -> String {
             .as_ref()
             .map(|m| m.iter().map(|(k, v)| (k.as_str(), &v.value)).collect()),
         sensitive_paths: p.sensitive_paths.iter().map(|s| s.value.as_str()).collect(),
+        protected_paths: p.protected_paths.iter().map(|s| s.value.as_str()).collect(),
         process: &p.process,
         limits: &p.limits,
         macos: &p.macos,

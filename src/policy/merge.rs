@@ -28,6 +28,7 @@ pub struct Policy {
     pub env: Vec<Located<EnvRule>>,
     pub commands: Option<BTreeMap<String, Located<CommandRule>>>,
     pub sensitive_paths: Vec<Located<String>>,
+    pub protected_paths: Vec<Located<String>>,
     pub process: Process,
     pub limits: Limits,
     pub macos: Macos,
@@ -59,6 +60,13 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
             apply(
                 &mut p.sensitive_paths,
                 located(m, "sensitive_paths", n, &at),
+                strategy(m),
+            );
+        }
+        if let Some(m) = &layer.protected_paths {
+            apply(
+                &mut p.protected_paths,
+                located(m, "protected_paths", n, &at),
                 strategy(m),
             );
         }

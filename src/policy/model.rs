@@ -165,6 +165,11 @@ pub struct Layer {
     /// Globs added to the built-in sensitive-path list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensitive_paths: Option<Mergeable<String>>,
+    /// Paths added to the built-in protected-path list (POLICY.md §7a):
+    /// relative entries apply inside every writable grant, `~/` and
+    /// absolute ones where they lie inside one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_paths: Option<Mergeable<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,6 +105,15 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
     for (ptr, p) in items::<String>(root, "sensitive_paths") {
         pattern(&p, &ptr, parsed, out);
     }
+    for (ptr, p) in items::<String>(root, "protected_paths") {
+        if let Some(why) = bad_protected(&p) {
+            out.push(
+                Diagnostic::new(codes::BAD_PATH, format!("protected path {p:?} {why}"))
+                    .at(parsed.locate(&ptr))
+                    .help("name a file or directory: `.husky`, `tools/run.sh`, `~/.config/fish`, `/etc/x`"),
+            );
+        }
+    }
     if let Some(c) = root.get("commands").and_then(Value::as_object) {
         for name in c.keys() {
             let ptr = format!("/commands/{}", super::source::escape_pointer(name));
@@ -389,6 +398,24 @@ fn pattern(p: &str, ptr: &str, parsed: &Parsed, out: &mut Vec<Diagnostic>) {
                 .at(parsed.locate(ptr))
                 .help("globs use `*`, `?`, `[abc]` and `{a,b}`; escape a literal bracket as `[[]`"),
         );
+    }
+}
+
+/// Why a `protected_paths` entry is unusable: protections are matched
+/// by name, so no globs, and an entry names something below its anchor.
+fn bad_protected(p: &str) -> Option<&'static str> {
+    let t = p.trim_end_matches('/');
+    let rest = t.strip_prefix("~/").unwrap_or(t);
+    if rest.trim().is_empty() || rest == "~" || rest == "." {
+        Some("names no file or directory")
+    } else if rest.contains(['*', '?', '[', '{']) {
+        Some("is a glob; protected paths are names, not patterns")
+    } else if rest.split(['/', '\\']).any(|c| c == "..") {
+        Some("contains `..`")
+    } else if rest.chars().any(char::is_control) {
+        Some("contains a control character")
+    } else {
+        None
     }
 }
 

@@ -112,6 +112,35 @@ execute = true
         p
     }
 
+    /// [`Fx::policy`] with nothing writable. A `required` policy that grants
+    /// a write cannot run with Landlock alone: the protected paths inside
+    /// every writable grant (POLICY.md §7a) need the namespace layer.
+    pub fn policy_read_only(&self, enforcement: &str, extra: &str) -> PathBuf {
+        let text = format!(
+            r#"version = 1
+enforcement = "{enforcement}"
+
+[process]
+presets = ["system_runtime"]
+
+[[fs]]
+path = "."
+read = true
+
+[[fs]]
+path = "{exec}"
+read = true
+execute = true
+{extra}
+"#,
+            exec = self.path("execdir"),
+        );
+        let n = std::fs::read_dir(&self.root).unwrap().count();
+        let p = self.root.join(format!("policy{n}.toml"));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
     /// `sbx run POLICY --workspace WS FLAGS -- <this binary> --probe PROBE…`
     pub fn run(&self, policy: &Path, flags: &[&str], probe: &[&str]) -> Out {
         let mut args: Vec<OsString> = vec!["run".into(), policy.into()];

@@ -75,6 +75,24 @@ pub(super) fn fs_notes(
                     continue;
                 }
             }
+            let parent = super::enclosing(ir, &g.path).unwrap_or_default();
+            let lost = parent.minus(a);
+            if lost.writes() && g.kind == crate::ir::PathKind::Missing {
+                notes.add(
+                    g.source.label(),
+                    Status::Wider,
+                    "the path does not exist at launch and ACEs attach only to existing \
+                     files: the child can create it with the rights of the directory above",
+                );
+            } else if lost.delete && parent.delete {
+                notes.add(
+                    g.source.label(),
+                    Status::Wider,
+                    "the directory above grants delete-child, which NTFS honours whatever \
+                     the path's own ACL denies: the child can rename or remove it and \
+                     create it anew with the directory's rights",
+                );
+            }
             if a.create != a.update {
                 notes.add(
                     g.source.label(),

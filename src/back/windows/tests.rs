@@ -234,3 +234,41 @@ fn output_is_deterministic() {
         [UiRestriction::Handles, UiRestriction::Desktop]
     );
 }
+
+/// A protection (POLICY.md §7a) gets its deny ACE, and the report says
+/// what NTFS still allows: a missing path is created with the rights of
+/// the directory above, and delete-child above undoes a delete deny.
+#[test]
+fn protections_are_deny_aces_reported_wider() {
+    let mut ir = base();
+    ir.windows.appcontainer = true;
+    let protected = |path: &str, kind| Grant {
+        path: path.into(),
+        access: Access::READ,
+        kind,
+        source: Source::Protected {
+            entry: path.rsplit('/').next().unwrap().into(),
+        },
+        aliases: vec![],
+        external: None,
+    };
+    ir.fs
+        .push(protected("${WORKSPACE}/.vscode", PathKind::Missing));
+    ir.fs.push(protected("${WORKSPACE}/.envrc", PathKind::File));
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let s = spec(&ir);
+    let ac = s.appcontainer.unwrap();
+    for g in &ac.grants[1..] {
+        assert_eq!(g.deny, Access::READ_WRITE.minus(Access::READ), "{g:?}");
+    }
+    let note = |rule: &str| {
+        s.precision
+            .iter()
+            .find(|p| p.rule == rule && p.status == Status::Wider)
+            .unwrap_or_else(|| panic!("{rule}: {:?}", s.precision))
+            .reason
+            .clone()
+    };
+    assert!(note("protected .vscode").contains("does not exist at launch"));
+    assert!(note("protected .envrc").contains("delete-child"));
+}

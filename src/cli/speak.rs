@@ -1,0 +1,44 @@
+//! What `sbx run` says before the command starts about sensitive and
+//! protected paths (POLICY.md §7, §7a): one line each on stderr, so that
+//! consent given by a rule, or a protection it lifts, is seen at every
+//! run and not only by `sbx check`. `--quiet` silences them.
+
+use sbx::diag::{codes, Diagnostic};
+use sbx::ir::Ir;
+use sbx::lint::{index::Index, sensitive};
+
+/// Lowering's warnings that `sbx run` prints as one line.
+pub fn one_line(code: &str) -> bool {
+    code == codes::SENSITIVE_COVERED || code == codes::PROTECTION_LIFTED
+}
+
+/// The lines, in a fixed order: named sensitive paths (SBX020), then the
+/// lowering warnings in theirs (lifted protections, hidden sensitive paths).
+pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in sensitive::hits(ir, &Index::new(ir)) {
+        if h.how != sensitive::How::Direct {
+            continue;
+        }
+        let g = &ir.fs[h.grant];
+        out.push(format!(
+            "warning[{}]: {} grants {} on {}, inside the sensitive path {}",
+            codes::SENSITIVE,
+            g.source.label(),
+            g.access.names().join(", "),
+            g.path,
+            h.pattern
+        ));
+    }
+    // Their messages start with the rule's label, which says where it is.
+    for d in lowered {
+        out.push(format!("warning[{}]: {}", d.code, d.message));
+    }
+    out
+}
+
+pub fn print(ir: &Ir, lowered: &[Diagnostic]) {
+    for l in lines(ir, lowered) {
+        eprintln!("sbx: {l}");
+    }
+}

@@ -1,0 +1,353 @@
+use super::parent;
+use crate::diag::{codes, Diagnostic};
+use crate::ir::{Access, Grant, Ir, Os, PathKind, Source};
+use crate::lower::{lower, Options};
+use crate::policy::{load_layer, merge::merge, source::SourceFile};
+use std::fs;
+use std::path::Path;
+
+#[test]
+fn parents() {
+    assert_eq!(parent("/a/b"), Some("/a"));
+    assert_eq!(parent("/a"), Some("/"));
+    assert_eq!(parent("/"), None);
+    assert_eq!(parent("${WORKSPACE}/a"), Some("${WORKSPACE}"));
+    assert_eq!(parent("${WORKSPACE}"), None);
+    assert_eq!(parent(r"C:\a"), Some(r"C:\"));
+    assert_eq!(parent(r"C:\"), None);
+}
+
+/// A host with `ws/` and `home/` in a temporary directory.
+struct Host {
+    _dir: tempfile::TempDir,
+    root: String,
+}
+
+impl Host {
+    fn new() -> Host {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        for d in ["ws", "home"] {
+            fs::create_dir(Path::new(&root).join(d)).unwrap();
+        }
+        Host { _dir: dir, root }
+    }
+
+    fn p(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.root)
+    }
+
+    fn mkdir(&self, rel: &str) {
+        fs::create_dir_all(self.p(rel)).unwrap();
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.p(rel);
+        fs::create_dir_all(Path::new(&p).parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    /// A repository's skeleton as `git init` leaves it.
+    fn repo(&self, rel: &str) {
+        self.mkdir(&format!("{rel}/.git/hooks"));
+        self.mkdir(&format!("{rel}/.git/objects"));
+        self.write(&format!("{rel}/.git/config"), "[core]\n\tbare = false\n");
+    }
+
+    /// Lowered with no presets: the temp preset would make this
+    /// directory (under /tmp) and so home writable.
+    fn lower(&self, policy: &str) -> (Ir, Vec<Diagnostic>) {
+        let layer = load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: format!("{policy}\n[process]\npresets = []\n"),
+            },
+            None,
+        )
+        .unwrap();
+        let opts = Options {
+            workspace: self.p("ws"),
+            home: self.p("home"),
+            temp: self.p("tmp"),
+            os: Os::host(),
+            portable: false,
+            path_var: None,
+            approvals: Vec::new(),
+        };
+        let l = lower(&merge(&[layer]), &opts).unwrap();
+        (l.ir, l.diagnostics)
+    }
+}
+
+const RW: &str = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
+
+fn grant<'a>(ir: &'a Ir, path: &str) -> Option<&'a Grant> {
+    ir.fs.iter().find(|g| g.path == path)
+}
+
+fn protected(ir: &Ir, path: &str) -> bool {
+    grant(ir, path)
+        .is_some_and(|g| matches!(g.source, Source::Protected { .. }) && g.access == Access::READ)
+}
+
+fn codes_of(d: &[Diagnostic], code: &str) -> Vec<String> {
+    d.iter()
+        .filter(|d| d.code == code)
+        .map(|d| d.message.clone())
+        .collect()
+}
+
+#[test]
+fn the_workspace_repository_is_read_only_where_it_runs_code() {
+    let h = Host::new();
+    h.repo("ws");
+    let (ir, d) = h.lower(RW);
+    for p in [
+        ".git/hooks",
+        ".git/config",
+        ".vscode",
+        ".envrc",
+        ".gitmodules",
+    ] {
+        assert!(
+            protected(&ir, &h.p(&format!("ws/{p}"))),
+            "{p}: {:#?}",
+            ir.fs
+        );
+    }
+    assert_eq!(
+        grant(&ir, &h.p("ws/.git/hooks")).unwrap().kind,
+        PathKind::Dir
+    );
+    assert_eq!(
+        grant(&ir, &h.p("ws/.vscode")).unwrap().kind,
+        PathKind::Missing
+    );
+    // The rest of .git stays writable: git add and commit work.
+    assert!(ir.access_at(&h.p("ws/.git/objects/ab")).create);
+    assert!(ir.access_at(&h.p("ws/.git/index")).update);
+    assert!(!ir.access_at(&h.p("ws/.git/hooks/pre-commit")).create);
+    assert!(d.is_empty(), "{d:?}");
+    // Home is not writable here: its start-up files are left alone.
+    assert!(grant(&ir, &h.p("home/.bashrc")).is_none());
+    // A read-only workspace needs no protection.
+    let (ir, _) = h.lower("[[fs]]\npath = \".\"\nread = true\n");
+    assert!(!ir
+        .fs
+        .iter()
+        .any(|g| matches!(g.source, Source::Protected { .. })));
+}
+
+#[test]
+fn a_worktree_protects_the_repository_its_git_file_names() {
+    let h = Host::new();
+    h.repo("home/main");
+    h.mkdir("home/main/.git/worktrees/wt");
+    h.write("home/main/.git/worktrees/wt/commondir", "../..\n");
+    h.write(
+        "ws/.git",
+        &format!("gitdir: {}\n", h.p("home/main/.git/worktrees/wt")),
+    );
+    let policy = format!("{RW}\n[[fs]]\npath = \"~/main\"\nread = true\nwrite = true\n");
+    let (ir, _) = h.lower(&policy);
+    for p in [
+        "ws/.git",
+        "home/main/.git/hooks",
+        "home/main/.git/config",
+        "home/main/.git/worktrees/wt/commondir",
+        "home/main/.git/worktrees/wt/config.worktree",
+    ] {
+        assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
+    }
+    assert!(ir.access_at(&h.p("home/main/.git/objects/x")).create);
+    // The named repository outside every writable grant is left as it is.
+    let (ir, _) = h.lower(RW);
+    assert!(protected(&ir, &h.p("ws/.git")));
+    assert!(grant(&ir, &h.p("home/main/.git/hooks")).is_none());
+}
+
+#[test]
+fn submodules_hooks_path_and_nested_repositories() {
+    let h = Host::new();
+    h.repo("ws");
+    h.write(
+        "ws/.git/config",
+        "[core]\n\tbare = false\n\thooksPath = .husky\n",
+    );
+    h.mkdir("ws/.git/modules/sub/hooks");
+    h.write("ws/sub/.git", "gitdir: ../.git/modules/sub\n");
+    h.repo("ws/a/b/c");
+    h.repo("ws/a/b/c/d");
+    let (ir, _) = h.lower(RW);
+    for p in [
+        "ws/.husky",
+        "ws/sub/.git",
+        "ws/.git/modules/sub/hooks",
+        "ws/.git/modules/sub/config",
+        "ws/a/b/c/.git/hooks",
+        "ws/a/b/c/.git/config",
+    ] {
+        assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
+    }
+    // Deeper than the documented bound (3 directories): not searched.
+    assert!(grant(&ir, &h.p("ws/a/b/c/d/.git/hooks")).is_none());
+    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+}
+
+#[test]
+fn the_search_is_bounded_and_says_so() {
+    let h = Host::new();
+    for i in 0..crate::lower::git::DIR_BUDGET {
+        h.mkdir(&format!("ws/d{i}"));
+    }
+    let (ir, _) = h.lower(RW);
+    let note = ir
+        .precision
+        .iter()
+        .find(|p| p.rule == "protected paths")
+        .expect("a note when the search stops");
+    assert_eq!(note.status, crate::ir::Status::Wider);
+}
+
+#[test]
+fn user_entries_and_a_writable_home() {
+    let h = Host::new();
+    let policy = "protected_paths = [\"tools/run.sh\", \"~/.config/fish/\"]\n\
+                  [[fs]]\npath = \"~\"\nread = true\nwrite = true\n";
+    let (ir, _) = h.lower(policy);
+    // The workspace is not writable here; home is.
+    assert!(grant(&ir, &h.p("ws/tools/run.sh")).is_none());
+    for p in [
+        "home/tools/run.sh",
+        "home/.config/fish",
+        "home/.bashrc",
+        "home/.zshenv",
+        "home/.gitconfig",
+        "home/.config/git",
+    ] {
+        assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
+    }
+}
+
+#[test]
+fn naming_a_protected_path_lifts_it() {
+    let h = Host::new();
+    h.repo("ws");
+    let policy = format!(
+        "{RW}\n[[fs]]\npath = \".git/hooks\"\nread = true\nwrite = true\n\
+         \n[[fs]]\npath = \".vscode/settings.json\"\nread = true\nupdate = true\n\
+         \n[[fs]]\npath = \".idea\"\nread = true\n"
+    );
+    let (ir, d) = h.lower(&policy);
+    let hooks = grant(&ir, &h.p("ws/.git/hooks")).unwrap();
+    assert!(matches!(hooks.source, Source::Rule { index: 1, .. }));
+    assert!(hooks.access.create);
+    // Only the file is lifted; the rest of .vscode stays protected.
+    assert!(protected(&ir, &h.p("ws/.vscode")));
+    assert!(ir.access_at(&h.p("ws/.vscode/settings.json")).update);
+    assert!(!ir.access_at(&h.p("ws/.vscode/tasks.json")).create);
+    assert!(protected(&ir, &h.p("ws/.git/config")));
+    let lifted = codes_of(&d, codes::PROTECTION_LIFTED);
+    assert_eq!(lifted.len(), 2, "{lifted:#?}");
+    assert!(lifted[0]
+        .starts_with("fs[1] (p.toml:6:1) grants read, create, update, delete on .git/hooks: "));
+    assert!(
+        lifted[1].contains("on .vscode/settings.json inside the protected .vscode"),
+        "{}",
+        lifted[1]
+    );
+    // A read-only rule on a protected path lifts nothing.
+    assert!(lifted.iter().all(|m| !m.contains(".idea")));
+    let at = d
+        .iter()
+        .find(|d| d.code == codes::PROTECTION_LIFTED)
+        .unwrap()
+        .location
+        .as_ref()
+        .unwrap()
+        .line;
+    assert_eq!(at, 6);
+}
+
+#[test]
+fn covered_sensitive_paths_are_hidden_named_ones_granted() {
+    let h = Host::new();
+    h.write("home/.ssh/id_rsa", "key");
+    h.write("home/.aws/credentials", "x");
+    let (ir, d) = h.lower("[[fs]]\npath = \"~\"\nread = true\n");
+    let ssh = grant(&ir, &h.p("home/.ssh")).expect("hidden");
+    assert_eq!(ssh.access, Access::NONE);
+    assert_eq!(
+        ssh.source.label(),
+        "sensitive ~/.ssh/, covered by fs[0] (p.toml:1:1)"
+    );
+    assert!(ir.access_at(&h.p("home/.ssh/id_rsa")).is_empty());
+    assert!(ir.access_at(&h.p("home/notes.txt")).read);
+    // Hidden even where it does not exist, said only where it does.
+    assert_eq!(
+        grant(&ir, &h.p("home/.gnupg")).unwrap().access,
+        Access::NONE
+    );
+    let said = codes_of(&d, codes::SENSITIVE_COVERED);
+    assert_eq!(said.len(), 2, "{said:#?}");
+    // Not writable: no protections under home.
+    assert!(grant(&ir, &h.p("home/.bashrc")).is_none());
+    // Naming it is consent.
+    let (ir, d) =
+        h.lower("[[fs]]\npath = \"~\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nread = true\n");
+    assert!(ir.access_at(&h.p("home/.ssh/id_rsa")).read);
+    assert!(codes_of(&d, codes::SENSITIVE_COVERED)
+        .iter()
+        .all(|m| !m.contains("~/.ssh/")));
+    // The workspace is home under the default policy.
+    let layer = "version = 1\n[process]\npresets = []\n";
+    let (ir, _) = {
+        let h2 = &h;
+        let l = load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: layer.into(),
+            },
+            None,
+        )
+        .unwrap();
+        let opts = Options {
+            workspace: h2.p("home"),
+            home: h2.p("home"),
+            temp: h2.p("tmp"),
+            os: Os::host(),
+            portable: false,
+            path_var: None,
+            approvals: Vec::new(),
+        };
+        let l = lower(&merge(&[l]), &opts).unwrap();
+        (l.ir, l.diagnostics)
+    };
+    assert!(ir.access_at(&h.p("home/.ssh/id_rsa")).is_empty());
+    assert!(protected_like(&ir, &h.p("home/.bashrc")));
+}
+
+/// Protected, with the default policy's execute kept.
+fn protected_like(ir: &Ir, path: &str) -> bool {
+    grant(ir, path).is_some_and(|g| {
+        matches!(g.source, Source::Protected { .. }) && g.access.read && !g.access.writes()
+    })
+}
+
+#[test]
+fn the_runs_own_files_are_read_only() {
+    let h = Host::new();
+    h.write("ws/sbx.toml", RW);
+    let (mut ir, _) = h.lower(RW);
+    super::run_files(&mut ir, &[h.p("ws/sbx.toml"), h.p("home/outside.toml")]);
+    let g = grant(&ir, &h.p("ws/sbx.toml")).unwrap();
+    assert_eq!(g.source, Source::RunFile);
+    assert_eq!(g.access, Access::READ);
+    assert!(ir.fs.windows(2).all(|w| w[0].path <= w[1].path));
+    // Outside every writable grant: nothing to add.
+    assert!(grant(&ir, &h.p("home/outside.toml")).is_none());
+}

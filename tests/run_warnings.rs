@@ -1,0 +1,85 @@
+//! `sbx run` speaks before it runs (POLICY.md §7, §7a; CLI.md): one
+//! stderr line per sensitive path a rule names, per protection a rule
+//! lifts, per sensitive path a broader rule covers (and so hides);
+//! nothing for a policy with none of these; nothing with `--quiet`.
+
+#![cfg(any(target_os = "linux", target_os = "macos"))]
+
+mod common;
+use common::Host;
+
+/// `sbx run POLICY [extra] -- sh` (the host's stand-in `sh`, which exits 0).
+fn run(h: &Host, policy: &str, extra: &[&str]) -> (i32, Vec<String>) {
+    let file = h.root.join("p.toml");
+    std::fs::write(&file, policy).unwrap();
+    let mut args = vec!["run", file.to_str().unwrap()];
+    args.extend(extra);
+    args.extend(["--", "sh"]);
+    let (code, _, err) = h.sbx(&args);
+    (code, err.lines().map(String::from).collect())
+}
+
+const WS: &str = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
+
+#[test]
+fn one_line_each_and_quiet_silences_them() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.home.join(".ssh")).unwrap();
+    std::fs::write(h.home.join(".ssh/id_rsa"), "key").unwrap();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    let cases = [
+        (
+            format!("{WS}\n[[fs]]\npath = \"~/.ssh\"\nread = true\n"),
+            "sbx: warning[SBX020]: fs[1] (",
+            "grants read on [TMP]/home/.ssh, inside the sensitive path ~/.ssh/",
+        ),
+        (
+            format!("{WS}\n[[fs]]\npath = \".git/hooks\"\nread = true\nwrite = true\n"),
+            "sbx: warning[SBX030]: fs[1] (",
+            "the protection of .git/hooks is lifted there",
+        ),
+        (
+            format!("{WS}\n[[fs]]\npath = \"~\"\nread = true\n"),
+            "sbx: warning[SBX029]: fs[1] (",
+            "which covers the sensitive path ~/.ssh/: it stays hidden",
+        ),
+    ];
+    for (policy, start, text) in cases {
+        let (code, lines) = run(&h, &policy, &[]);
+        assert_eq!(code, 0, "{lines:#?}");
+        assert_eq!(lines.len(), 1, "{policy}: {lines:#?}");
+        assert!(lines[0].starts_with(start), "{lines:#?}");
+        assert!(lines[0].contains(text), "{lines:#?}");
+        let (code, lines) = run(&h, &policy, &["--quiet"]);
+        assert_eq!((code, lines.len()), (0, 0), "{lines:#?}");
+    }
+    // Nothing to say: a writable workspace (protected as usual) and no
+    // sensitive path named or covered.
+    let (code, lines) = run(&h, WS, &[]);
+    assert_eq!((code, lines.len()), (0, 0), "{lines:#?}");
+}
+
+/// With Landlock alone a protection inside a writable grant cannot be
+/// enforced (rights are additive): the report says "wider" and a
+/// `required` policy does not run. (With the namespace layer of issue
+/// #14 the protection becomes exact and this policy runs.)
+#[cfg(target_os = "linux")]
+#[test]
+fn required_refuses_a_protection_landlock_cannot_enforce() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    let policy = format!("enforcement = \"required\"\n{WS}");
+    let (code, lines) = run(&h, &policy, &["--quiet"]);
+    assert_eq!(code, 125, "{lines:#?}");
+    let all = lines.join("\n");
+    assert!(all.contains("protected .git/hooks"), "{all}");
+    // The same policy at best effort runs, saying what is wider.
+    let (code, lines) = run(&h, WS, &["--report"]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("wider") && l.contains("protected .git/hooks")),
+        "{lines:#?}"
+    );
+}
