@@ -552,7 +552,7 @@ pub fn inexact(
 ) -> Vec<Diagnostic> {
     precision
         .iter()
-        .filter(|p| p.status.is_inexact())
+        .filter(|p| p.status.is_inexact() && !p.advisory)
         .map(|p| {
             Diagnostic::new(
                 codes::NOT_EXACT,

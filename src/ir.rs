@@ -439,6 +439,11 @@ pub struct Precision {
     pub target: String,
     pub status: Status,
     pub reason: String,
+    /// Reported, but never a reason for `enforcement = "required"` to
+    /// refuse: a protection sbx adds itself (POLICY.md §7a) that a target
+    /// cannot hold, such as a protected path absent at launch on Linux.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

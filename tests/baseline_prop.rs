@@ -217,7 +217,14 @@ proptest! {
         let removed = q.fs.as_mut().unwrap().remove(i);
         let new = lower(&q);
         let path = place(&old, &removed.value.path);
-        let expect = !old.access_at(&path).contains(new.access_at(&path));
+        // The rule's path, and the protections (POLICY.md §7a) that a
+        // writable rule brings beneath it and takes away with it.
+        let mut at_stake = vec![path.clone()];
+        at_stake.extend(old.fs.iter().filter(|g| {
+            matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
+                && sbx::ir::path_within(&g.path, &path)
+        }).map(|g| g.path.clone()));
+        let expect = at_stake.iter().any(|q| !old.access_at(q).contains(new.access_at(q)));
         let ws = widenings(&old, &new);
         prop_assert!(fs_only(&ws), "{:?}", ws);
         prop_assert_eq!(!ws.is_empty(), expect, "removed {:?}: {:?}", removed.value, ws);

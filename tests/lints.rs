@@ -52,6 +52,7 @@ fn line(rule: &str, target: &str, status: Status, reason: &str) -> Precision {
         target: target.into(),
         status,
         reason: reason.into(),
+        advisory: false,
     }
 }
 

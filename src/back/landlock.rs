@@ -613,6 +613,7 @@ fn line(rule: String, target: &str, status: Status, reason: String) -> Precision
         target: target.to_string(),
         status,
         reason,
+        advisory: false,
     }
 }
 
@@ -699,6 +700,10 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             let fix = (target == TARGET)
                 .then(|| carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1))
                 .flatten();
+            // sbx's own additions (POLICY.md §7, §7a) on a path absent at
+            // launch: nothing to mount over (`Precision::advisory`).
+            let absent_protection = g.kind == PathKind::Missing
+                && matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
             let (status, reason) = match fix {
                 Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
                     Status::Exact,
@@ -716,6 +721,17 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                          turns off the mounts that make it exact"
                     ),
                 ),
+                None if absent_protection => (
+                    Status::Wider,
+                    format!(
+                        "protection of a path that does not exist at launch: a mount needs \
+                         an existing path and sbx creates nothing in the workspace, so \
+                         {alone} if the command creates it (SBPL stops its creation by \
+                         name). Reported, never refused by enforcement = \"required\": sbx \
+                         adds it, the policy does not (create the path before the run to \
+                         make it exact, or name it in a rule to decide it yourself)"
+                    ),
+                ),
                 None => (
                     Status::Wider,
                     format!(
@@ -729,7 +745,9 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                     ),
                 ),
             };
-            out.push(line(label, target, status, reason));
+            let mut l = line(label, target, status, reason);
+            l.advisory = absent_protection && fix.is_none();
+            out.push(l);
         }
     }
     if ir.net.dns {

@@ -35,6 +35,7 @@ pub(super) fn lower_commands(
                     target: "ir".into(),
                     status: Status::Dropped,
                     reason: "not found on PATH at compile time".into(),
+                    advisory: false,
                 });
             }
             found

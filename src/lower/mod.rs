@@ -390,6 +390,7 @@ impl Ctx<'_> {
                     target: "ir".into(),
                     status: Status::Dropped,
                     reason: format!("resolves outside the workspace through a symlink ({canon})"),
+                    advisory: false,
                 });
                 return None;
             }
@@ -518,6 +519,7 @@ impl Ctx<'_> {
                 target: "ir".into(),
                 status: Status::Dropped,
                 reason: format!("external rule not granted: {why}"),
+                advisory: false,
             });
         };
         if !self.resolve {

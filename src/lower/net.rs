@@ -63,6 +63,7 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
                     "host {:?} is cooperative only: the kernel filters by TCP port, not by host",
                     r.host
                 ),
+                advisory: false,
             });
         }
         if r.path_prefix.is_some() {
@@ -71,6 +72,7 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
                 target: "ir".into(),
                 status: Status::Wider,
                 reason: "path_prefix is cooperative only".into(),
+                advisory: false,
             });
         }
     }
@@ -98,6 +100,7 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
                         target: "ir".into(),
                         status: Status::Wider,
                         reason: format!("deny of port {p} under unrestricted network cannot be enforced by port allow-lists"),
+                        advisory: false,
                     }),
                 }
             }
@@ -106,6 +109,7 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
                 target: "ir".into(),
                 status: Status::Wider,
                 reason: "deny rules with a host are cooperative only".into(),
+                advisory: false,
             }),
         }
     }

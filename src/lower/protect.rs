@@ -258,6 +258,7 @@ impl Ctx<'_> {
                      a repository it did not reach keeps writable hooks and config",
                     git::DIR_BUDGET
                 ),
+                advisory: false,
             });
         }
         out

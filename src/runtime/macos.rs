@@ -174,7 +174,7 @@ pub fn plan(ir: &Ir, argv: &[OsString], opts: &RunOptions) -> Result<Plan, Fail>
         let inexact: Vec<String> = emitted
             .precision
             .iter()
-            .filter(|p| p.status.is_inexact())
+            .filter(|p| p.status.is_inexact() && !p.advisory)
             .map(|p| format!("{}: {}", p.rule, p.reason))
             .collect();
         if !inexact.is_empty() {

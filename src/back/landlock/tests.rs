@@ -127,6 +127,7 @@ fn precision_carries_the_lowering_notes_too() {
         target: "ir".into(),
         status: Status::Dropped,
         reason: "not found on PATH at compile time".into(),
+        advisory: false,
     });
     let e = emit(&ir).unwrap();
     assert_eq!(

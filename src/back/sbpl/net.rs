@@ -205,6 +205,7 @@ pub(super) fn precision(ir: &Ir, target: &str) -> Vec<Precision> {
             target: target.into(),
             status,
             reason,
+            advisory: false,
         });
     }
     out

@@ -17,6 +17,7 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         target: TARGET.into(),
         status,
         reason,
+        advisory: false,
     };
     let mut presets: Vec<(String, usize)> = Vec::new();
     for g in &ir.fs {

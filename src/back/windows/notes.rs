@@ -22,12 +22,28 @@ impl Notes {
         status: Status,
         reason: impl Into<String>,
     ) {
+        self.push(rule.into(), status, reason.into(), false);
+    }
+
+    /// [`Notes::add`] for a line `required` does not refuse
+    /// (`Precision::advisory`).
+    pub(super) fn add_advisory(
+        &mut self,
+        rule: impl Into<String>,
+        status: Status,
+        reason: impl Into<String>,
+    ) {
+        self.push(rule.into(), status, reason.into(), true);
+    }
+
+    fn push(&mut self, rule: String, status: Status, reason: String, advisory: bool) {
         use std::hash::{Hash, Hasher};
         let p = Precision {
-            rule: rule.into(),
+            rule,
             target: TARGET.into(),
             status,
-            reason: reason.into(),
+            reason,
+            advisory,
         };
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (&p.rule, std::mem::discriminant(&p.status), &p.reason).hash(&mut h);
@@ -78,12 +94,18 @@ pub(super) fn fs_notes(
             let parent = super::enclosing(ir, &g.path).unwrap_or_default();
             let lost = parent.minus(a);
             if lost.writes() && g.kind == crate::ir::PathKind::Missing {
-                notes.add(
-                    g.source.label(),
-                    Status::Wider,
-                    "the path does not exist at launch and ACEs attach only to existing \
-                     files: the child can create it with the rights of the directory above",
-                );
+                let reason = "the path does not exist at launch and ACEs attach only to \
+                              existing files: the child can create it with the rights of the \
+                              directory above";
+                // sbx's own protections are reported, not refused (as on Linux).
+                if matches!(
+                    g.source,
+                    crate::ir::Source::Protected { .. } | crate::ir::Source::Covered { .. }
+                ) {
+                    notes.add_advisory(g.source.label(), Status::Wider, reason);
+                } else {
+                    notes.add(g.source.label(), Status::Wider, reason);
+                }
             } else if lost.delete && parent.delete {
                 notes.add(
                     g.source.label(),

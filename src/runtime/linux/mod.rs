@@ -155,6 +155,7 @@ fn exec_files(
                 target: "linux".into(),
                 status: Status::Dropped,
                 reason: format!("{} was not found through PATH: it cannot be run", e.name),
+                advisory: false,
             }),
         }
     }
@@ -282,7 +283,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .precision
         .iter()
         .chain(plan.lines.iter())
-        .filter(|p| p.status.is_inexact())
+        .filter(|p| p.status.is_inexact() && !p.advisory)
         .map(|p| format!("{} ({:?}): {}", p.rule, p.status, p.reason))
         .collect();
     if let Err(e) = &seccomp_count {

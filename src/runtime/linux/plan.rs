@@ -58,6 +58,7 @@ fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
         target: "linux".into(),
         status,
         reason,
+        advisory: false,
     }
 }
 

@@ -58,7 +58,9 @@ impl<'a> Loader<'a> {
                 .iter()
                 // The lines `compile` refuses under `required`; lowering
                 // notes (target "ir") are judged there, not here.
-                .filter(|p| p.target == crate::back::windows::TARGET && p.status.is_inexact())
+                .filter(|p| {
+                    p.target == crate::back::windows::TARGET && p.status.is_inexact() && !p.advisory
+                })
                 .map(|p| format!("  {}: {:?}: {}", p.rule, p.status, p.reason))
                 .collect();
             if !inexact.is_empty() {
