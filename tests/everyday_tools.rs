@@ -277,6 +277,9 @@ fn learned_policy_for_git_and_python() {
             .all(|l| !l.contains("credentials") && !l.contains(".ssh")),
         "{text}"
     );
+    // The learned run makes the repository anew; removing the first one's
+    // hooks from inside would be refused (protected paths, POLICY.md §7a).
+    std::fs::remove_dir_all(env.ws.join("r")).unwrap();
     let run = Command::new(SBX)
         .arg("run")
         .arg(&learned)

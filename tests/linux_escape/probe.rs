@@ -530,18 +530,21 @@ unsafe fn op(args: &[String]) -> String {
             } else {
                 "grabbed".to_string()
             };
-            libc::write(pfd[1], msg.as_ptr().cast(), msg.len());
-            libc::close(pfd[1]);
-            if msg != "grabbed" {
-                libc::_exit(1);
-            }
+            // The pid is in the heartbeat file before the probe returns.
             let beat = CString::new(a(1)).unwrap();
             let typed = CString::new(a(2)).unwrap();
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND;
             let b = libc::open(beat.as_ptr(), flags, 0o644);
             let t = libc::open(typed.as_ptr(), flags, 0o644);
-            let pid = format!("{}\n", libc::getpid());
-            libc::write(b, pid.as_ptr().cast(), pid.len());
+            if msg == "grabbed" {
+                let pid = format!("{}\n", libc::getpid());
+                libc::write(b, pid.as_ptr().cast(), pid.len());
+            }
+            libc::write(pfd[1], msg.as_ptr().cast(), msg.len());
+            libc::close(pfd[1]);
+            if msg != "grabbed" {
+                libc::_exit(1);
+            }
             for _ in 0..600 {
                 let mut p = libc::pollfd {
                     fd: 0,

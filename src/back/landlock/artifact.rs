@@ -67,6 +67,11 @@ pub struct MountRule {
     pub read_only: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub noexec: bool,
+    /// A protection sbx adds itself (POLICY.md §7, §7a): if its path is
+    /// absent at launch, the loader reports it without refusing a
+    /// `required` run (`Precision::advisory`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protection: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

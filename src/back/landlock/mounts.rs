@@ -11,7 +11,7 @@
 use super::{policy_access, Rule};
 use crate::back::landlock::{escape_portable, escape_template, MountKind, MountRule};
 use crate::back::roots::Index;
-use crate::ir::{path_within, Access, Ir, PathKind, PathMode};
+use crate::ir::{path_within, Access, Ir, PathKind, PathMode, Source};
 
 /// What a mount does about a carve-out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,18 +103,21 @@ pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
         let beneath = carve
             .iter()
             .any(|(p, _)| *p != g.path && path_within(&g.path, p));
+        let protection = matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
         let rule = match own {
             Some(Fix::Hide) => MountRule {
                 path: escape(&g.path),
                 kind: MountKind::Hidden,
                 read_only: true,
                 noexec: true,
+                protection,
             },
             Some(Fix::Bind { read_only, noexec }) => MountRule {
                 path: escape(&g.path),
                 kind: MountKind::Bind,
                 read_only,
                 noexec,
+                protection,
             },
             // Beneath a carve-out: its own mount, so the carve-out's
             // flags do not reach it. Landlock still decides its rights.
@@ -123,6 +126,7 @@ pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
                 kind: MountKind::Bind,
                 read_only: false,
                 noexec: false,
+                protection,
             },
             None => continue,
         };

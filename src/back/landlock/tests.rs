@@ -66,6 +66,7 @@ fn narrowing_under_a_broader_grant_is_exact_with_namespaces_only() {
             kind: MountKind::Bind,
             read_only: true,
             noexec: false,
+            protection: false,
         }]
     );
     // Landlock alone: the landlockconfig target, or namespaces turned off.

@@ -83,14 +83,18 @@ pub fn plan_mounts<F>(
             Err(e) => {
                 let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
                 if carve {
-                    lines.push(line(
+                    let mut l = line(
                         path.clone(),
                         Status::Wider,
                         format!(
                             "cannot open {path} at launch ({e}): it is not mounted over, so if \
                              it is created during the run the rights of the rule above it apply"
                         ),
-                    ));
+                    );
+                    // sbx's own protection of an absent path: reported, not
+                    // refused (docs/protected.md).
+                    l.advisory = m.protection;
+                    lines.push(l);
                 }
             }
         }
