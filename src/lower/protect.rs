@@ -20,7 +20,7 @@ use crate::ir::{Access, Grant, PathKind, Precision, Source, Status};
 use crate::policy::Policy;
 use std::collections::{HashMap, HashSet};
 
-/// Inside every writable grant (POLICY.md §7a).
+/// At the top of every writable tree (POLICY.md §7a).
 pub const IN_WRITABLE: &[&str] = &[
     ".git/hooks",
     ".git/config",
@@ -153,12 +153,25 @@ impl Ctx<'_> {
         let mut out = Vec::new();
         let home = self.roots.home.clone();
         let writes = |p: &str| look.decide(p).is_some_and(|i| fs[i].access.writes());
+        // The top of each writable tree: a writable grant whose directory
+        // above the policy does not make writable (presets such as the
+        // temp directory are sbx's own, and not protected). A writable rule inside a writable tree
+        // adds no protections of its own, so that removing such a rule
+        // (redundant for writing) never unprotects anything; repositories
+        // inside the tree are found by the nested search instead.
+        let policy_writes = |p: &str| {
+            look.decide(p).is_some_and(|i| {
+                let g = &fs[i];
+                (g.source.authored() || g.source == Source::Default) && g.access.writes()
+            })
+        };
         let mut roots: Vec<String> = fs
             .iter()
             .filter(|g| {
                 (g.source.authored() || g.source == Source::Default)
                     && g.access.writes()
                     && g.kind != PathKind::File
+                    && !parent(&g.path).is_some_and(policy_writes)
             })
             .map(|g| g.path.clone())
             .collect();

@@ -351,3 +351,24 @@ fn the_runs_own_files_are_read_only() {
     // Outside every writable grant: nothing to add.
     assert!(grant(&ir, &h.p("home/outside.toml")).is_none());
 }
+
+/// The list applies at the top of each writable tree: a writable rule
+/// inside one adds nothing, one under a read-only parent starts a tree.
+#[test]
+fn names_are_protected_at_the_top_of_each_writable_tree() {
+    let h = Host::new();
+    let nested = format!("{RW}\n[[fs]]\npath = \"target\"\nread = true\nwrite = true\n");
+    let (ir, _) = h.lower(&nested);
+    assert!(protected(&ir, &h.p("ws/.vscode")));
+    assert!(grant(&ir, &h.p("ws/target/.vscode")).is_none());
+    let (without, _) = h.lower(RW);
+    assert_eq!(
+        ir.access_at(&h.p("ws/target/.vscode")),
+        without.access_at(&h.p("ws/target/.vscode"))
+    );
+    let (ir, _) = h.lower(
+        "[[fs]]\npath = \".\"\nread = true\n\n[[fs]]\npath = \"out\"\nread = true\nwrite = true\n",
+    );
+    assert!(protected(&ir, &h.p("ws/out/.vscode")));
+    assert!(grant(&ir, &h.p("ws/.vscode")).is_none());
+}
