@@ -35,19 +35,25 @@ pub const IN_WRITABLE: &[&str] = &[
 ];
 
 /// Under a writable home: shell start-up files and git's global config.
-/// Beside §7a's list, the other files bash and zsh read at start-up
-/// (`.bash_login`, `.zshenv`, `.zlogin`): each runs as surely as `.bashrc`.
+/// Beside §7a's list, the other files bash, zsh and fish read at start-up
+/// or exit (each runs as surely as `.bashrc`), and what the desktop
+/// session starts at the next login (autostart entries, systemd user
+/// units).
 pub const IN_HOME: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
+    ".bash_logout",
     ".profile",
     ".zshrc",
     ".zshenv",
     ".zprofile",
     ".zlogin",
+    ".config/fish",
     ".gitconfig",
     ".config/git",
+    ".config/autostart",
+    ".config/systemd/user",
 ];
 
 /// One place to protect, before it is checked against the grants.

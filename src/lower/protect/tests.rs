@@ -226,6 +226,7 @@ fn user_entries_and_a_writable_home() {
         "home/.config/fish",
         "home/.bashrc",
         "home/.zshenv",
+        "home/.config/systemd/user",
         "home/.gitconfig",
         "home/.config/git",
     ] {
