@@ -1,6 +1,6 @@
-use super::parent;
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{Access, Grant, Ir, Os, PathKind, Source};
+use crate::lower::lookup::parent;
 use crate::lower::{lower, Options};
 use crate::policy::{load_layer, merge::merge, source::SourceFile};
 use std::fs;
@@ -344,7 +344,7 @@ fn the_runs_own_files_are_read_only() {
     let h = Host::new();
     h.write("ws/sbx.toml", RW);
     let (mut ir, _) = h.lower(RW);
-    super::run_files(&mut ir, &[h.p("ws/sbx.toml"), h.p("home/outside.toml")]);
+    crate::lower::hidden::run_files(&mut ir, &[h.p("ws/sbx.toml"), h.p("home/outside.toml")]);
     let g = grant(&ir, &h.p("ws/sbx.toml")).unwrap();
     assert_eq!(g.source, Source::RunFile);
     assert_eq!(g.access, Access::READ);
