@@ -224,7 +224,7 @@ fn nested_symlink_inside_the_target_is_denied() {
     assert_eq!(std::fs::canonicalize(&via).unwrap(), outside.join("passwd"));
     assert!(access_through(&ir, &via).is_empty());
     // Only the target itself is granted outside the workspace (beside
-    // the protections, POLICY.md §7a, that its writable grant brings).
+    // the protections inside it, which only take rights away).
     let outside_grants: Vec<_> = ir
         .fs
         .iter()

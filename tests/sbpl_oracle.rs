@@ -520,3 +520,25 @@ fn sbpl_protected_and_covered_paths() {
     }
     assert!(allow(&o, FileOp::Write, &format!("{HOME}/notes.txt")));
 }
+
+/// POLICY.md §13: the policy `sbx run` read is read-only to the command
+/// inside the writable workspace (the grant `sbx run` adds), in the profile.
+#[test]
+fn sbpl_the_runs_own_policy_is_read_only() {
+    let ws = VALUES[0].1;
+    let inputs = read(&["fixtures/default.toml".into()]);
+    let (mut ir, _) = compile(&inputs, None, false, ws);
+    let policy = format!("{ws}/sbx.toml");
+    sbx::lower::hidden::run_files(&mut ir, std::slice::from_ref(&policy));
+    let text = sbx::back::sbpl::emit(&ir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text;
+    assert_agrees("run files", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    let allow = |op, p: &str| o.profile.decide(op, p).is_allow();
+    assert!(allow(FileOp::Read, &policy));
+    for op in [FileOp::Write, FileOp::WriteCreate, FileOp::WriteUnlink] {
+        assert!(!allow(op, &policy), "{op:?}");
+    }
+    assert!(allow(FileOp::Write, &format!("{ws}/other.toml")));
+}

@@ -237,7 +237,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             // POLICY.md §13: the run's own policy and approvals store.
             let mut own = vec![policy_path.to_string()];
             own.extend(sbx::approvals::store_path(a.approvals.as_deref()).map(String::from));
-            sbx::lower::protect::run_files(&mut ir, &own);
+            sbx::lower::hidden::run_files(&mut ir, &own);
             let (lines, rest): (Vec<_>, Vec<_>) = l
                 .diagnostics
                 .into_iter()

@@ -5,6 +5,8 @@ mod commands;
 mod env;
 pub mod external;
 pub mod git;
+pub mod hidden;
+mod lookup;
 mod net;
 pub mod paths;
 pub mod presets;

@@ -166,7 +166,7 @@ pub struct Layer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensitive_paths: Option<Mergeable<String>>,
     /// Paths added to the built-in protected-path list (POLICY.md §7a):
-    /// relative entries apply inside every writable grant, `~/` and
+    /// relative entries apply at the top of every writable tree, `~/` and
     /// absolute ones where they lie inside one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_paths: Option<Mergeable<String>>,

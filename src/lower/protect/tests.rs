@@ -1,6 +1,6 @@
-use super::parent;
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{Access, Grant, Ir, Os, PathKind, Source};
+use crate::lower::lookup::parent;
 use crate::lower::{lower, Options};
 use crate::policy::{load_layer, merge::merge, source::SourceFile};
 use std::fs;
@@ -226,6 +226,7 @@ fn user_entries_and_a_writable_home() {
         "home/.config/fish",
         "home/.bashrc",
         "home/.zshenv",
+        "home/.config/systemd/user",
         "home/.gitconfig",
         "home/.config/git",
     ] {
@@ -343,11 +344,32 @@ fn the_runs_own_files_are_read_only() {
     let h = Host::new();
     h.write("ws/sbx.toml", RW);
     let (mut ir, _) = h.lower(RW);
-    super::run_files(&mut ir, &[h.p("ws/sbx.toml"), h.p("home/outside.toml")]);
+    crate::lower::hidden::run_files(&mut ir, &[h.p("ws/sbx.toml"), h.p("home/outside.toml")]);
     let g = grant(&ir, &h.p("ws/sbx.toml")).unwrap();
     assert_eq!(g.source, Source::RunFile);
     assert_eq!(g.access, Access::READ);
     assert!(ir.fs.windows(2).all(|w| w[0].path <= w[1].path));
     // Outside every writable grant: nothing to add.
     assert!(grant(&ir, &h.p("home/outside.toml")).is_none());
+}
+
+/// The list applies at the top of each writable tree: a writable rule
+/// inside one adds nothing, one under a read-only parent starts a tree.
+#[test]
+fn names_are_protected_at_the_top_of_each_writable_tree() {
+    let h = Host::new();
+    let nested = format!("{RW}\n[[fs]]\npath = \"target\"\nread = true\nwrite = true\n");
+    let (ir, _) = h.lower(&nested);
+    assert!(protected(&ir, &h.p("ws/.vscode")));
+    assert!(grant(&ir, &h.p("ws/target/.vscode")).is_none());
+    let (without, _) = h.lower(RW);
+    assert_eq!(
+        ir.access_at(&h.p("ws/target/.vscode")),
+        without.access_at(&h.p("ws/target/.vscode"))
+    );
+    let (ir, _) = h.lower(
+        "[[fs]]\npath = \".\"\nread = true\n\n[[fs]]\npath = \"out\"\nread = true\nwrite = true\n",
+    );
+    assert!(protected(&ir, &h.p("ws/out/.vscode")));
+    assert!(grant(&ir, &h.p("ws/.vscode")).is_none());
 }
