@@ -7,6 +7,7 @@
 //! reported in the precision report rather than silently approximated.
 
 mod artifact;
+pub mod proxy;
 pub mod rights;
 
 pub use artifact::*;
@@ -281,6 +282,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
                 .collect()
         }),
         limits: ir.limits.clone(),
+        proxy: proxy::spec(ir),
         precision,
     })
 }
@@ -569,6 +571,10 @@ fn seccomp(ir: &Ir) -> Seccomp {
     }
 }
 
+/// Why UDP is open when a rule names a host and the child resolves names.
+const DNS_UDP: &str = "name resolution needs UDP sockets, and seccomp cannot filter UDP by \
+     destination: UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)";
+
 fn line(rule: String, target: &str, status: Status, reason: String) -> Precision {
     Precision {
         rule,
@@ -664,15 +670,11 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             ));
         }
     }
-    if ir.net.dns {
-        out.push(line(
-            "net".into(),
-            target,
-            Status::Wider,
-            "name resolution needs UDP sockets, and seccomp cannot filter UDP by destination: \
-             UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)"
-                .into(),
-        ));
+    proxy::precision(ir, target, &mut out);
+    // With the proxy, the child's UDP reaches nothing outside its
+    // namespace; without one, `proxy::fallback` says this.
+    if ir.net.dns && (target == TARGET_LANDLOCKCONFIG || proxy::spec(ir).is_none()) {
+        out.push(line("net".into(), target, Status::Wider, DNS_UDP.into()));
     }
     if let Some(cmds) = &ir.commands {
         out.push(line(
