@@ -71,6 +71,8 @@ pub fn read_head(s: &TcpStream, deadline: Instant, max: usize) -> Result<(Head, 
         let n = match read_by(s, &mut chunk, deadline) {
             Ok(n) => n,
             Err(ReadErr::Slow) => return Err(bad(408, "request head not complete in time")),
+            // Opened and closed without a byte: nothing to answer or log.
+            Err(ReadErr::Closed) if buf.is_empty() => return Err(bad(0, "")),
             Err(ReadErr::Closed) => {
                 return Err(bad(400, "connection closed inside the request head"))
             }
@@ -179,6 +181,7 @@ pub fn serve(client: TcpStream, cx: &Cx) {
     let deadline = Instant::now() + cx.options.head_timeout;
     let (head, buf) = match read_head(&client, deadline, cx.options.max_head) {
         Ok(x) => x,
+        Err(b) if b.status == 0 => return,
         Err(b) => {
             respond(&client, b.status, &b.why);
             cx.refuse(Via::Http, "", 0, Reason::Malformed(b.why));

@@ -34,6 +34,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// What the Linux loader says when it has no network namespace to put
+/// the proxy behind (host rules then fall back to their ports).
+pub const HOOK_MISSING: &str = "this build of sbx does not make one";
+
 /// How many listeners the proxy takes, in this order: HTTP, SOCKS5.
 pub const LISTENERS: usize = 2;
 
@@ -196,6 +200,22 @@ impl Proxy {
                 format!("the proxy takes {LISTENERS} listeners"),
             )),
         }
+    }
+
+    /// The loader's call: the artifact's rules, the system resolver,
+    /// refusals echoed to stderr as they happen when `report` is set.
+    pub fn for_run(
+        spec: &crate::back::landlock::ProxySpec,
+        listeners: Vec<TcpListener>,
+        report: bool,
+    ) -> io::Result<Proxy> {
+        Proxy::from_listeners(Config::new(&spec.rules, Log::new(report)), listeners)
+    }
+
+    /// Stop, and the summary to print at exit ("" when nothing was
+    /// refused).
+    pub fn finish(self) -> String {
+        summary(&self.stop())
     }
 
     /// The listeners' ports: HTTP, SOCKS5.

@@ -63,7 +63,17 @@ pub fn handshake(s: &TcpStream, deadline: Instant) -> Result<Request, Failure> {
     let read =
         |buf: &mut [u8], what: &str| read_exact_by(s, buf, deadline).map_err(|e| read_err(e, what));
     let mut head = [0u8; 2];
-    read(&mut head, "greeting")?;
+    match read_exact_by(s, &mut head[..1], deadline) {
+        // Opened and closed without a byte: nothing to log.
+        Err(ReadErr::Closed) => {
+            return Err(Failure {
+                reply: None,
+                reason: Reason::Malformed(String::new()),
+            })
+        }
+        r => r.map_err(|e| read_err(e, "greeting"))?,
+    }
+    read(&mut head[1..], "greeting")?;
     if head[0] != VERSION {
         return Err(malformed("not SOCKS version 5"));
     }
@@ -144,7 +154,9 @@ pub fn serve(client: TcpStream, cx: &Cx) {
             if let Some(code) = f.reply {
                 reply(&client, code);
             }
-            cx.refuse(Via::Socks, "", 0, f.reason);
+            if f.reason != Reason::Malformed(String::new()) {
+                cx.refuse(Via::Socks, "", 0, f.reason);
+            }
             return;
         }
     };

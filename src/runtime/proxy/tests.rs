@@ -406,6 +406,10 @@ fn malformed_requests_get_clean_errors() {
     let mut rep = [0u8; 12];
     s.read_exact(&mut rep).unwrap();
     assert_eq!(rep[2..4], [5, 8], "address type not supported");
+    // Connecting and closing without a byte is not a refusal.
+    drop(dial(p.ports().0));
+    drop(dial(p.ports().1));
+    std::thread::sleep(Duration::from_millis(100));
     let log = p.stop();
     assert!(
         log.iter()
@@ -413,6 +417,8 @@ fn malformed_requests_get_clean_errors() {
         "{log:?}"
     );
     assert!(log.len() >= 9, "{log:?}");
+    let empty = Reason::Malformed(String::new());
+    assert!(!log.iter().any(|r| r.reason == empty), "{log:?}");
 }
 
 /// Random bytes at both listeners: every connection ends, nothing panics
@@ -546,4 +552,56 @@ fn env_pairs_in_both_cases() {
     merge_env(&mut vars, 3128, 1080);
     assert_eq!(vars.len(), 9);
     assert!(!vars.iter().any(|(_, v)| v == "http://corp:8080"));
+}
+
+/// The loader's calls: the artifact's rules on the handed listeners,
+/// and the summary at exit.
+#[test]
+fn for_run_and_finish() {
+    let spec = crate::back::landlock::ProxySpec {
+        rules: vec![rule(0, "crates.io", Some(443))],
+    };
+    assert!(Proxy::for_run(&spec, vec![listen()], false).is_err());
+    let p = Proxy::for_run(&spec, vec![listen(), listen()], false).unwrap();
+    let err = connect_echo(&p, "127.0.0.1:9").unwrap_err();
+    assert!(err.starts_with("HTTP/1.1 403"), "{err}");
+    let s = p.finish();
+    assert!(s.starts_with("sbx: the network proxy refused 1:\n"), "{s}");
+    assert!(
+        s.ends_with("[[net]]\nhost = \"127.0.0.1\"\nport = 9\n\n"),
+        "{s}"
+    );
+}
+
+/// 8 MiB of varied bytes through a tunnel and back (the echo server),
+/// both directions at once: nothing lost, reordered or changed.
+#[test]
+fn large_transfer_is_intact() {
+    let srv = server();
+    let p = proxy(&[rule(0, "allowed.test", Some(srv.port))]);
+    let mut s = dial(p.ports().1);
+    s.write_all(&[5, 1, 0]).unwrap();
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).unwrap();
+    let mut req = vec![5, 1, 0, 3, 12];
+    req.extend_from_slice(b"allowed.test");
+    req.extend_from_slice(&srv.port.to_be_bytes());
+    s.write_all(&req).unwrap();
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).unwrap();
+    assert_eq!(rep[1], 0);
+    s.write_all(b"ECHO\n").unwrap();
+    let data: Vec<u8> = (0..8u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut w = s.try_clone().unwrap();
+    let sent = data.clone();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&sent).unwrap();
+        w.shutdown(Shutdown::Write).unwrap();
+    });
+    let got = read_bytes(&s);
+    writer.join().unwrap();
+    assert!(got == data, "{} bytes back of {}", got.len(), data.len());
+    assert!(p.stop().is_empty());
 }
