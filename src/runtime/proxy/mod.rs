@@ -34,6 +34,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// How long [`Proxy::stop`] waits for connection threads.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// What the Linux loader says when it has no network namespace to put
 /// the proxy behind (host rules then fall back to their ports).
 pub const HOOK_MISSING: &str = "this build of sbx does not make one";
@@ -234,13 +237,22 @@ impl Proxy {
         self.cx.stopping.store(true, Ordering::SeqCst);
         // Closing the pipe's writing end wakes the accept loop.
         drop(self.wake.take());
-        let workers = self
+        let mut workers = self
             .accept
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
         self.cx.shut_all();
-        for w in workers {
+        // Every socket is shut down, so a thread ends at once unless it
+        // is in a name lookup or a connect (bounded by their timeouts):
+        // those are left to end on their own, finding `stopping` set, so
+        // that sbx exits with the command and not seconds later.
+        let until = std::time::Instant::now() + STOP_WAIT;
+        while !workers.is_empty() && std::time::Instant::now() < until {
+            workers.retain(|w| !w.is_finished());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for w in workers.into_iter().filter(|w| w.is_finished()) {
             let _ = w.join();
         }
     }
@@ -311,7 +323,18 @@ fn accept_loop(
             if fds[i].revents == 0 {
                 continue;
             }
-            while let Ok((s, _)) = l.accept() {
+            loop {
+                let s = match l.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        // Out of descriptors, or the peer reset before
+                        // accept: the listener stays readable, so pause
+                        // rather than spin.
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
+                };
                 if workers.len() >= cx.options.max_connections || s.set_nonblocking(false).is_err()
                 {
                     continue; // dropped: closed

@@ -201,7 +201,7 @@ pub fn class(addr: IpAddr) -> Class {
     let v4 = match addr {
         IpAddr::V4(a) => Some(a),
         IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => return Class::Loopback,
-        IpAddr::V6(a) => a.to_ipv4(),
+        IpAddr::V6(a) => a.to_ipv4().or_else(|| nat64(a)),
     };
     if let Some(a) = v4 {
         let o = a.octets();
@@ -224,6 +224,19 @@ pub fn class(addr: IpAddr) -> Class {
     } else {
         Class::Public
     }
+}
+
+/// The IPv4 address a NAT64 address (64:ff9b::/96, RFC 6052; and the
+/// local-use 64:ff9b:1::/48, RFC 8215) translates to: on a NAT64
+/// network, 64:ff9b::a9fe:a9fe reaches 169.254.169.254.
+fn nat64(a: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = a.segments();
+    let well_known = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    let local = s[..3] == [0x64, 0xff9b, 1];
+    (well_known || local).then(|| {
+        let o = a.octets();
+        std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])
+    })
 }
 
 /// A metadata service's name (refused like its address).
@@ -423,6 +436,10 @@ mod tests {
         assert_eq!(c("fe80::1"), Class::Metadata);
         assert_eq!(c("febf::1"), Class::Metadata);
         assert_eq!(c("fd00:ec2::254"), Class::Metadata);
+        assert_eq!(c("64:ff9b::a9fe:a9fe"), Class::Metadata);
+        assert_eq!(c("64:ff9b::7f00:1"), Class::Loopback);
+        assert_eq!(c("64:ff9b:1::a9fe:a9fe"), Class::Metadata);
+        assert_eq!(c("64:ff9b::5db8:d822"), Class::Public);
         assert_eq!(c("93.184.216.34"), Class::Public);
         assert_eq!(c("2606:4700::1"), Class::Public);
         assert_eq!(c("fec0::1"), Class::Public);

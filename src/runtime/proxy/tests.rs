@@ -605,3 +605,68 @@ fn large_transfer_is_intact() {
     assert!(got == data, "{} bytes back of {}", got.len(), data.len());
     assert!(p.stop().is_empty());
 }
+
+/// A listener with a backlog of 0 that never accepts: once its queue is
+/// full, the kernel drops further SYNs and a connect waits.
+fn black_hole() -> (OwnedFd, u16, Vec<TcpStream>) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this function owns.
+    let fd = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        OwnedFd::from_raw_fd(fd)
+    };
+    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    addr.sin_family = libc::AF_INET as libc::sa_family_t;
+    addr.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: addr is a valid sockaddr_in of `len` bytes.
+    unsafe {
+        assert_eq!(
+            libc::bind(
+                fd.as_raw_fd(),
+                &addr as *const _ as *const libc::sockaddr,
+                len
+            ),
+            0
+        );
+        assert_eq!(libc::listen(fd.as_raw_fd(), 0), 0);
+    }
+    let l = TcpListener::from(fd.try_clone().unwrap());
+    let port = l.local_addr().unwrap().port();
+    // Fill the queue; a connect that does not complete at once means it is full.
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        match TcpStream::connect_timeout(
+            &SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            Duration::from_millis(200),
+        ) {
+            Ok(s) => held.push(s),
+            Err(_) => break,
+        }
+    }
+    (fd, port, held)
+}
+
+#[test]
+fn stop_does_not_wait_for_a_hanging_connect() {
+    let (_fd, port, _held) = black_hole();
+    let p = proxy(&[rule(0, "allowed.test", Some(port))]);
+    let mut s = dial(p.ports().1);
+    s.write_all(&[5, 1, 0]).unwrap();
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).unwrap();
+    let mut req = vec![5, 1, 0, 3, 12];
+    req.extend_from_slice(b"allowed.test");
+    req.extend_from_slice(&port.to_be_bytes());
+    s.write_all(&req).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let _ = p.stop();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(1500),
+        "the connect really hung: {took:?}"
+    );
+}
