@@ -110,10 +110,10 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
         return;
     }
     let script = format!(
-        "curl -sS -m 5 -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/via-http; echo \" rc=$?\"
-         curl -sS -m 5 -x \"$ALL_PROXY\" http://127.0.0.1:{port}/via-socks; echo \" rc=$?\"
+        "curl -sS -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/via-http; echo \" rc=$?\"
+         curl -sS -m 5 --noproxy '' -x \"$ALL_PROXY\" http://127.0.0.1:{port}/via-socks; echo \" rc=$?\"
          curl -sS -f -m 5 -x \"$HTTP_PROXY\" http://127.0.0.2:{port}/other; echo \" rc=$?\"
-         curl -sS -m 5 -x \"$HTTP_PROXY\" http://127.0.0.1:{wrong}/port; echo \" rc=$?\"
+         curl -sS -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{wrong}/port; echo \" rc=$?\"
          curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/direct; echo \" rc=$?\"
          echo udp > /dev/udp/127.0.0.1/{uport}; echo \" udp rc=$?\"",
         wrong = port.wrapping_add(1).max(1)

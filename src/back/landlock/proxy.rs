@@ -47,7 +47,7 @@ pub(super) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
                 format!(
                     "host {:?} is this host's loopback, reached through `sbx run`'s proxy \
                      only: NO_PROXY sends localhost to the sandbox's own loopback, so a \
-                     client must name the proxy itself (curl -x \"$HTTP_PROXY\")",
+                     client must use the proxy for it explicitly (curl --noproxy '' -x \"$HTTP_PROXY\")",
                     r.host
                 ),
             ),
