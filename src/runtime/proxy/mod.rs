@@ -335,9 +335,17 @@ fn accept_loop(
                         break;
                     }
                 };
-                if workers.len() >= cx.options.max_connections || s.set_nonblocking(false).is_err()
-                {
+                let via = if i == 1 { Via::Http } else { Via::Socks };
+                if workers.len() >= cx.options.max_connections {
+                    let why = format!(
+                        "more than {} connections at once",
+                        cx.options.max_connections
+                    );
+                    cx.refuse(via, "", 0, Reason::Unsupported(why));
                     continue; // dropped: closed
+                }
+                if s.set_nonblocking(false).is_err() {
+                    continue;
                 }
                 let wcx = Arc::clone(cx);
                 let spawned = std::thread::Builder::new()

@@ -92,7 +92,9 @@ pub struct Rules {
 #[derive(Debug, Clone)]
 pub struct Allowed {
     hosts: Vec<String>,
-    deny_ips: Vec<IpAddr>,
+    /// Deny rules by address, with their index: they also refuse names
+    /// that resolve to the address.
+    deny_ips: Vec<(IpAddr, usize)>,
 }
 
 impl Rules {
@@ -144,8 +146,7 @@ impl Rules {
             .iter()
             .filter(|r| !r.allow && r.port.is_none_or(|p| p == dest.port))
             .filter(|r| scheme_matches(r.scheme.as_deref(), via))
-            .filter_map(|r| r.host.parse::<IpAddr>().ok())
-            .map(|a| a.to_canonical())
+            .filter_map(|r| Some((r.host.parse::<IpAddr>().ok()?.to_canonical(), r.index)))
             .collect();
         Ok(Allowed {
             hosts: matched
@@ -170,8 +171,8 @@ impl Allowed {
     /// credentials.
     pub fn address(&self, addr: IpAddr, pinned: bool) -> Result<(), Reason> {
         let addr = addr.to_canonical();
-        if self.deny_ips.contains(&addr) {
-            return Err(Reason::NoRule);
+        if let Some((_, i)) = self.deny_ips.iter().find(|(a, _)| *a == addr) {
+            return Err(Reason::DeniedBy(*i));
         }
         let literal = |f: &dyn Fn(&str) -> bool| self.hosts.iter().any(|h| f(h));
         let names_ip = literal(&|h| h.parse::<IpAddr>().is_ok_and(|a| a.to_canonical() == addr));
@@ -384,7 +385,10 @@ mod tests {
         let a = rules
             .decide(Via::Connect, &dest("api.example.com", 443), None)
             .unwrap();
-        assert!(a.address("203.0.113.7".parse().unwrap(), false).is_err());
+        assert_eq!(
+            a.address("203.0.113.7".parse().unwrap(), false),
+            Err(Reason::DeniedBy(1))
+        );
         assert!(a.address("203.0.113.8".parse().unwrap(), false).is_ok());
     }
 

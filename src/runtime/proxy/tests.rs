@@ -670,3 +670,30 @@ fn stop_does_not_wait_for_a_hanging_connect() {
         "the connect really hung: {took:?}"
     );
 }
+
+/// Past `max_connections`, a connection is closed at once and logged;
+/// the ones being served go on.
+#[test]
+fn connections_over_the_limit_are_closed_and_logged() {
+    let srv = server();
+    let p = proxy_with(
+        &[rule(0, "allowed.test", Some(srv.port))],
+        Options {
+            max_connections: 1,
+            ..Options::default()
+        },
+    );
+    let held = dial(p.ports().0);
+    std::thread::sleep(Duration::from_millis(100));
+    let over = dial(p.ports().1);
+    assert_eq!(read_bytes(&over), b"", "closed at once");
+    drop(held);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(socks_echo(&p, "allowed.test", srv.port), (0, "ping".into()));
+    let log = p.stop();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(
+        log[0].reason,
+        Reason::Unsupported("more than 1 connections at once".into())
+    );
+}
