@@ -607,7 +607,8 @@ fn large_transfer_is_intact() {
 }
 
 /// A listener with a backlog of 0 that never accepts: once its queue is
-/// full, the kernel drops further SYNs and a connect waits.
+/// full, Linux drops further SYNs and a connect waits.
+#[cfg(target_os = "linux")]
 fn black_hole() -> (OwnedFd, u16, Vec<TcpStream>) {
     use std::os::fd::FromRawFd;
     // SAFETY: plain socket calls on a descriptor this function owns.
@@ -648,6 +649,7 @@ fn black_hole() -> (OwnedFd, u16, Vec<TcpStream>) {
     (fd, port, held)
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn stop_does_not_wait_for_a_hanging_connect() {
     let (_fd, port, _held) = black_hole();
