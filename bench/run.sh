@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Whole-process benchmarks (docs/performance.md has the method and the
 # figures): compile time and peak RSS per rule count and target, and
-# `sbx run` start-up overhead against a bare exec and bubblewrap.
+# `sbx run` start-up overhead against a bare exec and bubblewrap, and the
+# network proxy's throughput against a direct download.
 #
-#   bench/run.sh [compile|run|protect|all]    (default: all)
+#   bench/run.sh [compile|run|protect|proxy|all]    (default: all)
 #
 # Needs hyperfine and, for the comparison, bwrap:
 #   apt-get install -y hyperfine bubblewrap
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-command -v hyperfine >/dev/null || { echo "error: hyperfine is not installed (apt-get install -y hyperfine)" >&2; exit 2; }
+[ "$what" = proxy ] || command -v hyperfine >/dev/null || { echo "error: hyperfine is not installed (apt-get install -y hyperfine)" >&2; exit 2; }
 
 if [ -z "${SBX:-}" ]; then
   cargo build --release --quiet
@@ -217,10 +218,20 @@ protect_bench() {
   echo
 }
 
+# The network proxy: a 256 MiB loopback download, direct and through
+# the proxy's HTTP CONNECT and SOCKS5 tunnels (benches/proxy.rs).
+proxy_bench() {
+  echo "## network proxy throughput"
+  echo
+  cargo bench --quiet --bench proxy
+  echo
+}
+
 case $what in
   compile) compile_bench ;;
   run) run_bench ;;
   protect) protect_bench ;;
-  all) compile_bench; run_bench; protect_bench ;;
-  *) echo "usage: bench/run.sh [compile|run|protect|all]" >&2; exit 2 ;;
+  proxy) proxy_bench ;;
+  all) compile_bench; run_bench; protect_bench; proxy_bench ;;
+  *) echo "usage: bench/run.sh [compile|run|protect|proxy|all]" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@
 
 mod artifact;
 pub mod mounts;
+pub mod proxy;
 pub mod rights;
 
 pub use artifact::*;
@@ -313,6 +314,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
                 mounts::mounts(ir, &mounts::carve_outs(ir, &rules))
             },
         },
+        proxy: proxy::spec(ir),
         precision,
     })
 }
@@ -607,6 +609,10 @@ fn seccomp(ir: &Ir) -> Seccomp {
     }
 }
 
+/// Why UDP is open when a rule names a host and the child resolves names.
+const DNS_UDP: &str = "name resolution needs UDP sockets, and seccomp cannot filter UDP by \
+     destination: UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)";
+
 fn line(rule: String, target: &str, status: Status, reason: String) -> Precision {
     Precision {
         rule,
@@ -750,15 +756,11 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             out.push(l);
         }
     }
-    if ir.net.dns {
-        out.push(line(
-            "net".into(),
-            target,
-            Status::Wider,
-            "name resolution needs UDP sockets, and seccomp cannot filter UDP by destination: \
-             UDP to any host and port is possible (Landlock restricts UDP only from ABI 10)"
-                .into(),
-        ));
+    proxy::precision(ir, target, &mut out);
+    // With the proxy, the child's UDP reaches nothing outside its
+    // namespace; without one, `proxy::fallback` says this.
+    if ir.net.dns && (target == TARGET_LANDLOCKCONFIG || proxy::spec(ir).is_none()) {
+        out.push(line("net".into(), target, Status::Wider, DNS_UDP.into()));
     }
     if let Some(cmds) = &ir.commands {
         out.push(line(

@@ -17,6 +17,15 @@ fn join_notes(notes: &[TargetNote]) -> String {
 
 pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    // With a private network namespace, `sbx run` on Linux checks host,
+    // scheme and (plain-HTTP) path with its proxy: said once per rule.
+    let proxied = crate::back::landlock::proxy::spec(ir).is_some();
+    let linux_proxy = if proxied {
+        ". On Linux, `sbx run` enforces host and scheme with its proxy for proxy-aware \
+         clients (path_prefix for plain HTTP only)"
+    } else {
+        ""
+    };
     for r in &ir.net.rules {
         let mut fields = Vec::new();
         if r.host != "*" {
@@ -34,7 +43,7 @@ pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
         let o = Origin::net(r);
         let msg = if r.allow {
             format!(
-                "{}: {} cooperative only. {}",
+                "{}: {} cooperative only. {}{linux_proxy}",
                 o.label(),
                 if fields.len() == 1 {
                     format!("{} is", fields[0])
@@ -42,6 +51,12 @@ pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
                     format!("{} are", fields.join(", "))
                 },
                 join_notes(&port_notes(ir, r.port, r.bind))
+            )
+        } else if proxied {
+            format!(
+                "{}: a deny rule with {} is cooperative only in the compiled artifacts{linux_proxy}",
+                o.label(),
+                fields.join(", ")
             )
         } else {
             format!(

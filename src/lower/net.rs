@@ -53,28 +53,8 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
         let is_name =
             r.host != "*" && r.host != "localhost" && r.host.parse::<std::net::IpAddr>().is_err();
         dns |= is_name;
-        let label = format!("net[{}]", r.index);
-        if r.host != "*" {
-            cx.notes.push(Precision {
-                rule: label.clone(),
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: format!(
-                    "host {:?} is cooperative only: the kernel filters by TCP port, not by host",
-                    r.host
-                ),
-                advisory: false,
-            });
-        }
-        if r.path_prefix.is_some() {
-            cx.notes.push(Precision {
-                rule: label,
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: "path_prefix is cooperative only".into(),
-                advisory: false,
-            });
-        }
+        // Host, scheme and path: each back end says how far it enforces
+        // them (the Linux one through `sbx run`'s proxy).
     }
     for r in rules.iter().filter(|r| !r.allow) {
         let label = format!("net[{}]", r.index);
@@ -104,13 +84,8 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
                     }),
                 }
             }
-            _ => cx.notes.push(Precision {
-                rule: label,
-                target: "ir".into(),
-                status: Status::Wider,
-                reason: "deny rules with a host are cooperative only".into(),
-                advisory: false,
-            }),
+            // A host: the back ends' lines.
+            _ => {}
         }
     }
     let ports = |mut v: Vec<u16>| {

@@ -7,6 +7,8 @@ pub mod expand;
 pub mod linux;
 #[cfg(unix)]
 pub mod macos;
+#[cfg(unix)]
+pub mod proxy;
 pub mod windows;
 
 /// `sbx run` exit code when sbx itself failed or the sandbox could not be

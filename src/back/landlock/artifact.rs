@@ -33,6 +33,11 @@ pub struct LinuxArtifact {
     /// make carve-outs exact (absent: `auto`, no carve-out).
     #[serde(default, skip_serializing_if = "NsConfig::is_default")]
     pub namespaces: NsConfig,
+    /// Host rules, which `sbx run` enforces with its filtering proxy
+    /// (docs/linux.md, "Host rules: the proxy"). `None`: the kernel's
+    /// port rules are the whole network policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySpec>,
     pub precision: Vec<Precision>,
 }
 
@@ -79,6 +84,16 @@ pub struct MountRule {
 pub enum MountKind {
     Hidden,
     Bind,
+}
+
+/// What the proxy decides with: every outbound `[[net]]` rule, allow and
+/// deny, in the IR's order (deny rules are checked first, whatever the
+/// order). The child runs in a private network namespace and reaches
+/// the network only through the proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySpec {
+    pub rules: Vec<ir::NetRule>,
 }
 
 /// A landlockconfig document (landlock-lsm/landlockconfig JSON schema:

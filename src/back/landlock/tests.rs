@@ -351,11 +351,32 @@ fn tcp_ports_and_dns() {
         Some(vec!["bind_tcp".into(), "connect_tcp".into()])
     );
     assert_eq!(art.exact_abi, 6);
-    // Host and path_prefix are the lowering's notes; DNS is ours.
+    // The host goes through the proxy, exactly; the path only for plain
+    // HTTP. The child resolves no names itself, so no DNS line.
     assert_eq!(
         statuses(&art.precision),
-        [("net".to_string(), Status::Wider)]
+        [("net[0]".to_string(), Status::Wider)]
     );
+    assert!(art.precision[0].reason.contains("plain-HTTP"));
+    assert_eq!(art.proxy.as_ref().unwrap().rules, ir.net.rules);
+    // Without the namespace the loader says the port alone decides,
+    // and that names need UDP.
+    let lines = proxy::fallback(art.proxy.as_ref().unwrap(), "test");
+    assert_eq!(
+        statuses(&lines),
+        [
+            ("net[0]".to_string(), Status::Wider),
+            ("net".to_string(), Status::Wider)
+        ]
+    );
+    // landlockconfig carries no proxy: cooperative, and DNS is open.
+    let lc = emit_landlockconfig(&ir).unwrap().precision;
+    assert!(lc
+        .iter()
+        .any(|p| p.rule == "net[0]" && p.reason.contains("cooperative only")));
+    assert!(lc
+        .iter()
+        .any(|p| p.rule == "net" && p.reason.contains("UDP")));
     assert_eq!(
         art.seccomp.sockets.unwrap().allow,
         ["netlink", "tcp", "udp", "unix"]

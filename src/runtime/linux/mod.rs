@@ -232,6 +232,15 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     )
     .map_err(fail)?;
     plan.lines.splice(0..0, lines);
+    // Host rules (#15): the proxy needs a private network namespace, which
+    // this loader does not make yet, so they fall back to their ports
+    // (said in --report, refused under `required`). The namespace layer
+    // replaces this with Proxy::from_listeners (runtime::proxy).
+    if let Some(spec) = &art.proxy {
+        let why = "this build of sbx does not make one";
+        plan.lines
+            .extend(crate::back::landlock::proxy::fallback(spec, why));
+    }
     for w in &plan.warnings {
         eprintln!("sbx: warning: {w}");
     }
