@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// The proxy's hook (default: none). With it the run always gets a
     /// private network namespace when namespaces are available.
     pub proxy: Option<ProxyHook>,
+    /// Keep the host's root visible under the namespace layer (no new
+    /// root of granted paths): `--denials` traces refusals as EACCES.
+    pub host_root: bool,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
@@ -316,7 +319,23 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .filter(|r| crate::ir::path_within(&r.path, "/proc"))
         .map(|r| (r.path.clone(), r.rights.0))
         .collect();
-    drop(plan); // close the O_PATH descriptors before forking
+    // The new root shows the rule paths: their descriptors go to the
+    // child; the others are closed before forking.
+    // Without Landlock (ABI 0) no path is opened: the host's root stays.
+    let new_root = wanted.pid && plan.abi > 0 && !opts.host_root;
+    let root_rules: Vec<ns::RootRule> = if new_root {
+        plan.rules
+            .drain(..)
+            .map(|r| ns::RootRule {
+                path: r.path,
+                file: r.handle,
+                via: r.via,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(plan);
 
     let argv_c = argv
         .iter()
@@ -343,6 +362,14 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let proxy_listeners = opts.proxy.as_ref().map_or(0, |h| h.listeners);
     let mut proxy_sock = None;
     if wanted.any() {
+        let root = if new_root {
+            let cwd =
+                std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?;
+            let aliases = ns::expand_links(&art.namespaces.links, &values).map_err(fail)?;
+            ns::new_root(root_rules, &aliases, &cwd).map_err(fail)?
+        } else {
+            None
+        };
         let (prep, sock) = ns::prepare(
             &wanted,
             user_ns,
@@ -350,6 +377,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             proxy_listeners,
             net_rules,
             proc_rules,
+            root,
         )
         .map_err(fail)?;
         prepared.ns = Some(prep);
