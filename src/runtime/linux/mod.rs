@@ -250,6 +250,10 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let wanted = ns::wanted(art, !carve_outs.is_empty(), opts.proxy.is_some());
     // SAFETY: geteuid has no preconditions.
     let user_ns = unsafe { libc::geteuid() } != 0;
+    // Without Landlock (ABI 0) no path is opened, and a rule on `/`
+    // grants the host's root itself: the host's root stays.
+    let new_root =
+        wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
 
     let filters = seccomp::build(&art.seccomp);
     let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
@@ -268,6 +272,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     root: unsafe { libc::getuid() } == 0,
                     namespaces: &ns::describe(&wanted, user_ns && wanted.any(), mounts.len()),
                     mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
+                    new_root,
                 }
             )
         );
@@ -321,8 +326,6 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .collect();
     // The new root shows the rule paths: their descriptors go to the
     // child; the others are closed before forking.
-    // Without Landlock (ABI 0) no path is opened: the host's root stays.
-    let new_root = wanted.pid && plan.abi > 0 && !opts.host_root;
     let root_rules: Vec<ns::RootRule> = if new_root {
         plan.rules
             .drain(..)

@@ -99,6 +99,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
             root: false,
             namespaces: "none",
             mounts: &[],
+            new_root: false,
         },
     )
 }
