@@ -183,7 +183,7 @@ pub fn describe(w: &Wanted, user: bool, mounts: usize) -> String {
         names.push("pid");
     }
     if w.net {
-        names.push("net (loopback only)");
+        names.push("net (nothing but lo)");
     }
     if names.is_empty() {
         "none".into()
