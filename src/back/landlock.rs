@@ -313,6 +313,11 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
             } else {
                 mounts::mounts(ir, &mounts::carve_outs(ir, &rules))
             },
+            links: if ir.linux.namespaces == ir::Namespaces::Never {
+                Vec::new()
+            } else {
+                mounts::links(ir)
+            },
         },
         proxy: proxy::spec(ir),
         precision,

@@ -67,6 +67,10 @@ pub fn run(
     if let Some(i) = args[..end].iter().position(|a| a == "--denials") {
         args.remove(i);
     }
+    // What no rule grants must answer EACCES for the trace to see it;
+    // the namespace layer's new root would answer ENOENT.
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args.insert(end, "--host-root".into());
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from(&args[0]));
     let status = std::process::Command::new(strace)
         .args([

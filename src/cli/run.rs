@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
+    /// Keep the host's root visible in the namespace layer (`--denials`
+    /// runs its trace so: refusals then show as EACCES, not ENOENT).
+    #[arg(long, hide = true)]
+    host_root: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -86,6 +90,7 @@ impl RunArgs {
             denials: false,
             quiet: self.quiet,
             landlock_abi: self.landlock_abi,
+            host_root: self.host_root,
             command: self.command.clone(),
         }
     }
@@ -133,6 +138,7 @@ fn linux(a: RunArgs) -> i32 {
         home: a.home.clone().map(Into::into),
         landlock_abi: a.landlock_abi,
         proxy: None,
+        host_root: a.host_root,
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {

@@ -736,6 +736,10 @@ unsafe fn op(args: &[String]) -> String {
             }
             res(-1)
         }
+        "unix-connect" => match std::os::unix::net::UnixStream::connect(a(1)) {
+            Ok(_) => "OK".into(),
+            Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+        },
         other => format!("unknown probe op {other}"),
     }
 }

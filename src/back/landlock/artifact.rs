@@ -52,6 +52,18 @@ pub struct NsConfig {
     /// cannot express, and every rule beneath one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountRule>,
+    /// Symlinks that led to a rule's path when it was resolved (a
+    /// grant's aliases): `sbx run`'s new root holds them too, so the
+    /// path as written still works.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub path: String,
+    pub target: String,
 }
 
 impl NsConfig {

@@ -9,7 +9,7 @@
 //! own too, so that it keeps its rights under the carve-out's flags.
 
 use super::{policy_access, Rule};
-use crate::back::landlock::{escape_portable, escape_template, MountKind, MountRule};
+use crate::back::landlock::{escape_portable, escape_template, Link, MountKind, MountRule};
 use crate::back::roots::Index;
 use crate::ir::{path_within, Access, Ir, PathKind, PathMode, Source};
 
@@ -133,5 +133,27 @@ pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
         out.push(rule);
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The symlinks that led to granted paths (their aliases), sorted.
+pub(super) fn links(ir: &Ir) -> Vec<Link> {
+    let escape = |p: &str| match ir.mode {
+        PathMode::Resolved => escape_template(p),
+        PathMode::Portable => escape_portable(p),
+    };
+    let mut out: Vec<Link> = ir
+        .fs
+        .iter()
+        .filter(|g| g.external.is_none() && g.kind != PathKind::Missing && !g.access.is_empty())
+        .flat_map(|g| {
+            g.aliases.iter().map(|a| Link {
+                path: escape(a),
+                target: escape(&g.path),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup();
     out
 }

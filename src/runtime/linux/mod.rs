@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// The proxy's hook (default: none). With it the run always gets a
     /// private network namespace when namespaces are available.
     pub proxy: Option<ProxyHook>,
+    /// Keep the host's root visible under the namespace layer (no new
+    /// root of granted paths): `--denials` traces refusals as EACCES.
+    pub host_root: bool,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
@@ -257,6 +260,10 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let wanted = ns::wanted(art, !carve_outs.is_empty(), opts.proxy.is_some());
     // SAFETY: geteuid has no preconditions.
     let user_ns = unsafe { libc::geteuid() } != 0;
+    // Without Landlock (ABI 0) no path is opened, and a rule on `/`
+    // grants the host's root itself: the host's root stays.
+    let new_root =
+        wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
 
     let filters = seccomp::build(&art.seccomp);
     let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
@@ -275,6 +282,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     root: unsafe { libc::getuid() } == 0,
                     namespaces: &ns::describe(&wanted, user_ns && wanted.any(), mounts.len()),
                     mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
+                    new_root,
                 }
             )
         );
@@ -326,7 +334,21 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .filter(|r| crate::ir::path_within(&r.path, "/proc"))
         .map(|r| (r.path.clone(), r.rights.0))
         .collect();
-    drop(plan); // close the O_PATH descriptors before forking
+    // The new root shows the rule paths: their descriptors go to the
+    // child; the others are closed before forking.
+    let root_rules: Vec<ns::RootRule> = if new_root {
+        plan.rules
+            .drain(..)
+            .map(|r| ns::RootRule {
+                path: r.path,
+                file: r.handle,
+                via: r.via,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(plan);
 
     let argv_c = argv
         .iter()
@@ -353,6 +375,14 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let proxy_listeners = opts.proxy.as_ref().map_or(0, |h| h.listeners);
     let mut proxy_sock = None;
     if wanted.any() {
+        let root = if new_root {
+            let cwd =
+                std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?;
+            let aliases = ns::expand_links(&art.namespaces.links, &values).map_err(fail)?;
+            ns::new_root(root_rules, &aliases, &cwd).map_err(fail)?
+        } else {
+            None
+        };
         let (prep, sock) = ns::prepare(
             &wanted,
             user_ns,
@@ -360,6 +390,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             proxy_listeners,
             net_rules,
             proc_rules,
+            root,
         )
         .map_err(fail)?;
         prepared.ns = Some(prep);

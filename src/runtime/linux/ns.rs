@@ -11,7 +11,7 @@
 //! - network namespace with loopback only when the policy has no
 //!   network (or the proxy serves it).
 
-use super::nschild::{NsMount, NsPrep, MAX_LISTENERS};
+use super::nschild::{NewRoot, NsMount, NsPrep, Visible, MAX_LISTENERS};
 use super::plan::Opened;
 use crate::back::landlock::{expand_template, LinuxArtifact, MountKind, MountRule};
 use crate::ir::{Namespaces, Precision, Status};
@@ -19,6 +19,7 @@ use crate::runtime::expand::Values;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::AtomicI32;
 
 /// A mount rule with its path opened (through no symlink, like rule
 /// paths), so the mount lands on what was checked.
@@ -102,6 +103,30 @@ pub fn plan_mounts<F>(
     Ok((out, lines))
 }
 
+/// The artifact's links with placeholders expanded.
+pub fn expand_links(
+    links: &[crate::back::landlock::Link],
+    values: &Values,
+) -> Result<Vec<(String, String)>, String> {
+    let lookup = |name: &str| match name {
+        "WORKSPACE" => Some(values.workspace.clone()),
+        "HOME" => Some(values.home.clone()),
+        "TMPDIR" => Some(values.temp.clone()),
+        _ => None,
+    };
+    links
+        .iter()
+        .map(|l| {
+            let p = expand_template(&l.path, &lookup)?;
+            let t = expand_template(&l.target, &lookup)?;
+            if !p.starts_with('/') || !t.starts_with('/') {
+                return Err(format!("link {p:?} -> {t:?} is not absolute"));
+            }
+            Ok((p, t))
+        })
+        .collect()
+}
+
 /// What the policy asks of the layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wanted {
@@ -163,7 +188,7 @@ pub fn describe(w: &Wanted, user: bool, mounts: usize) -> String {
         names.push("pid");
     }
     if w.net {
-        names.push("net (loopback only)");
+        names.push("net (nothing but lo)");
     }
     if names.is_empty() {
         "none".into()
@@ -193,6 +218,7 @@ pub fn prepare(
     listeners: usize,
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
+    root: Option<NewRoot>,
 ) -> Result<(NsPrep, Option<OwnedFd>), String> {
     let mut flags = libc::CLONE_NEWNS;
     if user {
@@ -272,6 +298,7 @@ pub fn prepare(
             } else {
                 Vec::new()
             },
+            root: if w.pid { root } else { None },
         },
         mine,
     ))
@@ -312,4 +339,114 @@ pub fn receive_listeners(sock: &OwnedFd, n: usize) -> Vec<std::net::TcpListener>
         }
         out
     }
+}
+
+/// The new root's plan: every rule path (opened before the fork), none
+/// beneath another, their ancestors, and the host's top-level symlinks.
+/// A rule path for the new root, opened before the fork.
+pub struct RootRule {
+    pub path: String,
+    pub file: std::fs::File,
+    /// The path as written when a symlink led to `path`: the new root
+    /// gets the same symlink there.
+    pub via: Option<String>,
+}
+
+/// Every proper ancestor of `rel` (`a`, `a/b` for `a/b/c`).
+fn ancestors(rel: &str, out: &mut Vec<String>) {
+    let mut at = 0;
+    while let Some(i) = rel[at..].find('/') {
+        out.push(rel[..at + i].to_string());
+        at += i + 1;
+    }
+}
+
+/// `None` when a rule grants `/` itself (the new root would be the
+/// host's).
+/// `aliases`: (symlink, target) pairs from the artifact (`namespaces.links`,
+/// expanded).
+pub fn new_root(
+    mut rules: Vec<RootRule>,
+    aliases: &[(String, String)],
+    cwd: &std::path::Path,
+) -> Result<Option<NewRoot>, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |s: &[u8]| CString::new(s).map_err(|e| e.to_string());
+    rules.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut paths: Vec<Visible> = Vec::new();
+    let mut dirs: Vec<String> = Vec::new();
+    let mut links = Vec::new();
+    let vias: Vec<(&str, &str)> = rules
+        .iter()
+        .filter_map(|r| r.via.as_deref().map(|v| (v, r.path.as_str())))
+        .chain(aliases.iter().map(|(a, t)| (a.as_str(), t.as_str())))
+        .collect();
+    for (via, target) in vias {
+        // A symlink that led to a rule path, where it was. Only when no
+        // ancestor is a symlink (nothing is created through one) and it
+        // is not inside a granted path (the bind mount shows it there).
+        let rel = via.trim_start_matches('/');
+        let mut up = Vec::new();
+        ancestors(rel, &mut up);
+        let through_link = up.iter().any(|a| {
+            std::fs::symlink_metadata(format!("/{a}")).is_ok_and(|m| m.file_type().is_symlink())
+        });
+        let inside = rules.iter().any(|o| crate::ir::path_within(via, &o.path));
+        let seen = links
+            .iter()
+            .any(|(p, _): &(CString, CString)| p.as_bytes() == rel.as_bytes());
+        if !through_link && !inside && !seen {
+            dirs.extend(up);
+            links.push((c(rel.as_bytes())?, c(target.as_bytes())?));
+        }
+    }
+    for RootRule { path, file, .. } in rules {
+        if path == "/" {
+            return Ok(None);
+        }
+        if paths
+            .last()
+            .is_some_and(|v| crate::ir::path_within(&path, v.path.to_str().unwrap_or("")))
+        {
+            continue;
+        }
+        let is_dir = file.metadata().map_err(|e| e.to_string())?.is_dir();
+        let rel = path.trim_start_matches('/').to_string();
+        ancestors(&rel, &mut dirs);
+        paths.push(Visible {
+            path: c(path.as_bytes())?,
+            rel: c(rel.as_bytes())?,
+            fd: file.into(),
+            is_dir,
+        });
+    }
+    dirs.sort();
+    dirs.dedup();
+    for e in std::fs::read_dir("/")
+        .map_err(|e| format!("/: {e}"))?
+        .flatten()
+    {
+        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+            if let Ok(target) = std::fs::read_link(e.path()) {
+                links.push((
+                    c(e.file_name().as_bytes())?,
+                    c(target.as_os_str().as_bytes())?,
+                ));
+            }
+        }
+    }
+    let trees = paths.iter().map(|_| AtomicI32::new(-1)).collect();
+    Ok(Some(NewRoot {
+        paths,
+        dirs: dirs
+            .iter()
+            .map(|d| c(d.as_bytes()))
+            .collect::<Result<_, _>>()?,
+        links,
+        attach: c(b"/tmp")?,
+        attach_proc: c(b"/tmp/proc")?,
+        cwd: c(cwd.as_os_str().as_bytes())?,
+        trees,
+        tmpfs: AtomicI32::new(-1),
+    }))
 }

@@ -23,6 +23,8 @@ pub struct PathRule<F> {
     pub path: String,
     pub rights: FsSet,
     pub handle: F,
+    /// The rule's path as written, when a symlink led to `path`.
+    pub via: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +198,9 @@ pub fn plan<F>(
                 r => r.map(|o| (path.clone(), o)),
             };
             match opened {
-                Ok((path, o)) => {
+                Ok((resolved, o)) => {
+                    let via = (resolved != *path).then(|| path.clone());
+                    let path = resolved;
                     let fit = if o.is_dir {
                         *r
                     } else {
@@ -208,6 +212,7 @@ pub fn plan<F>(
                             path,
                             rights,
                             handle: o.handle,
+                            via,
                         });
                     }
                 }

@@ -19,6 +19,8 @@ pub struct Extras<'a> {
     /// The namespaces this run uses, in words, and its mounts.
     pub namespaces: &'a str,
     pub mounts: &'a [String],
+    /// The child sees only the granted paths.
+    pub new_root: bool,
 }
 
 fn status_word(p: &Precision) -> String {
@@ -161,11 +163,20 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
     for m in x.mounts {
         let _ = writeln!(s, "sbx:   {m}");
     }
-    let _ = writeln!(
-        s,
-        "sbx: note: connecting to pathname UNIX sockets is not restricted (that needs \
-         Landlock ABI 9, not used)"
-    );
+    if x.new_root {
+        let _ = writeln!(
+            s,
+            "sbx: note: only the granted paths exist for the child (a new root); pathname \
+             UNIX sockets inside them can be connected to (restricting that needs Landlock \
+             ABI 9, not used)"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "sbx: note: connecting to pathname UNIX sockets is not restricted (that needs \
+             Landlock ABI 9, not used)"
+        );
+    }
     if x.root {
         let _ = writeln!(
             s,

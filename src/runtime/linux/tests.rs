@@ -99,6 +99,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
             root: false,
             namespaces: "none",
             mounts: &[],
+            new_root: false,
         },
     )
 }
@@ -483,4 +484,83 @@ fn symlinks_met_at_run_time_are_resolved_and_checked() {
         .lines
         .iter()
         .any(|l| l.rule == "/home/u/ws/build" && l.status == Status::Dropped));
+}
+
+/// `auto` uses the layer for a carve-out or no network; `never` never;
+/// `always` always, with a network namespace only when the policy has no
+/// network (or the proxy serves it).
+#[test]
+fn namespaces_are_used_where_the_policy_needs_them() {
+    use super::ns::{private_net, wanted};
+    let with_net = artifact();
+    assert!(!private_net(&with_net));
+    let w = wanted(&with_net, false, false);
+    assert!(!w.any(), "{w:?}");
+    let w = wanted(&with_net, true, false);
+    assert!(w.mount && w.pid && !w.net, "{w:?}");
+    assert!(wanted(&with_net, false, true).net);
+
+    let mut none = ir(PathMode::Resolved, vec![]);
+    none.net = Net::none();
+    let no_net = landlock::build(&none).unwrap();
+    assert!(private_net(&no_net));
+    let w = wanted(&no_net, false, false);
+    assert!(w.mount && w.pid && w.net, "{w:?}");
+
+    for (mode, used) in [(Namespaces::Never, false), (Namespaces::Always, true)] {
+        let mut a = with_net.clone();
+        a.namespaces.mode = mode;
+        assert_eq!(wanted(&a, true, false).any(), used, "{mode:?}");
+    }
+}
+
+/// A carve-out missing at launch is not mounted over, and the run says
+/// its path gets the rights of the rule above; a missing plain bind (a
+/// rule beneath a carve-out) needs no line.
+#[test]
+fn carve_outs_missing_at_launch_are_reported() {
+    use crate::back::landlock::{MountKind, MountRule};
+    let rules = [
+        MountRule {
+            path: "${WORKSPACE}/.git".into(),
+            kind: MountKind::Bind,
+            read_only: true,
+            noexec: false,
+            protection: false,
+        },
+        MountRule {
+            path: "${WORKSPACE}/.git/objects".into(),
+            kind: MountKind::Bind,
+            read_only: false,
+            noexec: false,
+            protection: false,
+        },
+        MountRule {
+            path: "${WORKSPACE}/.vscode".into(),
+            kind: MountKind::Bind,
+            read_only: true,
+            noexec: false,
+            protection: true,
+        },
+        MountRule {
+            path: "/w".into(),
+            kind: MountKind::Hidden,
+            read_only: true,
+            noexec: true,
+            protection: false,
+        },
+    ];
+    let (mounts, lines) =
+        super::ns::plan_mounts(&rules, &values(), &mut fake(&["/w"], &[])).unwrap();
+    assert_eq!(mounts.len(), 1);
+    assert_eq!(mounts[0].path, "/w");
+    assert!(mounts[0].is_carve_out());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0].rule, "/home/u/ws/.git");
+    assert_eq!(lines[0].status, Status::Wider);
+    assert!(lines[0].reason.contains("rights of the rule above"));
+    assert!(!lines[0].advisory);
+    // sbx's own protection: reported, not a reason for `required` to refuse.
+    assert_eq!(lines[1].rule, "/home/u/ws/.vscode");
+    assert!(lines[1].advisory);
 }
