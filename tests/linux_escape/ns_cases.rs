@@ -389,7 +389,7 @@ pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
         workspace: Some(fx.ws.clone()),
         home: Some(fx.root.join("home")),
         proxy: Some(ProxyHook {
-            listeners: 1,
+            ports: vec![0],
             serve,
         }),
         ..RunOptions::default()

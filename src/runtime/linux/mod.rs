@@ -28,19 +28,21 @@ use std::time::Duration;
 pub use kernel::kernel_abi;
 
 /// Serves the network of a sandbox whose policy has host rules (the
-/// proxy, issue #15): `serve` gets `listeners` TCP listeners bound on
-/// 127.0.0.1 inside the sandbox's network namespace, whose ports the
-/// sandbox may connect to, once the command has started. It must not
-/// block: `sbx run` waits for the command after it returns.
+/// proxy, issue #15): `serve` gets a TCP listener bound on 127.0.0.1 at
+/// each of `ports` (0: any free port) inside the sandbox's network
+/// namespace, whose ports the sandbox may connect to, once the command
+/// has started. The namespace is new, so fixed ports are free there and
+/// the command's environment can name them before it starts. `serve`
+/// must not block: `sbx run` waits for the command after it returns.
 #[derive(Clone)]
 pub struct ProxyHook {
-    pub listeners: usize,
+    pub ports: Vec<u16>,
     pub serve: std::sync::Arc<dyn Fn(Vec<std::net::TcpListener>) + Send + Sync>,
 }
 
 impl std::fmt::Debug for ProxyHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ProxyHook({} listeners)", self.listeners)
+        write!(f, "ProxyHook(ports {:?})", self.ports)
     }
 }
 
@@ -201,7 +203,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let name = argv.first().ok_or_else(|| fail("no command given"))?;
 
     let filter = EnvFilter::new(&art.env, false).map_err(|e| fail(format!("env: {e}")))?;
-    let env = filter.apply(std::env::vars_os());
+    let mut env = filter.apply(std::env::vars_os());
     let path_var = env
         .iter()
         .find(|(k, _)| k == "PATH")
@@ -235,15 +237,25 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     )
     .map_err(fail)?;
     plan.lines.splice(0..0, lines);
-    // Host rules (#15): the proxy needs a private network namespace, which
-    // this loader does not make yet, so they fall back to their ports
-    // (said in --report, refused under `required`). The namespace layer
-    // replaces this with Proxy::from_listeners (runtime::proxy).
-    if let Some(spec) = &art.proxy {
-        let why = "this build of sbx does not make one";
-        plan.lines
-            .extend(crate::back::landlock::proxy::fallback(spec, why));
-    }
+    // Host rules (#15): served by sbx's proxy behind a private network
+    // namespace. With `[linux] namespaces = "never"` they fall back to
+    // their ports (said in --report, refused under `required`).
+    let served = ServedProxy::default();
+    let hook = match (&opts.proxy, &art.proxy) {
+        (Some(h), _) => Some(h.clone()),
+        (None, Some(spec)) if art.namespaces.mode == crate::ir::Namespaces::Never => {
+            let why = "[linux] namespaces = \"never\" turns off the network namespace";
+            plan.lines
+                .extend(crate::back::landlock::proxy::fallback(spec, why));
+            None
+        }
+        (None, Some(spec)) => {
+            let [http, socks] = crate::runtime::proxy::PORTS;
+            crate::runtime::proxy::merge_env(&mut env, http, socks);
+            Some(served.hook(spec.clone(), opts.report))
+        }
+        (None, None) => None,
+    };
     for w in &plan.warnings {
         eprintln!("sbx: warning: {w}");
     }
@@ -257,7 +269,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .filter(|m| m.is_carve_out())
         .map(|m| m.path.clone())
         .collect();
-    let wanted = ns::wanted(art, !carve_outs.is_empty(), opts.proxy.is_some());
+    let wanted = ns::wanted(art, !carve_outs.is_empty(), hook.is_some());
     // SAFETY: geteuid has no preconditions.
     let user_ns = unsafe { libc::geteuid() } != 0;
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
@@ -372,7 +384,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         limits::rlimits(&art.limits),
         limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );
-    let proxy_listeners = opts.proxy.as_ref().map_or(0, |h| h.listeners);
+    let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
+    let proxy_listeners = proxy_ports.len();
     let mut proxy_sock = None;
     if wanted.any() {
         let root = if new_root {
@@ -387,7 +400,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             &wanted,
             user_ns,
             mounts,
-            proxy_listeners,
+            proxy_ports,
             net_rules,
             proc_rules,
             root,
@@ -418,6 +431,12 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
             {
                 return Err(fail(format!("namespaces: {why}: nothing was run")));
+            }
+            if art.enforcement == Enforcement::Required && proxy_listeners > 0 {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     the host rules need the proxy's private network namespace; nothing was run"
+                )));
             }
             if art.enforcement == Enforcement::Required && !carve_outs.is_empty() {
                 return Err(fail(format!(
@@ -468,7 +487,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         }
     };
     let pid = spawned.pid;
-    if let Some(hook) = &opts.proxy {
+    if let Some(hook) = &hook {
         let listeners = match &proxy_sock {
             Some(sock) => ns::receive_listeners(sock, proxy_listeners),
             None => Vec::new(),
@@ -486,5 +505,43 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             art.limits.wall_time_s.unwrap_or_default()
         );
     }
+    // What the proxy refused, with the rules that would allow it.
+    eprint!("{}", served.finish());
     Ok(wait::exit_code(out.status))
+}
+
+/// The proxy `sbx run` starts for an artifact's host rules, once the
+/// command's network namespace hands over its listeners.
+#[derive(Default, Clone)]
+struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy::Proxy>>>);
+
+impl ServedProxy {
+    fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
+        let slot = self.clone();
+        ProxyHook {
+            ports: crate::runtime::proxy::PORTS.to_vec(),
+            serve: std::sync::Arc::new(move |listeners| {
+                if listeners.len() != crate::runtime::proxy::PORTS.len() {
+                    // No namespace: nothing listens at the ports the
+                    // command's proxy variables name, so it has no network.
+                    eprintln!(
+                        "sbx: warning: no private network namespace: the proxy is not \
+                         running, so host rules reach nothing"
+                    );
+                    return;
+                }
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report) {
+                    Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
+                    Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
+                }
+            }),
+        }
+    }
+
+    /// Stop the proxy; its summary of refusals ("" when none, or when it
+    /// never ran).
+    fn finish(&self) -> String {
+        let p = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        p.map(|p| p.finish()).unwrap_or_default()
+    }
 }

@@ -215,7 +215,7 @@ pub fn prepare(
     w: &Wanted,
     user: bool,
     mounts: Vec<MountPlan<std::fs::File>>,
-    listeners: usize,
+    ports: &[u16],
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
     root: Option<NewRoot>,
@@ -239,6 +239,7 @@ pub fn prepare(
     } else {
         None
     };
+    let listeners = ports.len();
     if listeners > MAX_LISTENERS {
         return Err(format!(
             "the proxy asks for {listeners} listeners (at most {MAX_LISTENERS})"
@@ -288,6 +289,11 @@ pub fn prepare(
             maps,
             mounts,
             listeners: if theirs.is_some() { listeners } else { 0 },
+            ports: {
+                let mut p = [0; MAX_LISTENERS];
+                p[..listeners].copy_from_slice(ports);
+                p
+            },
             sock: theirs,
             net_rules,
             proc_rules: if w.pid {

@@ -86,8 +86,10 @@ pub struct NsPrep {
     pub maps: Option<[CString; 3]>,
     /// Sorted by path, deepest last (see `mount_all`).
     pub mounts: Vec<NsMount>,
-    /// TCP listeners to bind on 127.0.0.1 and send over `sock`.
+    /// TCP listeners to bind on 127.0.0.1 and send over `sock`, the
+    /// first `listeners` of `ports` (0: any port).
     pub listeners: usize,
+    pub ports: [u16; MAX_LISTENERS],
     pub sock: Option<OwnedFd>,
     /// The ruleset handles TCP connect: add the listeners' ports to it.
     pub net_rules: bool,
@@ -524,7 +526,7 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
         return n == 0;
     };
     let mut fds = [-1 as RawFd; MAX_LISTENERS];
-    for slot in fds.iter_mut().take(n) {
+    for (i, slot) in fds.iter_mut().take(n).enumerate() {
         let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
             return false;
@@ -533,6 +535,7 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
         let mut addr: libc::sockaddr_in = std::mem::zeroed();
         addr.sin_family = libc::AF_INET as libc::sa_family_t;
         addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        addr.sin_port = ns.ports[i].to_be();
         let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         if libc::bind(s, &addr as *const _ as *const libc::sockaddr, len) != 0
             || libc::listen(s, 128) != 0

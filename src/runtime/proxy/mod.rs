@@ -37,12 +37,13 @@ use std::time::Duration;
 /// How long [`Proxy::stop`] waits for connection threads.
 const STOP_WAIT: Duration = Duration::from_secs(2);
 
-/// What the Linux loader says when it has no network namespace to put
-/// the proxy behind (host rules then fall back to their ports).
-pub const HOOK_MISSING: &str = "this build of sbx does not make one";
-
 /// How many listeners the proxy takes, in this order: HTTP, SOCKS5.
 pub const LISTENERS: usize = 2;
+
+/// The ports `sbx run` binds them at inside the command's new network
+/// namespace (free there: nothing else runs in it), so the proxy
+/// variables can be set before the command starts: HTTP, SOCKS5.
+pub const PORTS: [u16; LISTENERS] = [3128, 1080];
 
 /// Limits on what a client can make the proxy hold.
 #[derive(Debug, Clone)]
