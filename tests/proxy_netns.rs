@@ -71,11 +71,11 @@ fn enter_and_listen(sock: RawFd) -> std::io::Result<()> {
         for (i, b) in b"lo\0".iter().enumerate() {
             ifr.ifr_name[i] = *b as libc::c_char;
         }
-        if libc::ioctl(s, libc::SIOCGIFFLAGS, &mut ifr) != 0 {
+        if libc::ioctl(s, libc::SIOCGIFFLAGS as _, &mut ifr) != 0 {
             return Err(err());
         }
         ifr.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        if libc::ioctl(s, libc::SIOCSIFFLAGS, &ifr) != 0 {
+        if libc::ioctl(s, libc::SIOCSIFFLAGS as _, &ifr) != 0 {
             return Err(err());
         }
         libc::close(s);

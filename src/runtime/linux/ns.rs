@@ -12,7 +12,7 @@
 //!   network (or the proxy serves it).
 
 use super::nschild::{NewRoot, NsMount, NsPrep, Visible, MAX_LISTENERS};
-use super::plan::Opened;
+use super::plan::{line, Opened};
 use crate::back::landlock::{expand_template, LinuxArtifact, MountKind, MountRule};
 use crate::ir::{Namespaces, Precision, Status};
 use crate::runtime::expand::Values;
@@ -37,16 +37,6 @@ impl<F> MountPlan<F> {
     /// A carve-out (not a plain bind that keeps a nested rule's rights).
     pub fn is_carve_out(&self) -> bool {
         self.kind == MountKind::Hidden || self.read_only || self.noexec
-    }
-}
-
-fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
-    Precision {
-        rule: rule.into(),
-        target: "linux".into(),
-        status,
-        reason,
-        advisory: false,
     }
 }
 

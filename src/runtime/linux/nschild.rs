@@ -203,9 +203,9 @@ unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd
     libc::syscall(libc::SYS_open_tree, fd, path.as_ptr(), flags) as RawFd
 }
 
-/// A fresh tmpfs holding an empty directory `d` and an empty file `f`,
-/// both mode 0: what hidden paths are covered with.
-unsafe fn empty_tmpfs() -> RawFd {
+/// A detached tmpfs mount with one option set (`key`, `value`) and the
+/// given mount attributes, or -1. Allocates nothing (the child calls it).
+unsafe fn tmpfs(option: (&std::ffi::CStr, &std::ffi::CStr), attrs: u64) -> RawFd {
     let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as RawFd;
     if fs < 0 {
         return -1;
@@ -214,8 +214,8 @@ unsafe fn empty_tmpfs() -> RawFd {
         libc::SYS_fsconfig,
         fs,
         FSCONFIG_SET_STRING,
-        c"size".as_ptr(),
-        c"4k".as_ptr(),
+        option.0.as_ptr(),
+        option.1.as_ptr(),
         0,
     ) == 0
         && libc::syscall(
@@ -231,12 +231,22 @@ unsafe fn empty_tmpfs() -> RawFd {
             libc::SYS_fsmount,
             fs,
             FSMOUNT_CLOEXEC,
-            (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) as libc::c_uint,
+            attrs as libc::c_uint,
         ) as RawFd
     } else {
         -1
     };
     libc::close(fs);
+    m
+}
+
+/// A fresh tmpfs holding an empty directory `d` and an empty file `f`,
+/// both mode 0: what hidden paths are covered with.
+unsafe fn empty_tmpfs() -> RawFd {
+    let m = tmpfs(
+        (c"size", c"4k"),
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+    );
     if m < 0 {
         return -1;
     }
@@ -361,37 +371,7 @@ unsafe fn build_root(r: &NewRoot) -> bool {
         }
         slot.store(tree, Ordering::SeqCst);
     }
-    let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as RawFd;
-    if fs < 0 {
-        return false;
-    }
-    let ok = libc::syscall(
-        libc::SYS_fsconfig,
-        fs,
-        FSCONFIG_SET_STRING,
-        c"mode".as_ptr(),
-        c"0755".as_ptr(),
-        0,
-    ) == 0
-        && libc::syscall(
-            libc::SYS_fsconfig,
-            fs,
-            FSCONFIG_CMD_CREATE,
-            std::ptr::null::<libc::c_char>(),
-            std::ptr::null::<libc::c_char>(),
-            0,
-        ) == 0;
-    let t = if ok {
-        libc::syscall(
-            libc::SYS_fsmount,
-            fs,
-            FSMOUNT_CLOEXEC,
-            (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) as libc::c_uint,
-        ) as RawFd
-    } else {
-        -1
-    };
-    libc::close(fs);
+    let t = tmpfs((c"mode", c"0755"), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
     if t < 0 {
         return false;
     }

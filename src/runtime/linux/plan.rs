@@ -54,7 +54,8 @@ pub struct Plan<F> {
     pub warnings: Vec<String>,
 }
 
-fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
+/// A precision line of this run (target `linux`).
+pub(super) fn line(rule: impl Into<String>, status: Status, reason: String) -> Precision {
     Precision {
         rule: rule.into(),
         target: "linux".into(),
