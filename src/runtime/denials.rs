@@ -357,14 +357,19 @@ pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> 
             }
         }
     }
+    push_rules(&mut s, &rules);
+    s
+}
+
+/// The closing part of a denial summary: the rules to paste, if any.
+pub fn push_rules(s: &mut String, rules: &std::collections::BTreeSet<String>) {
     if !rules.is_empty() {
         s.push_str("sbx: rules that would allow them (read them before adding):\n\n");
         for r in rules {
-            s.push_str(&r);
+            s.push_str(r);
             s.push('\n');
         }
     }
-    s
 }
 
 #[cfg(test)]

@@ -119,13 +119,7 @@ pub fn summary(refusals: &[Refusal]) -> String {
         let _ = writeln!(s, "  {:<8} {what}: {}", r.via.word(), r.reason);
         rules.extend(r.rule());
     }
-    if !rules.is_empty() {
-        s.push_str("sbx: rules that would allow them (read them before adding):\n\n");
-        for r in rules {
-            s.push_str(&r);
-            s.push('\n');
-        }
-    }
+    crate::runtime::denials::push_rules(&mut s, &rules);
     s
 }
 
