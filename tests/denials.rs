@@ -47,7 +47,7 @@ fn denials_are_listed_and_the_suggested_rules_allow_the_command() {
         return;
     }
     // Neither under /tmp (granted by the default policy) nor the workspace.
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
     let root = dir.path().canonicalize().unwrap();
     let (ws, out) = (root.join("ws"), root.join("out"));
     std::fs::create_dir_all(&ws).unwrap();
@@ -87,7 +87,7 @@ fn without_strace_nothing_runs() {
     if !ready() {
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
     let policy = common::root().join("fixtures/default.toml");
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
@@ -112,7 +112,7 @@ fn learned_policy_runs_the_command_and_keeps_secrets_out() {
     if !ready() {
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
     let root = dir.path().canonicalize().unwrap();
     let (ws, data, home) = (root.join("ws"), root.join("data"), root.join("home"));
     for d in [&ws, &data, &home.join(".ssh")] {

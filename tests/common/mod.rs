@@ -135,12 +135,32 @@ pub struct Host {
     pub bin: PathBuf,
 }
 
+/// A directory for test hosts that no preset grants: cargo's target
+/// temp directory, unless the checkout itself lies under a temp directory
+/// (`user_temp` grants /tmp and /var/tmp), then `~/.cache/sbx-tests`.
+pub fn outside_presets() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let temp = std::env::var_os("TMPDIR").map(PathBuf::from);
+    let under_temp = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(temp)
+        .any(|t| target.starts_with(t));
+    if !under_temp {
+        return target;
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    let base = home.join(".cache/sbx-tests");
+    std::fs::create_dir_all(&base).unwrap();
+    base
+}
+
 impl Host {
     /// Not under /tmp, so the `user_temp` preset does not contain it.
     pub fn new() -> Host {
         let dir = tempfile::Builder::new()
             .prefix("sbx-lint-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(outside_presets())
             .unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let ws = root.join("ws");
