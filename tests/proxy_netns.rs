@@ -11,6 +11,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use sbx::ir::NetRule;
 use sbx::runtime::proxy::{self, Config, Log, Proxy};
 use std::io::{Read, Write};
@@ -23,34 +25,6 @@ use std::time::Duration;
 
 const HTTP_PORT: u16 = 3128;
 const SOCKS_PORT: u16 = 1080;
-
-/// An HTTP server on 127.0.0.1 that answers with the request line.
-fn server() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut b = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut b) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&b[..n]),
-                    }
-                }
-                let text = String::from_utf8_lossy(&buf);
-                let line = text.lines().next().unwrap_or("").to_string();
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
-                    line.len()
-                );
-            });
-        }
-    });
-    port
-}
 
 /// In the forked child: only system calls, no allocation.
 fn enter_and_listen(sock: RawFd) -> std::io::Result<()> {
@@ -160,7 +134,7 @@ fn the_proxy_is_the_only_way_out_of_the_namespace() {
         println!("SKIPPED: no curl");
         return;
     }
-    let port = server();
+    let port = common::request_line_server();
     let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     udp.set_read_timeout(Some(Duration::from_millis(1000)))
         .unwrap();

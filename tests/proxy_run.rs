@@ -9,40 +9,14 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const SBX: &str = env!("CARGO_BIN_EXE_sbx");
-
-/// An HTTP server on 127.0.0.1 that answers with the request line.
-fn server() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut s in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let mut b = [0u8; 1024];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut b) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&b[..n]),
-                    }
-                }
-                let text = String::from_utf8_lossy(&buf);
-                let line = text.lines().next().unwrap_or("").to_string();
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
-                    line.len()
-                );
-            });
-        }
-    });
-    port
-}
 
 struct Fx {
     dir: tempfile::TempDir,
@@ -103,7 +77,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
         println!("SKIPPED: no curl");
         return;
     }
-    let port = server();
+    let port = common::request_line_server();
     let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     udp.set_read_timeout(Some(Duration::from_millis(1500)))
         .unwrap();
@@ -167,7 +141,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
 
 #[test]
 fn the_proxy_is_unreachable_from_outside() {
-    let port = server();
+    let port = common::request_line_server();
     let fx = Fx::new(&format!("[[net]]\nhost = \"127.0.0.1\"\nport = {port}\n"));
     if !fx.proxied() {
         return;

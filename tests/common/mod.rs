@@ -237,3 +237,33 @@ fn exe(path: &Path) {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
+
+/// An HTTP server on 127.0.0.1 that answers every request with its
+/// request line; its port.
+pub fn request_line_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut b = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&buf);
+                let line = text.lines().next().unwrap_or("").to_string();
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+                    line.len()
+                );
+            });
+        }
+    });
+    port
+}
