@@ -733,21 +733,7 @@ fn portable_artifact(fx: &Fx) -> Result<(), String> {
     code("compile", &fx.sbx(&compile, None), 0)?;
     let text = std::fs::read_to_string(&art).unwrap();
     check(text.contains("${WORKSPACE}"), || text.clone())?;
-    let run = |op: &str, path: &str| {
-        let args: Vec<OsString> = vec![
-            "run".into(),
-            "--artifact".into(),
-            art.clone().into(),
-            "--workspace".into(),
-            fx.ws.clone().into(),
-            "--".into(),
-            std::env::current_exe().unwrap().into(),
-            "--probe".into(),
-            op.into(),
-            path.into(),
-        ];
-        fx.sbx(&args, None)
-    };
+    let run = |op: &str, path: &str| fx.run_artifact(&art, &[op, path]);
     expect("write ws", &run("write", &fx.path("ws/new")), "OK")?;
     expect(
         "read outside",
@@ -1182,21 +1168,7 @@ fn artifact_symlink_out(fx: &Fx) -> Result<(), String> {
     ];
     code("compile", &fx.sbx(&compile, None), 0)?;
     std::os::unix::fs::symlink(fx.root.join("outside"), fx.ws.join("build")).unwrap();
-    let run = |op: &str, path: &str| {
-        let args: Vec<OsString> = vec![
-            "run".into(),
-            "--artifact".into(),
-            art.clone().into(),
-            "--workspace".into(),
-            fx.ws.clone().into(),
-            "--".into(),
-            std::env::current_exe().unwrap().into(),
-            "--probe".into(),
-            op.into(),
-            path.into(),
-        ];
-        fx.sbx(&args, None)
-    };
+    let run = |op: &str, path: &str| fx.run_artifact(&art, &[op, path]);
     let out = run("write", &fx.path("ws/build/planted"));
     expect("write through the link", &out, "EACCES")?;
     check(out.stderr.contains("outside the workspace"), || {

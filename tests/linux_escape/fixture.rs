@@ -106,10 +106,7 @@ execute = true
             ro = self.path("ro"),
             exec = self.path("execdir"),
         );
-        let n = std::fs::read_dir(&self.root).unwrap().count();
-        let p = self.root.join(format!("policy{n}.toml"));
-        std::fs::write(&p, text).unwrap();
-        p
+        self.write_policy(&text)
     }
 
     /// [`Fx::policy`] with nothing writable. A `required` policy that grants
@@ -135,10 +132,25 @@ execute = true
 "#,
             exec = self.path("execdir"),
         );
+        self.write_policy(&text)
+    }
+
+    /// A new policy file in the fixture's root holding `text`.
+    fn write_policy(&self, text: &str) -> PathBuf {
         let n = std::fs::read_dir(&self.root).unwrap().count();
         let p = self.root.join(format!("policy{n}.toml"));
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    /// `sbx run --artifact ART --workspace WS -- <this binary> --probe PROBE…`
+    pub fn run_artifact(&self, art: &Path, probe: &[&str]) -> Out {
+        let mut args: Vec<OsString> = vec!["run".into(), "--artifact".into(), art.into()];
+        args.extend(["--workspace".into(), self.ws.clone().into(), "--".into()]);
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(OsString::from));
+        self.sbx(&args, None)
     }
 
     /// `sbx run POLICY --workspace WS FLAGS -- <this binary> --probe PROBE…`

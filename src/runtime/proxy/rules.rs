@@ -313,9 +313,10 @@ pub fn normal_host(host: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
+    /// An allow rule for `host` (and `port`), as the proxy's tests write them.
     pub(crate) fn rule(index: usize, host: &str, port: Option<u16>) -> NetRule {
         NetRule {
             index,

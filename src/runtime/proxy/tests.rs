@@ -72,20 +72,7 @@ fn answer(mut s: TcpStream) {
     );
 }
 
-fn rule(index: usize, host: &str, port: Option<u16>) -> NetRule {
-    NetRule {
-        index,
-        file: String::new(),
-        line: 0,
-        column: 0,
-        host: host.into(),
-        scheme: None,
-        port,
-        path_prefix: None,
-        bind: false,
-        allow: true,
-    }
-}
+use super::rules::tests::rule;
 
 fn table() -> Resolver {
     Resolver::parse_table(
