@@ -139,6 +139,7 @@ fn linux(a: RunArgs) -> i32 {
         landlock_abi: a.landlock_abi,
         proxy: None,
         host_root: a.host_root,
+        own_files: a.artifact.iter().map(Into::into).collect(),
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {

@@ -53,6 +53,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("artifact_rule_through_symlink_out", artifact_symlink_out),
     ("rule_path_swapped_for_symlink", swap_race),
     ("terminal_read_after_the_run", terminal_after_the_run),
+    ("own_policy_and_artifact_read_only", own_files_read_only),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -1406,5 +1407,67 @@ fn covered_sensitive(fx: &Fx) -> Result<(), String> {
         "covered: hidden",
         &fx.run(&covered, &flags, &["read", &key]),
         want,
+    )
+}
+
+/// POLICY.md §13: a run cannot widen the next one. The policy file and
+/// the artifact it was started from sit in the writable workspace; the
+/// child can neither write them nor rename a file over them, and the
+/// rest of the workspace stays writable.
+fn own_files_read_only(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let own = fx.path("ws/own.toml");
+    std::fs::copy(&p, &own).unwrap();
+    let own = Path::new(&own);
+    let art = fx.path("ws/own.json");
+    let compile: Vec<OsString> = vec![
+        "compile".into(),
+        own.into(),
+        "--target".into(),
+        "linux".into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "-o".into(),
+        art.clone().into(),
+    ];
+    code("compile", &fx.sbx(&compile, None), 0)?;
+    let out = fx.run(own, &["--report"], &["read", &fx.path("ws/data")]);
+    expect("report run", &out, "OK")?;
+    if out.stderr.contains("namespaces are not available") {
+        eprintln!("  (skipped: namespaces are not available here)");
+        return Ok(());
+    }
+    let evil = fx.path("ws/evil.toml");
+    std::fs::write(&evil, "version = 1\n[[fs]]\npath = \"/\"\nwrite = true\n").unwrap();
+    let before = (std::fs::read(own).unwrap(), std::fs::read(&art).unwrap());
+    let by_policy = |args: &[&str]| fx.run(own, &[], args);
+    let by_artifact = |args: &[&str]| fx.run_artifact(Path::new(&art), args);
+    for (name, run, target) in [
+        (
+            "policy",
+            &by_policy as &dyn Fn(&[&str]) -> Out,
+            own.to_str().unwrap(),
+        ),
+        ("artifact", &by_artifact, art.as_str()),
+    ] {
+        expect(
+            &format!("{name} run writes {target}"),
+            &run(&["write", target]),
+            "EROFS",
+        )?;
+        expect(
+            &format!("{name} run renames over {target}"),
+            &run(&["rename", &evil, target]),
+            "EBUSY",
+        )?;
+        expect(
+            &format!("{name} run: workspace file"),
+            &run(&["write", &fx.path("ws/new")]),
+            "OK",
+        )?;
+    }
+    check(
+        before == (std::fs::read(own).unwrap(), std::fs::read(&art).unwrap()),
+        || "the policy or artifact changed".into(),
     )
 }

@@ -62,6 +62,9 @@ pub struct RunOptions {
     /// Keep the host's root visible under the namespace layer (no new
     /// root of granted paths): `--denials` traces refusals as EACCES.
     pub host_root: bool,
+    /// Files this run was read from that the child must not change
+    /// (POLICY.md §13): the artifact of `sbx run --artifact`.
+    pub own_files: Vec<PathBuf>,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
@@ -259,10 +262,10 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     for w in &plan.warnings {
         eprintln!("sbx: warning: {w}");
     }
-    let (mounts, mount_lines) = ns::plan_mounts(&art.namespaces.mounts, &values, &mut |p| {
-        kernel::open_path(p)
-    })
-    .map_err(fail)?;
+    let mut mount_rules = art.namespaces.mounts.clone();
+    mount_rules.extend(ns::run_file_mounts(&plan.rules, &opts.own_files));
+    let (mounts, mount_lines) =
+        ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
     plan.lines.extend(mount_lines);
     let carve_outs: Vec<String> = mounts
         .iter()

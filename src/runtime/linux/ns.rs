@@ -93,6 +93,46 @@ pub fn plan_mounts<F>(
     Ok((out, lines))
 }
 
+/// POLICY.md §13: the files this run was read from (the artifact of
+/// `sbx run --artifact`) are read-only to the child when a rule would
+/// let it write them, as `sbx run POLICY` keeps its policy file
+/// (`lower::hidden::run_files`). A read-only bind mount on the file: no
+/// write, no truncation, and nothing renamed over it (EBUSY). Landlock
+/// unions the rights of every rule above a path, so any rule above it
+/// with a write right is enough to need it.
+pub fn run_file_mounts<F>(
+    rules: &[super::plan::PathRule<F>],
+    files: &[std::path::PathBuf],
+) -> Vec<MountRule> {
+    use crate::back::landlock::rights::FsSet;
+    let reads = ["execute", "read_file", "read_dir", "ioctl_dev"]
+        .iter()
+        .filter_map(|n| FsSet::named(n))
+        .fold(FsSet::EMPTY, FsSet::or);
+    let mut out: Vec<MountRule> = Vec::new();
+    for f in files {
+        let Some(path) = std::fs::canonicalize(f)
+            .ok()
+            .and_then(|c| c.to_str().map(String::from))
+        else {
+            continue;
+        };
+        let writable = rules
+            .iter()
+            .any(|r| crate::ir::path_within(&path, &r.path) && !r.rights.minus(reads).is_empty());
+        if writable && !out.iter().any(|m| m.path == path) {
+            out.push(MountRule {
+                path,
+                kind: MountKind::Bind,
+                read_only: true,
+                noexec: false,
+                protection: false,
+            });
+        }
+    }
+    out
+}
+
 /// The artifact's links with placeholders expanded.
 pub fn expand_links(
     links: &[crate::back::landlock::Link],
