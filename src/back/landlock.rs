@@ -716,6 +716,23 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             let absent_protection = g.kind == PathKind::Missing
                 && matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
             let (status, reason) = match fix {
+                _ if absent_protection => (
+                    Status::Wider,
+                    format!(
+                        "protection of a path that does not exist at launch: a mount needs \
+                         an existing path and sbx creates nothing in the workspace, so \
+                         {alone} if the command creates it (SBPL stops its creation by \
+                         name){}. Reported, never refused by enforcement = \"required\": \
+                         sbx adds it, the policy does not (create the path before the run \
+                         to make it exact, or name it in a rule to decide it yourself)",
+                        if target == TARGET {
+                            "; sbx run moves what it created aside when the run ends \
+                             (NAME.sbx-blocked), so nothing planted there runs later"
+                        } else {
+                            ""
+                        }
+                    ),
+                ),
                 Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
                     Status::Exact,
                     format!(
@@ -732,17 +749,6 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                          turns off the mounts that make it exact"
                     ),
                 ),
-                None if absent_protection => (
-                    Status::Wider,
-                    format!(
-                        "protection of a path that does not exist at launch: a mount needs \
-                         an existing path and sbx creates nothing in the workspace, so \
-                         {alone} if the command creates it (SBPL stops its creation by \
-                         name). Reported, never refused by enforcement = \"required\": sbx \
-                         adds it, the policy does not (create the path before the run to \
-                         make it exact, or name it in a rule to decide it yourself)"
-                    ),
-                ),
                 None => (
                     Status::Wider,
                     format!(
@@ -757,7 +763,7 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                 ),
             };
             let mut l = line(label, target, status, reason);
-            l.advisory = absent_protection && fix.is_none();
+            l.advisory = absent_protection;
             out.push(l);
         }
     }

@@ -54,6 +54,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("rule_path_swapped_for_symlink", swap_race),
     ("terminal_read_after_the_run", terminal_after_the_run),
     ("own_policy_and_artifact_read_only", own_files_read_only),
+    ("protected_path_created_is_moved_aside", planted_moved_aside),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -1470,4 +1471,42 @@ fn own_files_read_only(fx: &Fx) -> Result<(), String> {
         before == (std::fs::read(own).unwrap(), std::fs::read(&art).unwrap()),
         || "the policy or artifact changed".into(),
     )
+}
+
+/// POLICY.md §7a, a protected path absent at launch: no mount can stop
+/// its creation, so what the command creates there is moved aside once
+/// the run has ended. Nothing planted is left where git, direnv or an
+/// editor would run it; ordinary files stay.
+fn planted_moved_aside(fx: &Fx) -> Result<(), String> {
+    std::fs::create_dir_all(fx.path("ws/.git/objects")).unwrap();
+    std::fs::write(fx.path("ws/.git/config"), "[core]\n").unwrap();
+    let p = fx.policy("best_effort", "");
+    for (what, op, rel) in [
+        ("an editor folder", "mkdir", "ws/.vscode"),
+        ("an .envrc", "write", "ws/.envrc"),
+        ("a hooks directory", "mkdir", "ws/.git/hooks"),
+    ] {
+        let path = fx.path(rel);
+        let out = fx.run(&p, &[], &[op, &path]);
+        // Created during the run (the rights of the workspace apply)…
+        expect(what, &out, "OK")?;
+        // …and gone from its place once it ended.
+        check(!Path::new(&path).exists(), || {
+            format!("{path} is still there")
+        })?;
+        let aside = format!("{path}.sbx-blocked");
+        check(Path::new(&aside).exists(), || format!("no {aside}"))?;
+        check(
+            out.stderr.contains(&format!("created {path}")) && out.stderr.contains(&aside),
+            || out.stderr.clone(),
+        )?;
+    }
+    // Positive control: an ordinary file stays, and nothing is said.
+    let new = fx.path("ws/new-file");
+    let out = fx.run(&p, &[], &["write", &new]);
+    expect("ordinary file", &out, "OK")?;
+    check(Path::new(&new).exists(), || {
+        "the ordinary file is gone".into()
+    })?;
+    check(!out.stderr.contains("sbx-blocked"), || out.stderr.clone())
 }

@@ -62,7 +62,7 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Vec<(String, Fix)> {
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
     let mut carve: Vec<(String, Fix)> = Vec::new();
     for g in &ir.fs {
-        if g.kind == PathKind::Missing {
+        if g.kind == PathKind::Missing && !is_protection(g) {
             continue;
         }
         let want = policy_access(ir, g);
@@ -85,10 +85,17 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Vec<(String, Fix)> {
     carve
 }
 
+/// sbx's own protections (POLICY.md §7, §7a).
+fn is_protection(g: &crate::ir::Grant) -> bool {
+    matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
+}
+
 /// The mounts of every carve-out a mount makes exact, and of every rule
 /// beneath one, sorted by path. Paths that do not exist at compile time
 /// get none (the loader could not mount on them; the precision report
-/// says what applies instead).
+/// says what applies instead), except sbx's own protections: the loader
+/// mounts one that exists by then, and moves aside what the command
+/// creates at one that does not (`runtime::linux::planted`).
 pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
     let escape = |p: &str| match ir.mode {
         PathMode::Resolved => escape_template(p),
@@ -96,14 +103,15 @@ pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
     };
     let mut out: Vec<MountRule> = Vec::new();
     for g in &ir.fs {
-        if g.kind == PathKind::Missing || out.iter().any(|m| m.path == escape(&g.path)) {
+        let skip = g.kind == PathKind::Missing && !is_protection(g);
+        if skip || out.iter().any(|m| m.path == escape(&g.path)) {
             continue;
         }
         let own = carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1);
         let beneath = carve
             .iter()
             .any(|(p, _)| *p != g.path && path_within(&g.path, p));
-        let protection = matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
+        let protection = is_protection(g);
         let rule = match own {
             Some(Fix::Hide) => MountRule {
                 path: escape(&g.path),

@@ -7,6 +7,7 @@ mod limits;
 mod ns;
 mod nschild;
 mod plan;
+mod planted;
 mod program;
 mod report;
 mod seccomp;
@@ -264,9 +265,10 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
     let mut mount_rules = art.namespaces.mounts.clone();
     mount_rules.extend(ns::run_file_mounts(&plan.rules, &opts.own_files));
-    let (mounts, mount_lines) =
+    let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
-    plan.lines.extend(mount_lines);
+    let (mounts, absent_protections) = (planned.mounts, planned.absent_protections);
+    plan.lines.extend(planned.lines);
     let carve_outs: Vec<String> = mounts
         .iter()
         .filter(|m| m.is_carve_out())
@@ -510,6 +512,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
     // What the proxy refused, with the rules that would allow it.
     eprint!("{}", served.finish());
+    // The tree is gone: nothing re-creates what is moved aside.
+    planted::move_aside(&absent_protections);
     Ok(wait::exit_code(out.status))
 }
 

@@ -48,7 +48,7 @@ pub fn plan_mounts<F>(
     mounts: &[MountRule],
     values: &Values,
     open: &mut dyn FnMut(&str) -> io::Result<Opened<F>>,
-) -> Result<(Vec<MountPlan<F>>, Vec<Precision>), String> {
+) -> Result<PlannedMounts<F>, String> {
     let lookup = |name: &str| match name {
         "WORKSPACE" => Some(values.workspace.clone()),
         "HOME" => Some(values.home.clone()),
@@ -57,6 +57,7 @@ pub fn plan_mounts<F>(
     };
     let mut out = Vec::new();
     let mut lines = Vec::new();
+    let mut absent = Vec::new();
     for m in mounts {
         let path = expand_template(&m.path, &lookup)?;
         if !path.starts_with('/') {
@@ -72,14 +73,22 @@ pub fn plan_mounts<F>(
                 noexec: m.noexec,
             }),
             Err(e) => {
+                if m.protection && e.kind() == io::ErrorKind::NotFound {
+                    absent.push(path.clone());
+                }
                 let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
                 if carve {
+                    let then = if m.protection && e.kind() == io::ErrorKind::NotFound {
+                        "the command can create it with the rights of the rule above it, and \
+                         sbx moves what it created aside when the run ends (NAME.sbx-blocked)"
+                    } else {
+                        "if it is created during the run the rights of the rule above it apply"
+                    };
                     let mut l = line(
                         path.clone(),
                         Status::Wider,
                         format!(
-                            "cannot open {path} at launch ({e}): it is not mounted over, so if \
-                             it is created during the run the rights of the rule above it apply"
+                            "cannot open {path} at launch ({e}): it is not mounted over, so {then}"
                         ),
                     );
                     // sbx's own protection of an absent path: reported, not
@@ -90,7 +99,21 @@ pub fn plan_mounts<F>(
             }
         }
     }
-    Ok((out, lines))
+    Ok(PlannedMounts {
+        mounts: out,
+        lines,
+        absent_protections: absent,
+    })
+}
+
+/// What [`plan_mounts`] found.
+pub struct PlannedMounts<F> {
+    pub mounts: Vec<MountPlan<F>>,
+    /// Carve-outs that are not mounted, and why.
+    pub lines: Vec<Precision>,
+    /// sbx's own protections whose path did not exist at launch: the run
+    /// moves aside whatever the command creates there (`planted`).
+    pub absent_protections: Vec<String>,
 }
 
 /// POLICY.md §13: the files this run was read from (the artifact of

@@ -550,8 +550,10 @@ fn carve_outs_missing_at_launch_are_reported() {
             protection: false,
         },
     ];
-    let (mounts, lines) =
-        super::ns::plan_mounts(&rules, &values(), &mut fake(&["/w"], &[])).unwrap();
+    let planned = super::ns::plan_mounts(&rules, &values(), &mut fake(&["/w"], &[])).unwrap();
+    let (mounts, lines) = (planned.mounts, planned.lines);
+    // Only sbx's own protections are moved aside after the run.
+    assert_eq!(planned.absent_protections, ["/home/u/ws/.vscode"]);
     assert_eq!(mounts.len(), 1);
     assert_eq!(mounts[0].path, "/w");
     assert!(mounts[0].is_carve_out());
