@@ -709,7 +709,7 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
             );
             // `sbx run` mounts what a mount can express (mounts.rs).
             let fix = (target == TARGET)
-                .then(|| carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1))
+                .then(|| carve.get(&g.path).copied())
                 .flatten();
             // sbx's own additions (POLICY.md §7, §7a) on a path absent at
             // launch: nothing to mount over (`Precision::advisory`).

@@ -62,6 +62,8 @@ pub const IN_HOME: &[&str] = &[
 struct Want {
     path: String,
     entry: String,
+    /// Known from walking to it: (canonical path, kind).
+    found: Option<(String, PathKind)>,
 }
 
 impl Ctx<'_> {
@@ -74,6 +76,34 @@ impl Ctx<'_> {
             Ok(_) => PathKind::File,
             Err(_) => PathKind::Missing,
         }
+    }
+
+    /// `root/entry` for `root` a canonical directory (a grant's path):
+    /// its canonical path and kind with one `lstat` per component of
+    /// `entry`, the full resolver only where a symlink is on the way.
+    /// Most entries do not exist, and there are ten per writable tree.
+    fn under_root(&mut self, root: &str, entry: &str) -> Option<(String, PathKind)> {
+        if !self.resolve {
+            return None;
+        }
+        let path = join(root, entry);
+        let parts: Vec<&str> = entry.split('/').filter(|c| !c.is_empty()).collect();
+        let mut cur = root.to_string();
+        for (k, c) in parts.iter().enumerate() {
+            cur = join(&cur, c);
+            let last = k + 1 == parts.len();
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return None,
+                Ok(m) if m.is_dir() && last => return Some((path, PathKind::Dir)),
+                Ok(m) if m.is_dir() => {}
+                Ok(_) if last => return Some((path, PathKind::File)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Some((path, PathKind::Missing))
+                }
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// Every place §7a names, for the writable trees of `fs`.
@@ -148,6 +178,7 @@ impl Ctx<'_> {
                 out.push(Want {
                     path: join(r, e),
                     entry: e.to_string(),
+                    found: self.under_root(r, e),
                 });
             }
             if self.resolve {
@@ -160,6 +191,7 @@ impl Ctx<'_> {
                 out.push(Want {
                     path: join(&home, e),
                     entry: format!("~/{e}"),
+                    found: None,
                 });
             }
         }
@@ -172,6 +204,7 @@ impl Ctx<'_> {
             out.push(Want {
                 path,
                 entry: e.to_string(),
+                found: None,
             });
         }
         if self.resolve {
@@ -183,6 +216,7 @@ impl Ctx<'_> {
                     out.push(Want {
                         path: f.path,
                         entry: f.entry,
+                        found: None,
                     });
                 }
             }
@@ -214,11 +248,15 @@ impl Ctx<'_> {
         if self.resolve {
             let mut extra = Vec::new();
             for w in &wanted {
-                let (canon, _) = self.resolver.resolve(&w.path);
+                let canon = match &w.found {
+                    Some((c, _)) => c.clone(),
+                    None => self.resolver.resolve(&w.path).0,
+                };
                 if canon != w.path {
                     extra.push(Want {
                         path: canon,
                         entry: w.entry.clone(),
+                        found: None,
                     });
                 }
             }
@@ -257,7 +295,10 @@ impl Ctx<'_> {
                 continue;
             }
             add.push(Grant {
-                kind: self.kind_of(&w.path),
+                kind: match w.found {
+                    Some((_, k)) => k,
+                    None => self.kind_of(&w.path),
+                },
                 aliases: aliases_below(g, &w.path),
                 path: w.path,
                 access,

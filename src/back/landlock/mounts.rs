@@ -10,8 +10,9 @@
 
 use super::{policy_access, Rule};
 use crate::back::landlock::{escape_portable, escape_template, Link, MountKind, MountRule};
-use crate::back::roots::Index;
-use crate::ir::{path_within, Access, Ir, PathKind, PathMode, Source};
+use crate::back::roots::{candidates, Index};
+use crate::ir::{Access, Ir, PathKind, PathMode, Source};
+use std::collections::HashMap;
 
 /// What a mount does about a carve-out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,10 +58,13 @@ pub fn fix(want: Access, extra: Access) -> Option<Fix> {
     })
 }
 
-/// Every carve-out a mount makes exact, by path (IR order).
-pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Vec<(String, Fix)> {
+/// Every carve-out a mount makes exact, by path.
+pub(super) type Carve = HashMap<String, Fix>;
+
+/// Every carve-out a mount makes exact.
+pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
-    let mut carve: Vec<(String, Fix)> = Vec::new();
+    let mut carve = Carve::new();
     for g in &ir.fs {
         if g.kind == PathKind::Missing && !is_protection(g) {
             continue;
@@ -71,18 +75,28 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Vec<(String, Fix)> {
             .into_iter()
             .fold(Access::NONE, |a, i| a.union(rules[i].access));
         if let Some(f) = fix(want, got.minus(want)) {
-            carve.push((g.path.clone(), f));
+            carve.entry(g.path.clone()).or_insert(f);
         }
     }
     // A hidden path is an empty mount: a rule beneath it would have
     // nothing to stand on, so such a deny rule stays as Landlock has it.
-    let nested = |p: &str| {
-        ir.fs
-            .iter()
-            .any(|g| g.path != p && path_within(&g.path, p) && !g.access.is_empty())
-    };
-    carve.retain(|(p, f)| *f != Fix::Hide || !nested(p));
+    let mut nested: Vec<String> = Vec::new();
+    for g in ir.fs.iter().filter(|g| !g.access.is_empty()) {
+        for above in candidates(&g.path) {
+            if above != g.path && carve.get(above) == Some(&Fix::Hide) {
+                nested.push(above.to_string());
+            }
+        }
+    }
+    for p in nested {
+        carve.remove(&p);
+    }
     carve
+}
+
+/// Whether a carve-out lies strictly above `path`.
+fn beneath_carve_out(carve: &Carve, path: &str) -> bool {
+    candidates(path).any(|above| above != path && carve.contains_key(above))
 }
 
 /// sbx's own protections (POLICY.md §7, §7a).
@@ -96,21 +110,20 @@ fn is_protection(g: &crate::ir::Grant) -> bool {
 /// says what applies instead), except sbx's own protections: the loader
 /// mounts one that exists by then, and moves aside what the command
 /// creates at one that does not (`runtime::linux::planted`).
-pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
+pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
     let escape = |p: &str| match ir.mode {
         PathMode::Resolved => escape_template(p),
         PathMode::Portable => escape_portable(p),
     };
     let mut out: Vec<MountRule> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for g in &ir.fs {
         let skip = g.kind == PathKind::Missing && !is_protection(g);
-        if skip || out.iter().any(|m| m.path == escape(&g.path)) {
+        if skip || seen.contains(g.path.as_str()) {
             continue;
         }
-        let own = carve.iter().find(|(p, _)| *p == g.path).map(|c| c.1);
-        let beneath = carve
-            .iter()
-            .any(|(p, _)| *p != g.path && path_within(&g.path, p));
+        let own = carve.get(&g.path).copied();
+        let beneath = beneath_carve_out(carve, &g.path);
         let protection = is_protection(g);
         let rule = match own {
             Some(Fix::Hide) => MountRule {
@@ -138,6 +151,7 @@ pub(super) fn mounts(ir: &Ir, carve: &[(String, Fix)]) -> Vec<MountRule> {
             },
             None => continue,
         };
+        seen.insert(g.path.as_str());
         out.push(rule);
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
