@@ -3,11 +3,11 @@
 
 use crate::back::{self, EmitError, Emitted};
 use crate::diag::{codes, Diagnostic, Files, Severity};
+use crate::hashed::Map;
 use crate::ir::{Ir, Os, Precision};
 use crate::lower::{self, Approval};
 use crate::policy::{self, locate, source::SourceFile, LoadedLayer, Policy};
 use camino::{Utf8Path, Utf8PathBuf};
-use std::collections::HashMap;
 
 /// What to emit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -525,7 +525,7 @@ fn compile_each(
 /// 100,000 rules has as many, so neither a scan per warning nor a second
 /// copy of each.
 #[derive(Default)]
-struct Seen(HashMap<u64, Vec<usize>>);
+struct Seen(Map<u64, Vec<usize>>);
 
 impl Seen {
     /// Whether `list[i]` is the first of its kind in `list` (recording it).

@@ -72,6 +72,7 @@ pub mod explain;
 pub mod external;
 #[doc(hidden)]
 pub mod fuzzing;
+mod hashed;
 pub mod ir;
 pub mod learn;
 pub mod lint;

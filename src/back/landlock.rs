@@ -17,11 +17,11 @@ use crate::back::roots::Index;
 #[cfg(test)]
 use crate::back::to_json;
 use crate::back::{collect, write_json, EmitError, Emitted, Header};
+use crate::hashed::{Map, Set};
 use crate::ir::{
     self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
 };
 use rights::{FsSet, NET, NET_ABI, SCOPES, SCOPE_ABI};
-use std::collections::{HashMap, HashSet};
 
 pub const TARGET: &str = "linux";
 pub const TARGET_LANDLOCKCONFIG: &str = "landlockconfig";
@@ -282,8 +282,9 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     let header = Header::new(ir, TARGET);
     let landlock = landlock_config(ir, &rules)?;
     let exact_abi = exact_abi(&landlock);
+    let carve = mounts::carve_outs(ir, &rules);
     let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(ir, &rules, TARGET));
+    precision.extend(linux_precision(ir, &rules, TARGET, Some(&carve)));
     Ok(LinuxArtifact {
         sbx: header.sbx,
         policy_hash: header.policy_hash,
@@ -311,7 +312,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
             mounts: if ir.linux.namespaces == ir::Namespaces::Never {
                 Vec::new()
             } else {
-                mounts::mounts(ir, &mounts::carve_outs(ir, &rules))
+                mounts::mounts(ir, &carve)
             },
             links: if ir.linux.namespaces == ir::Namespaces::Never {
                 Vec::new()
@@ -352,7 +353,7 @@ pub fn emit_landlockconfig_to(
     let rules = rules(ir)?;
     let doc = landlock_config(ir, &rules)?;
     let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG));
+    precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG, None));
     write_json(&doc, out);
     Ok(precision)
 }
@@ -397,7 +398,7 @@ fn rights_for(access: Access, path: &str, kind: PathKind) -> FsSet {
 /// grants plus the listed executables, merged per path.
 fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
     let mut out: Vec<Rule> = Vec::new();
-    let mut at: HashMap<String, usize> = HashMap::new();
+    let mut at: Map<String, usize> = Map::default();
     let mut add = |r: Rule| match at.get(&r.path) {
         Some(&i) => {
             let o = &mut out[i];
@@ -427,7 +428,7 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
         }
     }
     // The lowering may already have granted a command (canonical path).
-    let granted: HashSet<&str> = ir
+    let granted: Set<&str> = ir
         .fs
         .iter()
         .filter_map(|g| match &g.source {
@@ -634,11 +635,16 @@ fn access_words(a: Access) -> String {
 
 /// Precision lines for the Landlock part (both targets) and for what
 /// only the Linux artifact enforces (`target` = `landlockconfig` reports
-/// those as missing).
-fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
+/// those as missing). `carve`: the carve-outs `sbx run` mounts (the
+/// Linux artifact only).
+fn linux_precision(
+    ir: &Ir,
+    rules: &[Rule],
+    target: &str,
+    carve: Option<&mounts::Carve>,
+) -> Vec<Precision> {
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
-    let carve = mounts::carve_outs(ir, rules);
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
@@ -708,9 +714,7 @@ fn linux_precision(ir: &Ir, rules: &[Rule], target: &str) -> Vec<Precision> {
                 g.path
             );
             // `sbx run` mounts what a mount can express (mounts.rs).
-            let fix = (target == TARGET)
-                .then(|| carve.get(&g.path).copied())
-                .flatten();
+            let fix = carve.and_then(|c| c.get(&g.path).copied());
             // sbx's own additions (POLICY.md §7, §7a) on a path absent at
             // launch: nothing to mount over (`Precision::advisory`).
             let absent_protection = g.kind == PathKind::Missing

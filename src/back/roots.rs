@@ -2,7 +2,7 @@
 //! prefixes instead of testing every rule: time proportional to the
 //! path's length, so that per-rule checks stay linear in the rule count.
 
-use std::collections::HashMap;
+use crate::hashed::Map;
 
 /// Every string `r` for which [`crate::ir::path_within`]`(path, r)` holds,
 /// for `r` a Unix or portable (`${WORKSPACE}/…`) path: `path` itself, and
@@ -18,12 +18,12 @@ pub fn candidates(path: &str) -> impl Iterator<Item = &str> {
 
 /// Rule paths, for finding the rules that cover a path.
 pub struct Index<'a> {
-    by_path: HashMap<&'a str, Vec<usize>>,
+    by_path: Map<&'a str, Vec<usize>>,
 }
 
 impl<'a> Index<'a> {
     pub fn new(paths: impl IntoIterator<Item = &'a str>) -> Index<'a> {
-        let mut by_path: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_path: Map<&str, Vec<usize>> = Map::default();
         for (i, p) in paths.into_iter().enumerate() {
             by_path.entry(p).or_default().push(i);
         }

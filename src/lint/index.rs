@@ -2,15 +2,15 @@
 //! not to the number of grants: `check` runs them for every rule, and
 //! policies with thousands of rules must stay fast.
 
+use crate::hashed::Map;
 use crate::ir::{Access, Grant, Ir};
-use std::collections::HashMap;
 
 pub struct Index<'a> {
     ir: &'a Ir,
     /// Path or alias → the last grant naming it (as [`Ir::decide`] picks).
-    any: HashMap<&'a str, usize>,
+    any: Map<&'a str, usize>,
     /// Path → grant, aliases left out (the rule structure the lints see).
-    own: HashMap<&'a str, usize>,
+    own: Map<&'a str, usize>,
 }
 
 /// `path`, then each ancestor up to `/` (or the `${ROOT}` / drive component).
@@ -29,8 +29,8 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
 
 impl<'a> Index<'a> {
     pub fn new(ir: &'a Ir) -> Index<'a> {
-        let mut any = HashMap::new();
-        let mut own = HashMap::new();
+        let mut any = Map::default();
+        let mut own = Map::default();
         for (i, g) in ir.fs.iter().enumerate() {
             own.insert(g.path.as_str(), i);
             any.insert(g.path.as_str(), i);

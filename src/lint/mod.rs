@@ -14,10 +14,10 @@ pub mod sensitive;
 
 use crate::compile::{self, Failure, Inputs, Options, Target};
 use crate::diag::{codes, Diagnostic, Severity};
+use crate::hashed::Set;
 use crate::ir::{Enforcement, Ir, Os, Precision};
 use crate::policy::{merge, LoadedLayer, Policy};
 use origin::Locator;
-use std::collections::HashSet;
 
 /// What `check` does besides validating and compiling.
 #[derive(Debug, Clone, Default)]
@@ -188,7 +188,7 @@ fn lower_all(
         }
     }
     let mut irs = Vec::new();
-    let mut seen: HashSet<Diagnostic> = diags.iter().cloned().collect();
+    let mut seen: Set<Diagnostic> = diags.iter().cloned().collect();
     for os in oses {
         let l = compile::lower_for(policy, opts, os).map_err(|f| with(f, diags))?;
         for d in l.diagnostics {

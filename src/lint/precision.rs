@@ -6,8 +6,8 @@
 use super::index::Index;
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
+use crate::hashed::Map;
 use crate::ir::{Ir, Precision, Source, Status};
-use std::collections::HashMap;
 
 pub fn lint(
     ir: &Ir,
@@ -16,7 +16,7 @@ pub fn lint(
     loc: &Locator,
     cap: &mut super::Cap,
 ) -> Vec<Diagnostic> {
-    let mut by_rule: HashMap<&str, Vec<&Precision>> = HashMap::new();
+    let mut by_rule: Map<&str, Vec<&Precision>> = Map::default();
     for l in reports.iter().filter(|l| {
         l.target != "ir"
             && matches!(

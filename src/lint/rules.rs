@@ -5,11 +5,11 @@
 use super::index::Index;
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic, Location};
+use crate::hashed::Map;
 use crate::ir::{path_within, Ir, Os, PathKind, PathMode, Source};
 use crate::lower::paths::{anchor, canonicalise, join, normalise, Anchor};
 use crate::policy::model::NetRule;
 use crate::policy::{Located, Policy};
-use std::collections::HashMap;
 
 /// Both written, in one layer (a file, or one tool's part of it).
 fn same_layer<T>(a: &Located<T>, b: &Located<T>) -> bool {
@@ -43,7 +43,7 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let fs = policy.fs.as_deref().unwrap_or_default();
     let places: Vec<String> = fs.iter().map(|r| place(ir, &r.value.path)).collect();
-    let mut first: HashMap<(&str, usize), usize> = HashMap::new();
+    let mut first: Map<(&str, usize), usize> = Map::default();
     for (j, r) in fs.iter().enumerate() {
         let i = *first.entry((places[j].as_str(), r.layer)).or_insert(j);
         if i == j || !same_layer(&fs[i], r) {
@@ -62,7 +62,7 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             .help("merge the two rules into one"),
         );
     }
-    let mut first: HashMap<(&NetRule, usize), usize> = HashMap::new();
+    let mut first: Map<(&NetRule, usize), usize> = Map::default();
     for (j, r) in policy.net.iter().enumerate() {
         if r.loc.is_none() {
             continue; // unlocated: no layer to repeat it in
@@ -79,7 +79,7 @@ pub fn duplicates(ir: &Ir, policy: &Policy) -> Vec<Diagnostic> {
             );
         }
     }
-    let mut first: HashMap<(&str, usize), usize> = HashMap::new();
+    let mut first: Map<(&str, usize), usize> = Map::default();
     for (j, r) in policy.env.iter().enumerate() {
         let i = *first.entry((r.value.name.as_str(), r.layer)).or_insert(j);
         if i != j && same_layer(&policy.env[i], r) {

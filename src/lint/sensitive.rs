@@ -9,9 +9,9 @@
 use super::index::Index;
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
+use crate::hashed::{Map, Set};
 use crate::ir::{Access, Grant, Ir, Os, PathKind, Ports, Source};
 use globset::{GlobBuilder, GlobMatcher};
-use std::collections::{HashMap, HashSet};
 
 enum Comp {
     Lit(String),
@@ -179,17 +179,17 @@ fn authored(g: &Grant) -> bool {
 /// start is a prefix of the grant's path, or extends it.
 struct ByPrefix {
     /// Literal start (components joined by `/`) → patterns.
-    at: HashMap<String, Vec<usize>>,
+    at: Map<String, Vec<usize>>,
     /// Each proper prefix of a literal start → patterns below it.
-    below: HashMap<String, Vec<usize>>,
+    below: Map<String, Vec<usize>>,
     fold_case: bool,
 }
 
 impl ByPrefix {
     fn new(patterns: &[Pattern], fold_case: bool) -> ByPrefix {
         let mut by = ByPrefix {
-            at: HashMap::new(),
-            below: HashMap::new(),
+            at: Map::default(),
+            below: Map::default(),
             fold_case,
         };
         for (i, p) in patterns.iter().enumerate() {
@@ -275,7 +275,7 @@ pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
     }
     // A nested rule that reaches a pattern only as its ancestor rule does,
     // with no more rights, tells the reader nothing new.
-    let above: HashMap<(usize, &str), Access> = out
+    let above: Map<(usize, &str), Access> = out
         .iter()
         .filter(|h| h.how == How::Ancestor)
         .map(|h| ((h.grant, h.pattern.as_str()), h.access))
@@ -364,7 +364,7 @@ pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
     grants.sort_by(|a, b| (&a.source, &a.path).cmp(&(&b.source, &b.path)));
     let mut rules: Vec<String> = grants.iter().map(|g| Origin::grant(g).label()).collect();
     rules.dedup();
-    let read: HashSet<&str> = reads.iter().map(|h| h.pattern.as_str()).collect();
+    let read: Set<&str> = reads.iter().map(|h| h.pattern.as_str()).collect();
     let paths: Vec<&str> = ir
         .sensitive_paths
         .iter()

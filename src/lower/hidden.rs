@@ -6,9 +6,9 @@ use super::lookup::{aliases_below, locate, written, Lookup};
 use super::paths::join;
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
+use crate::hashed::Set;
 use crate::ir::{Access, Grant, PathKind, Source};
 use crate::policy::Policy;
-use std::collections::HashSet;
 
 impl Ctx<'_> {
     /// §7: a literal `~/` sensitive path that a broader rule covers (not
@@ -22,7 +22,7 @@ impl Ctx<'_> {
                 sensitive.push(&s.value);
             }
         }
-        let mut seen = HashSet::new();
+        let mut seen = Set::default();
         for pattern in sensitive {
             let Some(rest) = pattern.strip_prefix("~/") else {
                 continue;

@@ -3,18 +3,18 @@
 //! O(depth), and how a grant's path is spelled for messages.
 
 use crate::diag::Location;
+use crate::hashed::Map;
 use crate::ir::{Grant, Source};
 use crate::policy::Policy;
-use std::collections::HashMap;
 
 /// Grants by every spelling, for most-specific-wins lookups in O(depth).
 pub(super) struct Lookup {
-    by_path: HashMap<String, usize>,
+    by_path: Map<String, usize>,
 }
 
 impl Lookup {
     pub(super) fn new(fs: &[Grant]) -> Lookup {
-        let mut by_path = HashMap::new();
+        let mut by_path = Map::default();
         for (i, g) in fs.iter().enumerate() {
             for p in std::iter::once(&g.path).chain(&g.aliases) {
                 by_path.entry(p.clone()).or_insert(i);

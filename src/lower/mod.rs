@@ -15,13 +15,13 @@ pub mod protect;
 mod walk;
 
 use crate::diag::{codes, Diagnostic, Location, Severity};
+use crate::hashed::Map;
 use crate::ir::{
     self, Access, Grant, Ir, Os, PathKind, PathMode, Ports, Precision, Source, Status,
 };
 use crate::policy::model::{Enforcement, Preset};
 use crate::policy::{Located, Policy};
 use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
-use std::collections::HashMap;
 
 use commands::lower_commands;
 pub use commands::resolve_command;
@@ -89,7 +89,7 @@ struct Ctx<'a> {
     resolver: Resolver,
     /// The approvals by rule path, in store order: each external rule
     /// looks at its own, not at the whole store.
-    approvals: HashMap<&'a str, Vec<Approval>>,
+    approvals: Map<&'a str, Vec<Approval>>,
 }
 
 pub fn lower(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Diagnostic>> {
@@ -127,7 +127,7 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
         diags: Vec::new(),
         notes: Vec::new(),
         resolver,
-        approvals: HashMap::new(),
+        approvals: Map::default(),
     };
     for a in &opts.approvals {
         cx.approvals
@@ -593,7 +593,7 @@ impl Ctx<'_> {
 /// add up.
 fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
     let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut at: crate::hashed::Map<String, usize> = crate::hashed::Map::default();
     for g in grants {
         let explicit = |s: &Source| matches!(s, Source::Rule { .. } | Source::Default);
         match at.get(&g.path) {

@@ -1,6 +1,6 @@
 //! Anchoring, lexical normalisation and canonicalisation of rule paths.
 
-use std::collections::HashMap;
+use crate::hashed::Map;
 use std::path::{Path, PathBuf};
 
 /// What a rule path is relative to.
@@ -38,6 +38,13 @@ fn is_drive_path(p: &str) -> bool {
 /// `a/./b` → `a/b`, `a/x/..` → `a`, `//` → `/`; `..` at the root stays at
 /// the root. Keeps a leading `/`, drive prefix or `${PARAM}` as is.
 pub fn normalise(path: &str) -> String {
+    if is_normal(path) {
+        return path.to_string();
+    }
+    rebuild(path)
+}
+
+fn rebuild(path: &str) -> String {
     let absolute = path.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
@@ -60,6 +67,14 @@ pub fn normalise(path: &str) -> String {
     }
 }
 
+/// Already as [`normalise`] writes it: no empty, `.` or `..` component
+/// (beyond the leading `/` of an absolute path). Most paths are, and
+/// checking is a fraction of rebuilding them.
+fn is_normal(path: &str) -> bool {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    !rest.is_empty() && rest.split('/').all(|p| !matches!(p, "" | "." | ".."))
+}
+
 fn is_root_marker(s: &str) -> bool {
     (s.starts_with("${") && s.ends_with('}')) || is_drive_path(s) && s.len() == 2
 }
@@ -69,7 +84,12 @@ pub fn join(root: &str, rel: &str) -> String {
     if rel.is_empty() || rel == "." {
         return normalise(root);
     }
-    normalise(&format!("{root}/{rel}"))
+    let joined = format!("{root}/{rel}");
+    if is_normal(&joined) {
+        joined
+    } else {
+        normalise(&joined)
+    }
 }
 
 /// Resolve symlinks in the longest existing prefix of `path` and append the
@@ -126,7 +146,7 @@ fn plain_windows(s: &str) -> Option<String> {
 pub struct Resolver {
     /// Keyed by the path's bytes: hashing a `Path` walks its components.
     /// The value: the canonical path and whether it is a directory.
-    realpath: HashMap<Vec<u8>, Option<(PathBuf, bool)>>,
+    realpath: Map<Vec<u8>, Option<(PathBuf, bool)>>,
     #[cfg(target_os = "linux")]
     walker: super::walk::Walker,
 }
@@ -222,6 +242,31 @@ pub fn macos_alias(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normal_paths_are_kept_as_rebuilding_would_write_them() {
+        let parts = ["", ".", "..", "a", "${WORKSPACE}", "C:", "b c", "x\\y"];
+        let mut paths = vec![String::new()];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for p in &paths {
+                for q in parts {
+                    next.push(format!("{p}/{q}"));
+                    next.push(format!("{p}{q}"));
+                }
+            }
+            paths.extend(next);
+            paths.sort();
+            paths.dedup();
+        }
+        for p in &paths {
+            assert_eq!(normalise(p), rebuild(p), "{p:?}");
+            // (`join` keeps the root alone for an empty or `.` part.)
+            if let Some((root, rel)) = p.split_once('/').filter(|(_, r)| !matches!(*r, "" | ".")) {
+                assert_eq!(join(root, rel), rebuild(&format!("{root}/{rel}")), "{p:?}");
+            }
+        }
+    }
 
     #[test]
     fn verbatim_windows_paths_become_plain_only_when_equivalent() {

@@ -18,9 +18,9 @@ use super::lookup::{aliases_below, locate, parent, written, Lookup};
 use super::paths::join;
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
+use crate::hashed::{Map, Set};
 use crate::ir::{Access, Grant, PathKind, Precision, Source, Status};
 use crate::policy::Policy;
-use std::collections::{HashMap, HashSet};
 
 /// At the top of every writable tree (POLICY.md §7a).
 pub const IN_WRITABLE: &[&str] = &[
@@ -158,7 +158,7 @@ impl Ctx<'_> {
                 .map(|e| join(r, e.trim_end_matches('/')))
                 .collect::<Vec<_>>()
         };
-        let listed: HashSet<String> = roots.iter().flat_map(entries).collect();
+        let listed: Set<String> = roots.iter().flat_map(entries).collect();
         roots.retain(|r| {
             let mut p = Some(r.as_str());
             while let Some(q) = p {
@@ -262,7 +262,7 @@ impl Ctx<'_> {
             }
             wanted.extend(extra);
         }
-        let mut seen = HashSet::new();
+        let mut seen = Set::default();
         let mut add: Vec<Grant> = Vec::new();
         let mut lifted: Vec<(usize, String, String)> = Vec::new();
         for w in wanted {
@@ -308,7 +308,7 @@ impl Ctx<'_> {
         }
         // A writable rule inside a protected path lifts it there.
         if !add.is_empty() {
-            let protected: HashMap<&str, &str> = add
+            let protected: Map<&str, &str> = add
                 .iter()
                 .map(|g| {
                     let Source::Protected { entry } = &g.source else {
@@ -331,7 +331,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        let mut said = HashSet::new();
+        let mut said = Set::default();
         for (i, path, entry) in lifted {
             let g = &fs[i];
             if !said.insert((i, entry.clone())) {
@@ -360,7 +360,7 @@ impl Ctx<'_> {
         let hidden = self.covered(policy, fs, &look);
         // Hidden is stricter than read-only where a user entry names a
         // sensitive path too.
-        let hidden_at: HashSet<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
+        let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
         add.retain(|g| !hidden_at.contains(g.path.as_str()));
         fs.extend(add);
         fs.extend(hidden);

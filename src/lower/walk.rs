@@ -12,7 +12,7 @@
 //! a trailing `/` or `.` after one. Any error on a component (missing,
 //! denied) fails the whole path, as `realpath` does.
 
-use std::collections::HashMap;
+use crate::hashed::Map;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ enum Node {
 /// What one lowering has learned about canonical paths.
 #[derive(Debug, Default)]
 pub struct Walker {
-    nodes: HashMap<Vec<u8>, Node>,
+    nodes: Map<Vec<u8>, Node>,
 }
 
 impl Walker {

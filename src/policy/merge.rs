@@ -5,7 +5,8 @@
 use super::model::*;
 use super::LoadedLayer;
 use crate::diag::Location;
-use std::collections::{BTreeMap, HashSet};
+use crate::hashed::Set;
+use std::collections::BTreeMap;
 use std::hash::Hash;
 
 /// A value with where it was written.
@@ -170,7 +171,8 @@ fn apply<T: Eq + Hash>(cur: &mut Vec<Located<T>>, new: Vec<Located<T>>, s: Strat
             cur.extend(new);
             // Keep the first occurrence of each value.
             let first: Vec<bool> = {
-                let mut seen: HashSet<&T> = HashSet::with_capacity(cur.len());
+                let mut seen: Set<&T> =
+                    Set::with_capacity_and_hasher(cur.len(), Default::default());
                 cur.iter().map(|item| seen.insert(&item.value)).collect()
             };
             let mut first = first.into_iter();

@@ -11,8 +11,8 @@
 use super::{policy_access, Rule};
 use crate::back::landlock::{escape_portable, escape_template, Link, MountKind, MountRule};
 use crate::back::roots::{candidates, Index};
+use crate::hashed::Map;
 use crate::ir::{Access, Ir, PathKind, PathMode, Source};
-use std::collections::HashMap;
 
 /// What a mount does about a carve-out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,12 +59,12 @@ pub fn fix(want: Access, extra: Access) -> Option<Fix> {
 }
 
 /// Every carve-out a mount makes exact, by path.
-pub(super) type Carve = HashMap<String, Fix>;
+pub(super) type Carve = Map<String, Fix>;
 
 /// Every carve-out a mount makes exact.
 pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
-    let mut carve = Carve::new();
+    let mut carve = Carve::default();
     for g in &ir.fs {
         if g.kind == PathKind::Missing && !is_protection(g) {
             continue;
@@ -116,7 +116,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
         PathMode::Portable => escape_portable(p),
     };
     let mut out: Vec<MountRule> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = crate::hashed::Set::default();
     for g in &ir.fs {
         let skip = g.kind == PathKind::Missing && !is_protection(g);
         if skip || seen.contains(g.path.as_str()) {

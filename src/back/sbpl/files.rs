@@ -17,8 +17,8 @@
 use super::paths::{filter, Match, Spelling};
 use super::{esc_err, Rule};
 use crate::back::EmitError;
+use crate::hashed::{Map, Set};
 use crate::ir::{Access, Grant, Ir, PathKind, PathMode};
-use std::collections::{HashMap, HashSet};
 
 pub(super) const READ_OPS: &[&str] = &["file-read*", "file-test-existence"];
 pub(super) const EXEC_OPS: &[&str] = &["process-exec*", "file-map-executable"];
@@ -73,7 +73,7 @@ struct Node<'a> {
 /// O(depth): walk a path up until a granted spelling is found.
 struct Index<'a> {
     nodes: Vec<Node<'a>>,
-    by_text: HashMap<String, usize>,
+    by_text: Map<String, usize>,
 }
 
 impl Index<'_> {
@@ -107,7 +107,7 @@ fn parent_text(t: &str) -> Option<&str> {
 #[derive(Default)]
 struct Unique {
     list: Vec<String>,
-    seen: HashSet<String>,
+    seen: Set<String>,
 }
 
 impl Unique {
@@ -145,7 +145,7 @@ impl<'a> Files<'a> {
         nodes.sort_by(|a, b| {
             (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
         });
-        let mut by_text = HashMap::new();
+        let mut by_text = Map::default();
         for (i, n) in nodes.iter().enumerate() {
             for s in &n.spellings {
                 by_text.entry(s.text()).or_insert(i);
@@ -430,7 +430,7 @@ fn program_rule(ir: &Ir, program: &[String]) -> Result<Option<Rule>, EmitError> 
 /// in the baseline.
 fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     let mut out = Unique::default();
-    let mut seen = HashSet::new();
+    let mut seen = Set::default();
     let mut roots = Vec::new();
     for n in &index.nodes {
         for s in &n.spellings {
@@ -475,7 +475,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
         .filter(|n| n.spellings.iter().any(|s| s.param.is_some()))
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
     let mut lists = [Unique::default(), Unique::default()];
-    let mut done: [HashSet<String>; 2] = Default::default();
+    let mut done: [Set<String>; 2] = Default::default();
     // The two rights, in the order of `lists`: create, delete.
     let rights: [fn(Access) -> bool; 2] = [|a| a.create, |a| a.delete];
     for n in &index.nodes {
