@@ -151,14 +151,19 @@ fn artifacts_that_cannot_be_run_are_refused() {
 #[test]
 fn required_enforcement_refuses_approximations() {
     let ws = tempfile::tempdir().unwrap();
+    let required = "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\n";
+    // A URL path is not seen inside a tunnel.
     let ir = lower(
-        "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\nport = 443\n",
+        &format!("{required}port = 443\npath_prefix = \"/v1/\"\n"),
         false,
         ws.path(),
     );
     let (code, msg) = plan(&ir, &argv(&["/bin/sh"]), &RunOptions::default()).unwrap_err();
     assert_eq!(code, EXIT_SBX_FAILED);
     assert!(msg.contains("net[0]"), "{msg}");
+    // A host is exact through the proxy.
+    let ir = lower(&format!("{required}port = 443\n"), false, ws.path());
+    assert!(plan(&ir, &argv(&["/bin/sh"]), &RunOptions::default()).is_ok());
 }
 
 fn plan_with(profile: &str) -> Plan {
