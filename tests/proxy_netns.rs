@@ -153,7 +153,7 @@ fn the_proxy_is_the_only_way_out_of_the_namespace() {
     cmd.args(["-c", &script])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(proxy::env(HTTP_PORT, SOCKS_PORT))
+        .envs(proxy::env(HTTP_PORT, SOCKS_PORT, None))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -173,7 +173,7 @@ fn sbpl_corpus_has_no_validation_errors() {
 
 /// The evaluator is for emitted profiles, but flat corpus profiles (only
 /// version/allow/deny forms, parameters filled with a dummy value) must build
-/// and answer without panicking.
+/// and answer without panicking, for files and connections.
 #[test]
 fn sbpl_corpus_flat_profiles_evaluate() {
     let Some(corpus) = corpus() else { return };
@@ -197,6 +197,9 @@ fn sbpl_corpus_flat_profiles_evaluate() {
             for path in paths {
                 let _ = profile.decide(op, path);
             }
+        }
+        for (localhost, port) in [(true, 8080), (false, 443)] {
+            let _ = profile.decide_connect(sbpl::Connect { localhost, port });
         }
     }
     println!(

@@ -7,7 +7,7 @@ mod common;
 use sbx::back::sbpl::{emit, emit_with, Meta, Options as EmitOptions};
 use sbx::compile::{compile, load, lower_for, Inputs, Options, Target};
 use sbx::ir::{Access, Grant, Ir, Os, PathKind, Source, Status};
-use sbx::sbpl::{check, parse, Datum, DatumKind, FileOp, Profile};
+use sbx::sbpl::{check, parse, Connect, Datum, DatumKind, FileOp, Profile};
 use std::collections::BTreeMap;
 
 fn inputs(files: &[&str]) -> Inputs {
@@ -271,36 +271,25 @@ fn sbpl_partial_write_rights_use_the_write_sub_operations() {
 
 #[test]
 fn sbpl_network_mapping() {
-    let ir = lower(&inputs(&["fixtures/network.toml"]), None, true);
-    let out = emit(&ir).unwrap();
-    let t = &out.text;
-    for want in [
-        "(allow network-outbound\n  (remote tcp \"*:22\")\n  (remote tcp \"*:443\")\n  (remote tcp \"localhost:8080\"))",
-        "(allow network-bind network-inbound\n  (local tcp \"*:9000\"))",
-        "(global-name \"com.apple.dnssd.service\")",
-        "(global-name \"com.apple.trustd.agent\")",
-    ] {
-        assert!(t.contains(want), "{want}\n{t}");
-    }
-    // 8443 is denied by net[5], so not opened for net[3].
-    assert!(!t.contains("8443"), "{t}");
-    assert!(!t.contains("(deny network*)"));
-    let status = |rule: &str| {
-        out.precision
-            .iter()
-            .find(|p| p.rule == rule && p.target == "macos")
-            .map(|p| p.status)
-    };
-    assert_eq!(status("net[0]"), Some(Status::Exact)); // localhost:8080
-    assert_eq!(status("net[1]"), Some(Status::Wider)); // *.crates.io
-    assert_eq!(status("net[3]"), Some(Status::Wider)); // path_prefix
-    assert!(t.contains(";; wider       net[1] [macos]: host \"*.crates.io\" is cooperative only"));
+    let (_, ports) = text_of(
+        "version = 1\n[[net]]\nport = 443\n[[net]]\nhost = \"localhost\"\nport = 8080\n",
+        true,
+    );
+    assert!(
+        ports.contains(
+            "(allow network-outbound\n  (remote tcp \"*:443\")\n  (remote tcp \"localhost:8080\"))"
+        ),
+        "{ports}"
+    );
+    assert!(!ports.contains("PROXY"), "no host rule, no proxy");
 
     let (_, none) = text_of("version = 1\n", true);
     assert!(none.contains("(deny network*)"));
     assert!(!none.contains("trustd"));
+    // Unrestricted network stays direct, its host deny rules cooperative.
     let (_, all) = text_of(
-        "version = 1\n[[net]]\nhost = \"*\"\n[[net]]\nport = 25\nallow = false\n",
+        "version = 1\n[[net]]\nhost = \"*\"\n[[net]]\nport = 25\nallow = false\n\
+         [[net]]\nhost = \"evil.test\"\nallow = false\n",
         true,
     );
     assert!(all.contains("(allow network*)"), "{all}");
@@ -308,6 +297,7 @@ fn sbpl_network_mapping() {
         all.contains("(deny network-outbound\n  (remote tcp \"*:25\"))"),
         "{all}"
     );
+    assert!(!all.contains("PROXY"), "{all}");
     let (_, local) = text_of(
         "version = 1\n[[net]]\nhost = \"localhost\"\n[[net]]\nhost = \"*\"\nport = 443\n",
         true,
@@ -316,6 +306,138 @@ fn sbpl_network_mapping() {
         local.contains("(remote tcp \"localhost:*\")\n  (remote tcp \"*:443\"))"),
         "{local}"
     );
+    // Loopback addresses are Seatbelt's `localhost`, directly, without a
+    // proxy: a little wider than the address.
+    let (ir, lo) = text_of(
+        "version = 1\n[[net]]\nhost = \"127.0.0.1\"\nport = 5432\n[[net]]\nhost = \"::1\"\nport = 6379\n",
+        true,
+    );
+    assert!(
+        lo.contains("(remote tcp \"localhost:5432\")\n  (remote tcp \"localhost:6379\"))"),
+        "{lo}"
+    );
+    assert!(!lo.contains("PROXY") && !lo.contains("\"*:5432\""), "{lo}");
+    let out = emit(&ir).unwrap();
+    assert!(out
+        .precision
+        .iter()
+        .filter(|p| p.rule.starts_with("net["))
+        .all(|p| p.status == Status::Wider && p.reason.contains("localhost:")));
+}
+
+/// A policy with host rules: outbound TCP only to the proxy's ports on
+/// localhost, read from parameters, and to the loopback port the policy
+/// names; no direct port rule, no resolver.
+#[test]
+fn sbpl_host_rules_reach_only_the_proxy() {
+    let ir = lower(&inputs(&["fixtures/network.toml"]), None, true);
+    let out = emit(&ir).unwrap();
+    let t = &out.text;
+    for want in [
+        "(allow network-outbound\n  (remote tcp \"localhost:8080\"))",
+        "(allow network-outbound\n  (remote tcp (string-append \"localhost:\" (param \"PROXY_HTTP_PORT\")))\n  \
+         (remote tcp (string-append \"localhost:\" (param \"PROXY_SOCKS_PORT\"))))",
+        "(allow network-bind network-inbound\n  (local tcp \"*:9000\"))",
+        "(global-name \"com.apple.trustd.agent\")",
+        "-D PROXY_HTTP_PORT=… -D PROXY_SOCKS_PORT=… -- COMMAND",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    for gone in ["\"*:22\"", "\"*:443\"", "*:8443", "dnssd", "mDNSResponder"] {
+        assert!(!t.contains(gone), "{gone}\n{t}");
+    }
+    let meta = Meta::read(t).unwrap().unwrap();
+    assert_eq!(
+        meta.params,
+        [
+            "HOME",
+            "WORKSPACE",
+            "TMPDIR",
+            "PROXY_HTTP_PORT",
+            "PROXY_SOCKS_PORT"
+        ]
+    );
+    let spec = meta.proxy.expect("the proxy's rules");
+    let indexes: Vec<usize> = spec.rules.iter().map(|r| r.index).collect();
+    assert_eq!(indexes, [0, 1, 2, 3, 5], "every outbound rule, deny too");
+
+    let mut params: BTreeMap<String, String> = [
+        ("HOME", "/Users/sbx-emit"),
+        ("WORKSPACE", "/Users/sbx-emit/ws"),
+        ("TMPDIR", "/private/var/folders/x/T"),
+        ("PROXY_HTTP_PORT", "50001"),
+        ("PROXY_SOCKS_PORT", "50002"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let p = Profile::from_source(t, &params).unwrap();
+    let connect = |localhost, port| p.decide_connect(Connect { localhost, port });
+    for port in [50001, 50002, 8080] {
+        assert!(connect(true, port).is_allow(), "localhost:{port}");
+    }
+    for (localhost, port) in [
+        (false, 50001),
+        (false, 443),
+        (false, 22),
+        (false, 8080),
+        (false, 8443),
+        (true, 443),
+        (true, 8443),
+        (true, 9000),
+        (true, 50003),
+    ] {
+        assert!(connect(localhost, port).is_deny(), "{localhost} {port}");
+    }
+    // Fails closed without the ports: the profile does not compile.
+    params.remove("PROXY_SOCKS_PORT");
+    let e = Profile::from_source(t, &params).unwrap_err();
+    assert!(
+        e.message.contains("\"PROXY_SOCKS_PORT\" is not defined"),
+        "{e}"
+    );
+
+    let status = |rule: &str| {
+        out.precision
+            .iter()
+            .find(|p| p.rule == rule && p.target == "macos")
+            .map(|p| (p.status, p.reason.as_str()))
+            .unwrap()
+    };
+    assert_eq!(
+        status("net[0]"),
+        (Status::Exact, "remote tcp localhost:8080")
+    );
+    for rule in ["net[1]", "net[2]"] {
+        let (s, why) = status(rule);
+        assert_eq!(s, Status::Exact);
+        assert!(why.contains("for proxy-aware clients"), "{why}");
+    }
+    let (s, why) = status("net[3]");
+    assert_eq!(s, Status::Wider, "path_prefix in tunnels");
+    assert!(why.contains("plain-HTTP"), "{why}");
+    assert_eq!(status("net[5]").0, Status::Exact);
+    assert!(t.contains(";; exact       net[1] [macos]: host \"*.crates.io\" enforced by `sbx run`'s proxy for proxy-aware clients"));
+
+    // A port rule beside a host rule goes through the proxy too.
+    let (ir, both) = text_of(
+        "version = 1\n[[net]]\nport = 443\n[[net]]\nhost = \"github.com\"\nscheme = \"ssh\"\n",
+        true,
+    );
+    assert!(
+        both.contains("PROXY_HTTP_PORT") && !both.contains("\"*:443\""),
+        "{both}"
+    );
+    let line = emit(&ir)
+        .unwrap()
+        .precision
+        .into_iter()
+        .find(|p| p.rule == "net[0]")
+        .unwrap();
+    assert_eq!(line.status, Status::Exact);
+    assert!(line
+        .reason
+        .starts_with("port 443, any host, enforced by `sbx run`'s proxy"));
 }
 
 #[test]
@@ -399,8 +521,21 @@ fn sbpl_required_policies_compile_for_macos_only_when_exact() {
         .precision
         .iter()
         .all(|p| p.status == Status::Exact));
-    let toml =
+    // Host rules are exact through `sbx run`'s proxy; a URL path in a
+    // tunnel is not.
+    let exact =
         "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\nport = 443\n";
+    let portable = Options {
+        portable: true,
+        ..Options::default()
+    };
+    assert!(compile(
+        &Inputs::from_text("r.toml", exact),
+        &[Target::Macos],
+        &portable
+    )
+    .is_ok());
+    let toml = "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\nport = 443\npath_prefix = \"/v1/\"\n";
     let err = compile(
         &Inputs::from_text("r.toml", toml),
         &[Target::Macos],
@@ -414,7 +549,7 @@ fn sbpl_required_policies_compile_for_macos_only_when_exact() {
     assert!(err
         .diagnostics
         .iter()
-        .any(|d| d.message.contains("net[0]") && d.message.contains("cooperative only")));
+        .any(|d| d.message.contains("net[0]") && d.message.contains("cooperative there")));
 }
 
 /// Ancestor lookups are hashed, not scans: thousands of nested rules stay

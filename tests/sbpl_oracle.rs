@@ -14,12 +14,15 @@ use sbx::sbpl::{check, parse, Decision, FileOp, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 
 const HOME: &str = "/Users/sbx-oracle";
-/// Portable parameter values: the workspace below home, as usual.
-const VALUES: [(&str, &str); 4] = [
+/// Portable parameter values: the workspace below home, as usual; the
+/// proxy's ports for profiles with host rules.
+const VALUES: [(&str, &str); 6] = [
     ("WORKSPACE", "/Users/sbx-oracle/src/ws"),
     ("HOME", HOME),
     ("TMPDIR", "/private/var/folders/xy/abcdef/T"),
     ("PROGRAM", "/opt/sbx-oracle/bin/prog"),
+    ("PROXY_HTTP_PORT", "50001"),
+    ("PROXY_SOCKS_PORT", "50002"),
 ];
 
 /// Lower `inputs` for macOS; `None` if the policy is invalid.
@@ -112,7 +115,7 @@ impl Oracle {
         let program = params.get("PROGRAM").cloned();
         let roots = params
             .iter()
-            .filter(|(k, _)| *k != "PROGRAM")
+            .filter(|(k, _)| *k != "PROGRAM" && !k.starts_with("PROXY_"))
             .map(|(_, v)| v.clone())
             .collect();
         Oracle {

@@ -17,14 +17,20 @@ fn join_notes(notes: &[TargetNote]) -> String {
 
 pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    // With a private network namespace, `sbx run` on Linux checks host,
-    // scheme and (plain-HTTP) path with its proxy: said once per rule.
+    // `sbx run` checks host, scheme and (plain-HTTP) path with its proxy:
+    // said once per rule. macOS needs it for fewer policies (Seatbelt
+    // names `localhost` itself).
     let proxied = crate::back::landlock::proxy::spec(ir).is_some();
-    let linux_proxy = if proxied {
-        ". On Linux, `sbx run` enforces host and scheme with its proxy for proxy-aware \
-         clients (path_prefix for plain HTTP only)"
-    } else {
-        ""
+    let linux_proxy = match (proxied, crate::back::sbpl::proxy_spec(ir).is_some()) {
+        (true, true) => {
+            ". On Linux and macOS, `sbx run` enforces host and scheme with its proxy for \
+             proxy-aware clients (path_prefix for plain HTTP only)"
+        }
+        (true, false) => {
+            ". On Linux, `sbx run` enforces host and scheme with its proxy for proxy-aware \
+             clients (path_prefix for plain HTTP only)"
+        }
+        _ => "",
     };
     for r in &ir.net.rules {
         let mut fields = Vec::new();

@@ -67,7 +67,8 @@ pub fn windows_net(ir: &Ir) -> TargetNote {
     }
 }
 
-/// Linux and macOS filter outbound TCP by port.
+/// Linux and macOS filter outbound TCP by port (macOS: to the proxy
+/// only, with host rules).
 pub fn port_notes(ir: &Ir, port: Option<u16>, bind: bool) -> Vec<TargetNote> {
     let ports = if bind { &ir.net.bind } else { &ir.net.connect };
     let dir = if bind {
@@ -86,13 +87,25 @@ pub fn port_notes(ir: &Ir, port: Option<u16>, bind: bool) -> Vec<TargetNote> {
             format!("cannot narrow this: {dir} any TCP port is allowed"),
         ),
     };
+    // With host rules the macOS profile sends outbound TCP through the
+    // proxy (docs/macos.md): no port is open to any host.
+    let macos = if !bind && crate::back::sbpl::proxy_spec(ir).is_some() {
+        note(
+            "macos",
+            Enforced::Partial,
+            "Seatbelt lets outbound TCP reach only `sbx run`'s proxy on localhost and the \
+             loopback rules; the proxy checks host and port",
+        )
+    } else {
+        note("macos", enforced, format!("Seatbelt {what}"))
+    };
     vec![
         note(
             "linux",
             enforced,
             format!("Landlock (ABI 4 and later) {what}"),
         ),
-        note("macos", enforced, format!("Seatbelt {what}")),
+        macos,
         windows_net(ir),
     ]
 }

@@ -1,13 +1,18 @@
 //! `sbx run` on macOS: the policy's SBPL profile goes to a private file,
 //! then `/usr/bin/sandbox-exec -f FILE [-D NAME=value…] -- PROGRAM ARGS…`
-//! runs with the filtered environment, and its exit status is ours.
+//! runs with the filtered environment, and its exit status is ours. With
+//! host rules sbx first starts its filtering proxy on this host's
+//! loopback ([`start_proxy`]).
 //!
-//! Planning, the private file and waiting are plain POSIX and tested on
-//! every Unix; only [`run`] and [`run_artifact`] are macOS-only.
+//! Planning, the proxy, the private file and waiting are plain POSIX and
+//! tested on every Unix; only [`run`] and [`run_artifact`] are
+//! macOS-only.
 
-use crate::back::sbpl::{self, Meta, PROGRAM_PARAM};
+use crate::back::landlock::ProxySpec;
+use crate::back::sbpl::{self, Meta, PROGRAM_PARAM, PROXY_PARAMS};
 use crate::ir::{self, Enforcement, Ir, Limits, PathMode, Precision};
 use crate::runtime::env::EnvFilter;
+use crate::runtime::proxy::{self, Proxy};
 use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
 use crate::sbpl::{Datum, DatumKind, FileOp, Profile};
 use std::collections::BTreeMap;
@@ -40,7 +45,8 @@ fn fail(msg: impl Into<String>) -> Fail {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub profile: String,
-    /// `-D NAME=value`, in the order the profile names them.
+    /// `-D NAME=value`: paths in the order the profile names them, then
+    /// the proxy's ports once [`start_proxy`] has run.
     pub params: Vec<(String, String)>,
     /// Absolute path of the program as found (the child's `argv[0]`).
     pub program: PathBuf,
@@ -48,6 +54,8 @@ pub struct Plan {
     pub env: Vec<(OsString, OsString)>,
     pub limits: Limits,
     pub precision: Vec<Precision>,
+    /// Host rules: the rules of the proxy the run starts.
+    pub proxy: Option<ProxySpec>,
 }
 
 fn is_executable_file(p: &Path) -> bool {
@@ -123,6 +131,9 @@ fn param_values(
 ) -> Result<Vec<(String, String)>, Fail> {
     let mut out = Vec::new();
     for name in names {
+        if PROXY_PARAMS.contains(&name.as_str()) {
+            continue; // the ports: start_proxy
+        }
         let path = match name.as_str() {
             ir::WORKSPACE_PARAM => match &opts.workspace {
                 Some(w) => w.clone(),
@@ -196,6 +207,7 @@ pub fn plan(ir: &Ir, argv: &[OsString], opts: &RunOptions) -> Result<Plan, Fail>
         env,
         limits: ir.limits.clone(),
         precision: emitted.precision,
+        proxy: sbpl::proxy_spec(ir),
     })
 }
 
@@ -208,8 +220,8 @@ pub fn plan_artifact(text: &str, argv: &[OsString], opts: &RunOptions) -> Result
         let lines: Vec<String> = findings.iter().map(|f| f.render("profile")).collect();
         return Err(fail(format!("invalid profile:\n{}", lines.join("\n"))));
     }
-    let (env, limits) = match Meta::read(text) {
-        Some(Ok(m)) if m.target == sbpl::TARGET => (m.env, m.limits),
+    let (env, limits, proxy) = match Meta::read(text) {
+        Some(Ok(m)) if m.target == sbpl::TARGET => (m.env, m.limits, m.proxy),
         Some(Ok(m)) => {
             return Err(fail(format!(
                 "artifact target is {:?}, not \"macos\"",
@@ -218,12 +230,21 @@ pub fn plan_artifact(text: &str, argv: &[OsString], opts: &RunOptions) -> Result
         }
         Some(Err(e)) => return Err(fail(format!("unreadable sbx-meta line: {e}"))),
         // A hand-written profile: the minimal environment, no limits.
-        None => (ir::Env::minimal(ir::Os::Macos), Limits::default()),
+        None => (ir::Env::minimal(ir::Os::Macos), Limits::default(), None),
     };
     let env = child_env(&env)?;
     let program = resolve_program(name, path_of(&env))?;
     let canonical = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
     let names = referenced_params(text)?;
+    if let (None, Some(n)) = (
+        &proxy,
+        names.iter().find(|n| PROXY_PARAMS.contains(&n.as_str())),
+    ) {
+        return Err(fail(format!(
+            "the profile reads (param {n:?}) but its sbx-meta line has no proxy rules: \
+             sbx run cannot start a proxy that enforces them"
+        )));
+    }
     Ok(Plan {
         params: param_values(&names, &canonical, opts)?,
         profile: text.to_string(),
@@ -232,7 +253,35 @@ pub fn plan_artifact(text: &str, argv: &[OsString], opts: &RunOptions) -> Result
         env,
         limits,
         precision: Vec::new(),
+        proxy,
     })
+}
+
+/// Host rules: start the proxy with the plan's rules on this host's
+/// loopback, at ports the system picks, with a new token; pass the ports
+/// as the profile's parameters and give the command its proxy variables.
+/// Unlike Linux there is no private network namespace, so every local
+/// process can reach the listeners: the token keeps them out
+/// (docs/macos.md, "Host rules: the proxy"). `None` without host rules.
+pub fn start_proxy(plan: &mut Plan, report: bool) -> Result<Option<Proxy>, Fail> {
+    let Some(spec) = &plan.proxy else {
+        return Ok(None);
+    };
+    let listen = || {
+        std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| fail(format!("the proxy cannot listen on 127.0.0.1: {e}")))
+    };
+    let listeners = vec![listen()?, listen()?];
+    let token = proxy::auth::new_token().map_err(|e| fail(format!("the proxy's token: {e}")))?;
+    let p = Proxy::for_run(spec, listeners, report, Some(token.clone()))
+        .map_err(|e| fail(format!("the proxy did not start: {e}")))?;
+    let (http, socks) = p.ports();
+    for (name, port) in PROXY_PARAMS.iter().zip([http, socks]) {
+        plan.params.retain(|(k, _)| k != name);
+        plan.params.push((name.to_string(), port.to_string()));
+    }
+    proxy::merge_env(&mut plan.env, http, socks, Some(&token));
+    Ok(Some(p))
 }
 
 /// Every `(param "NAME")` in the profile, in order of first use.
@@ -378,6 +427,12 @@ pub fn report(plan: &Plan) {
     for (k, v) in &plan.params {
         eprintln!("sbx:   -D {k}={v}");
     }
+    if plan.proxy.is_some() {
+        eprintln!(
+            "sbx:   host rules: outbound TCP only through sbx's proxy on 127.0.0.1 \
+             (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, with this run's token)"
+        );
+    }
     for p in plan.precision.iter().filter(|p| p.status.is_inexact()) {
         eprintln!("sbx:   {} {:?}: {}", p.rule, p.status, p.reason);
     }
@@ -495,10 +550,18 @@ impl Drop for Signals {
 }
 
 #[cfg(target_os = "macos")]
-fn start(plan: Plan, opts: &RunOptions) -> i32 {
+fn start(mut plan: Plan, opts: &RunOptions) -> i32 {
+    let served = match start_proxy(&mut plan, opts.report) {
+        Ok(p) => p,
+        Err((code, msg)) => {
+            eprintln!("sbx: {msg}");
+            return code;
+        }
+    };
     if opts.report {
         report(&plan);
     }
+    // After the proxy: the profile is checked with its ports filled in.
     let file = match write_private(&plan, &profile_bases()) {
         Ok(f) => f,
         Err((code, msg)) => {
@@ -507,13 +570,18 @@ fn start(plan: Plan, opts: &RunOptions) -> i32 {
         }
     };
     let args = sandbox_exec_args(&file.path, &plan);
-    match spawn_and_wait(Path::new(SANDBOX_EXEC), &args, &plan.env, &plan.limits) {
+    let code = match spawn_and_wait(Path::new(SANDBOX_EXEC), &args, &plan.env, &plan.limits) {
         Ok(code) => code,
         Err((code, msg)) => {
             eprintln!("sbx: {msg}");
             code
         }
+    };
+    // What the proxy refused, with the rules that would allow it.
+    if let Some(p) = served {
+        eprint!("{}", p.finish());
     }
+    code
 }
 
 /// `sbx run POLICY -- CMD` on macOS, from the policy's IR.

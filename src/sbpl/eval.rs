@@ -1,4 +1,6 @@
-//! File-operation evaluator: "would this profile allow read/write of P?".
+//! File-operation evaluator: "would this profile allow read/write of P?",
+//! and for outbound TCP "would it allow a connection to localhost:PORT,
+//! or to another host?" ([`Connect`], `net.rs`).
 //!
 //! The test oracle for the SBPL emitter, so it answers only what it can know:
 //!
@@ -23,9 +25,12 @@
 //!   evaluator answers with plain last-match and with most-specific-first; if
 //!   they disagree the answer is `Unknown`.
 
+mod net;
 mod read;
 #[cfg(test)]
 mod tests;
+
+pub use net::Connect;
 
 use regex::Regex;
 
@@ -138,6 +143,8 @@ pub struct ProfileError {
 pub struct Profile {
     default: Option<(Action, usize)>,
     rules: Vec<Rule>,
+    /// Rules that cover `network-outbound`.
+    net: Vec<net::NetRule>,
 }
 
 #[derive(Debug)]
@@ -186,7 +193,7 @@ impl Profile {
             };
         }
         let name = op.operation();
-        // (specificity, rule, match) for every rule that covers the operation.
+        // Every rule that covers the operation.
         let mut applicable = Vec::new();
         for rule in &self.rules {
             let (specificity, m) = match &rule.opaque {
@@ -201,8 +208,31 @@ impl Profile {
                     None => continue,
                 },
             };
-            applicable.push((specificity, rule, m));
+            applicable.push((specificity, rule.action, rule.line, m));
         }
+        self.conclude(applicable)
+    }
+
+    /// Would the profile allow this outbound TCP connection?
+    pub fn decide_connect(&self, c: Connect) -> Decision {
+        let applicable = self
+            .net
+            .iter()
+            .filter_map(|rule| {
+                let s = rule
+                    .operations
+                    .iter()
+                    .filter_map(|o| coverage(o, net::OUTBOUND))
+                    .max()?;
+                Some((s, rule.action, rule.line, rule.matches(c)))
+            })
+            .collect();
+        self.conclude(applicable)
+    }
+
+    /// The answer from `(specificity, action, line, match)` for every rule
+    /// that covers the operation, in profile order.
+    fn conclude(&self, mut applicable: Vec<Applicable>) -> Decision {
         let fallback = match self.default {
             Some((action, line)) => Decision::known(action, Some(line)),
             None => Decision::Allow { line: None },
@@ -242,29 +272,33 @@ fn line_text(line: Option<usize>) -> String {
     line.map_or_else(|| "default".to_string(), |l| l.to_string())
 }
 
+/// A rule that covers the operation asked about: how specifically, its
+/// action and line, and whether it matches.
+type Applicable = (usize, Action, usize, Match);
+
 /// The outcome of `rules` in order (last match wins), or `fallback`. A rule that
 /// maybe matches after the deciding one makes the answer unknown only if its
 /// action differs.
-fn last_match(rules: &[(usize, &Rule, Match)], fallback: &Decision) -> Decision {
+fn last_match(rules: &[Applicable], fallback: &Decision) -> Decision {
     let mut maybes = Vec::new();
     let mut outcome = fallback.clone();
-    for (_, rule, m) in rules.iter().rev() {
+    for (_, action, line, m) in rules.iter().rev() {
         match m {
             Match::Yes => {
-                outcome = Decision::known(rule.action, Some(rule.line));
+                outcome = Decision::known(*action, Some(*line));
                 break;
             }
             Match::No => {}
-            Match::Maybe(reason) => maybes.push((rule, reason)),
+            Match::Maybe(reason) => maybes.push((action, line, reason)),
         }
     }
     match maybes
         .into_iter()
-        .find(|(r, _)| Some(r.action) != outcome.action())
+        .find(|(a, ..)| Some(**a) != outcome.action())
     {
-        Some((rule, reason)) => Decision::Unknown {
-            line: Some(rule.line),
-            reason: format!("the rule at line {} may match: {reason}", rule.line),
+        Some((_, line, reason)) => Decision::Unknown {
+            line: Some(*line),
+            reason: format!("the rule at line {line} may match: {reason}"),
         },
         None => outcome,
     }

@@ -12,6 +12,7 @@ mod paths;
 mod precision;
 mod render;
 
+use super::landlock::ProxySpec;
 use super::{EmitError, Emitted};
 use crate::ir::{self, Ir, PathMode, Precision};
 use crate::sbpl::{escape_string, EscapeError};
@@ -24,6 +25,14 @@ pub const TARGET: &str = "macos";
 /// `sandbox-exec -D PROGRAM=…`: the program a profile compiled with
 /// `[commands]` lets run besides the listed executables.
 pub const PROGRAM_PARAM: &str = "PROGRAM";
+/// `sandbox-exec -D PROXY_HTTP_PORT=… -D PROXY_SOCKS_PORT=…`: where a
+/// profile with host rules finds `sbx run`'s filtering proxy on
+/// localhost (HTTP, SOCKS5), the only outbound TCP it allows besides
+/// the loopback rules.
+pub const PROXY_HTTP_PARAM: &str = "PROXY_HTTP_PORT";
+pub const PROXY_SOCKS_PARAM: &str = "PROXY_SOCKS_PORT";
+/// Both, in the order of [`crate::runtime`]'s listeners: HTTP, SOCKS5.
+pub const PROXY_PARAMS: [&str; 2] = [PROXY_HTTP_PARAM, PROXY_SOCKS_PARAM];
 /// Prefix of the header line that carries [`Meta`] as JSON.
 pub const META_PREFIX: &str = ";; sbx-meta: ";
 
@@ -47,6 +56,10 @@ pub struct Meta {
     pub params: Vec<String>,
     pub env: ir::Env,
     pub limits: ir::Limits,
+    /// Host rules: the rules of the proxy `sbx run` starts, whose ports
+    /// the profile reads ([`PROXY_PARAMS`]). Absent: no proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySpec>,
 }
 
 impl Meta {
@@ -81,6 +94,12 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
     emit_with(ir, &Options::default())
 }
 
+/// The rules of the proxy a profile of `ir` needs, if it has host rules
+/// (docs/macos.md, "Host rules: the proxy").
+pub fn proxy_spec(ir: &Ir) -> Option<ProxySpec> {
+    net::proxy_spec(ir)
+}
+
 pub fn emit_with(ir: &Ir, opts: &Options) -> Result<Emitted, EmitError> {
     super::collect(size_hint(ir), |out| emit_to(ir, opts, out))
 }
@@ -109,13 +128,19 @@ pub fn emit_to(
         fs.after(ir, &opts.program)?;
     }
     let (network, mach) = (network?, mach?);
+    let proxy = proxy_spec(ir);
+    let mut params = fs.params.clone();
+    if proxy.is_some() {
+        params.extend(PROXY_PARAMS);
+    }
     let meta = Meta {
         sbx: ir::FORMAT_VERSION,
         target: TARGET.into(),
         policy_hash: ir.policy_hash.clone(),
-        params: fs.params.iter().map(|p| p.to_string()).collect(),
+        params: params.iter().map(|p| p.to_string()).collect(),
         env: ir.env.clone(),
         limits: ir.limits.clone(),
+        proxy,
     };
     let head = Value::from_iter([
         ("version", sbpl(env!("CARGO_PKG_VERSION"))),
@@ -130,7 +155,7 @@ pub fn emit_to(
         (
             "usage",
             Value::from(
-                usage(&fs.params)
+                usage(&params)
                     .iter()
                     .map(|l| comment(l))
                     .collect::<Vec<_>>(),
@@ -223,20 +248,34 @@ fn usage(params: &[&'static str]) -> Vec<String> {
     }
     cmd.push_str(" -- COMMAND [ARGS…]");
     let mut lines = vec![format!("Run: {cmd}")];
+    let width = params.iter().map(|p| p.len()).max().unwrap_or(0).max(9);
     for p in params {
         let what = match *p {
             ir::WORKSPACE_PARAM => "the workspace directory",
             ir::HOME_PARAM => "the home directory",
             ir::TEMP_PARAM => "the temporary directory ($TMPDIR)",
             PROGRAM_PARAM => "absolute path of COMMAND, which [commands] does not list",
+            PROXY_HTTP_PARAM => "port of a filtering HTTP proxy on localhost (host rules)",
+            PROXY_SOCKS_PARAM => "port of a filtering SOCKS5 proxy on localhost (host rules)",
             _ => "",
         };
-        lines.push(format!("  {p:<9} {what}"));
+        lines.push(format!("  {p:<width$} {what}"));
     }
-    if !params.is_empty() {
+    if params.iter().any(|p| !PROXY_PARAMS.contains(p)) {
         lines.push(
             "Values are absolute paths with symlinks resolved (realpath); `sbx run` fills them in."
                 .into(),
+        );
+    }
+    if params.iter().any(|p| PROXY_PARAMS.contains(p)) {
+        lines.extend(
+            [
+                "PROXY_* are port numbers. Host rules: outbound TCP reaches only those two ports",
+                "on localhost (and the loopback rules), where `sbx run` starts a proxy that",
+                "enforces the [[net]] rules (sbx-meta's \"proxy\") and fills them in. Without",
+                "them the profile does not compile, so nothing runs.",
+            ]
+            .map(String::from),
         );
     }
     lines

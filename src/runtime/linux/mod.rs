@@ -255,7 +255,9 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         }
         (None, Some(spec)) => {
             let [http, socks] = crate::runtime::proxy::PORTS;
-            crate::runtime::proxy::merge_env(&mut env, http, socks);
+            // No token: only the command's own namespace reaches the
+            // listeners (macOS needs one, docs/macos.md).
+            crate::runtime::proxy::merge_env(&mut env, http, socks, None);
             Some(served.hook(spec.clone(), opts.report))
         }
         (None, None) => None,
@@ -537,7 +539,7 @@ impl ServedProxy {
                     );
                     return;
                 }
-                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report) {
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report, None) {
                     Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
                     Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
                 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::compile::{load, lower_for, Inputs, Options};
 use crate::ir::Os;
+use std::collections::BTreeMap;
 
 fn lower(toml: &str, portable: bool, ws: &Path) -> Ir {
     let opts = Options {
@@ -151,14 +152,194 @@ fn artifacts_that_cannot_be_run_are_refused() {
 #[test]
 fn required_enforcement_refuses_approximations() {
     let ws = tempfile::tempdir().unwrap();
+    let required = "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\n";
+    // A URL path is not seen inside a tunnel.
     let ir = lower(
-        "version = 1\nenforcement = \"required\"\n[[net]]\nhost = \"example.com\"\nport = 443\n",
+        &format!("{required}port = 443\npath_prefix = \"/v1/\"\n"),
         false,
         ws.path(),
     );
     let (code, msg) = plan(&ir, &argv(&["/bin/sh"]), &RunOptions::default()).unwrap_err();
     assert_eq!(code, EXIT_SBX_FAILED);
     assert!(msg.contains("net[0]"), "{msg}");
+    // A host is exact through the proxy.
+    let ir = lower(&format!("{required}port = 443\n"), false, ws.path());
+    assert!(plan(&ir, &argv(&["/bin/sh"]), &RunOptions::default()).is_ok());
+}
+
+/// The value of `name` in the plan's environment.
+fn env_of<'a>(p: &'a Plan, name: &str) -> &'a str {
+    p.env
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.to_str())
+        .unwrap_or_else(|| panic!("{name} not set"))
+}
+
+/// Host rules: the proxy runs on loopback before the command, its ports
+/// become the profile's parameters, its URLs (with the run's token) the
+/// command's proxy variables; the profile then reaches only those ports
+/// and the loopback rule. What `start` does on macOS, here on any Unix.
+#[test]
+fn host_rules_start_the_proxy_and_pass_its_ports() {
+    let ws = tempfile::tempdir().unwrap();
+    let ir = lower(
+        "version = 1\n[[net]]\nhost = \"allowed.test\"\nport = 443\n\
+         [[net]]\nhost = \"localhost\"\nport = 8080\n",
+        false,
+        ws.path(),
+    );
+    let mut p = plan(
+        &ir,
+        &argv(&["/bin/sh", "-c", "true"]),
+        &RunOptions::default(),
+    )
+    .unwrap();
+    assert!(p.proxy.is_some() && p.params.is_empty());
+    let proxy = start_proxy(&mut p, false).unwrap().expect("a proxy");
+    let (h, s) = proxy.ports();
+    let params: Vec<(&str, String)> = p
+        .params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    assert_eq!(
+        params,
+        [
+            ("PROXY_HTTP_PORT", h.to_string()),
+            ("PROXY_SOCKS_PORT", s.to_string())
+        ]
+    );
+    let http = env_of(&p, "HTTP_PROXY");
+    let token = http
+        .strip_prefix("http://sbx:")
+        .and_then(|t| t.strip_suffix(&format!("@127.0.0.1:{h}")))
+        .unwrap_or_else(|| panic!("{http}"))
+        .to_string();
+    assert_eq!(token.len(), 32);
+    assert_eq!(env_of(&p, "https_proxy"), http);
+    assert_eq!(
+        env_of(&p, "ALL_PROXY"),
+        format!("socks5h://sbx:{token}@127.0.0.1:{s}")
+    );
+    assert_eq!(env_of(&p, "NO_PROXY"), "localhost,127.0.0.1,::1");
+    assert_eq!(
+        sandbox_exec_args(Path::new("/x/profile.sb"), &p),
+        argv(&[
+            "-f",
+            "/x/profile.sb",
+            "-D",
+            &format!("PROXY_HTTP_PORT={h}"),
+            "-D",
+            &format!("PROXY_SOCKS_PORT={s}"),
+            "--",
+            "/bin/sh",
+            "-c",
+            "true"
+        ])
+    );
+
+    // The profile with these values (as write_private reads it): the
+    // proxy and localhost:8080 only.
+    let values: BTreeMap<String, String> = p.params.iter().cloned().collect();
+    let prof = Profile::from_source(&p.profile, &values).unwrap();
+    let connect = |localhost, port| prof.decide_connect(crate::sbpl::Connect { localhost, port });
+    for port in [h, s, 8080] {
+        assert!(connect(true, port).is_allow(), "localhost:{port}");
+    }
+    for (localhost, port) in [(false, h), (false, 443), (true, 443), (false, 8080)] {
+        assert!(connect(localhost, port).is_deny(), "{localhost} {port}");
+    }
+
+    // The listeners serve only this run's token.
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", h)).unwrap();
+    c.write_all(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 407 "), "{out}");
+    let socks = |password: &str| {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s)).unwrap();
+        c.write_all(&[5, 1, 2]).unwrap();
+        let mut m = [0u8; 2];
+        c.read_exact(&mut m).unwrap();
+        let mut login = vec![1, 3];
+        login.extend_from_slice(b"sbx");
+        login.push(password.len() as u8);
+        login.extend_from_slice(password.as_bytes());
+        c.write_all(&login).unwrap();
+        let mut st = [0u8; 2];
+        c.read_exact(&mut st).unwrap();
+        if st != [1, 0] {
+            return None;
+        }
+        let mut req = vec![5, 1, 0, 3, 10];
+        req.extend_from_slice(b"other.test");
+        req.extend_from_slice(&443u16.to_be_bytes());
+        c.write_all(&req).unwrap();
+        let mut rep = [0u8; 10];
+        c.read_exact(&mut rep).unwrap();
+        Some(rep[1])
+    };
+    assert_eq!(socks("not-the-token"), None);
+    assert_eq!(socks(&token), Some(2), "in, then refused by the rules");
+    let summary = proxy.finish();
+    assert!(
+        summary.contains("connect  other.test:443: without this run's proxy credentials"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("socks5   other.test:443: no [[net]] rule"),
+        "{summary}"
+    );
+}
+
+/// A compiled profile carries the proxy's rules, so `sbx run --artifact`
+/// starts the same proxy; a profile that reads the ports without them
+/// is refused.
+#[test]
+fn artifacts_with_host_rules_start_the_same_proxy() {
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ir = lower(
+        "version = 1\n[[net]]\nhost = \"allowed.test\"\nport = 443\n",
+        true,
+        ws.path(),
+    );
+    let opts = RunOptions {
+        workspace: Some(ws.path().to_path_buf()),
+        home: Some(home.path().to_path_buf()),
+        report: false,
+    };
+    let text = sbpl::emit(&ir).unwrap().text;
+    let mut a = plan_artifact(&text, &argv(&["/bin/sh"]), &opts).unwrap();
+    assert_eq!(a.proxy, sbpl::proxy_spec(&ir));
+    let proxy = start_proxy(&mut a, false).unwrap().expect("a proxy");
+    let names: Vec<&str> = a.params.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "HOME",
+            "WORKSPACE",
+            "TMPDIR",
+            "PROXY_HTTP_PORT",
+            "PROXY_SOCKS_PORT"
+        ]
+    );
+    assert!(env_of(&a, "HTTP_PROXY").ends_with(&format!("@127.0.0.1:{}", proxy.ports().0)));
+    drop(proxy);
+
+    let hand = "(version 1)\n(deny default)\n\
+        (allow network-outbound (remote tcp (string-append \"localhost:\" (param \"PROXY_HTTP_PORT\"))))\n";
+    let (code, msg) = plan_artifact(hand, &argv(&["/bin/sh"]), &opts).unwrap_err();
+    assert_eq!(code, EXIT_SBX_FAILED);
+    assert!(msg.contains("no proxy rules"), "{msg}");
+    // Without host rules nothing starts.
+    let mut none =
+        plan_artifact("(version 1)\n(allow default)\n", &argv(&["/bin/sh"]), &opts).unwrap();
+    assert!(start_proxy(&mut none, false).unwrap().is_none());
+    assert!(none.env.iter().all(|(k, _)| k != "HTTP_PROXY"));
 }
 
 fn plan_with(profile: &str) -> Plan {
@@ -170,6 +351,7 @@ fn plan_with(profile: &str) -> Plan {
         env: Vec::new(),
         limits: Limits::default(),
         precision: Vec::new(),
+        proxy: None,
     }
 }
 

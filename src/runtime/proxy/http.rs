@@ -151,6 +151,7 @@ fn respond(s: &TcpStream, status: u16, text: &str) {
     let phrase = match status {
         400 => "Bad Request",
         403 => "Forbidden",
+        407 => "Proxy Authentication Required",
         408 => "Request Timeout",
         411 => "Length Required",
         431 => "Request Header Fields Too Large",
@@ -159,8 +160,15 @@ fn respond(s: &TcpStream, status: u16, text: &str) {
         _ => "Error",
     };
     let body = format!("sbx: {text}\n");
+    // The challenge: clients that wait for it send the credentials of
+    // their proxy URL only then.
+    let challenge = if status == 407 {
+        "Proxy-Authenticate: Basic realm=\"sbx\"\r\n"
+    } else {
+        ""
+    };
     let msg = format!(
-        "HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+        "HTTP/1.1 {status} {phrase}\r\n{challenge}Content-Type: text/plain; charset=utf-8\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
@@ -172,6 +180,7 @@ fn status_of(r: &Reason) -> u16 {
         Reason::Unresolved(_) | Reason::Unreachable(_) => 502,
         Reason::Malformed(_) => 400,
         Reason::Unsupported(_) => 501,
+        Reason::Unauthenticated => 407,
         _ => 403,
     }
 }
@@ -206,6 +215,10 @@ fn connect(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
             return;
         }
     };
+    if !authorized(cx, head) {
+        refuse_unauthenticated(&client, cx, Via::Connect, &dest);
+        return;
+    }
     let upstream = match cx.open(Via::Connect, &dest, None) {
         Ok(u) => u,
         Err(r) => {
@@ -229,6 +242,20 @@ fn connect(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
         return;
     }
     tunnel(&client, &upstream);
+}
+
+/// The request carries the run's token, or none is needed.
+fn authorized(cx: &Cx, head: &Head) -> bool {
+    cx.token
+        .as_deref()
+        .is_none_or(|t| super::auth::http_ok(&head.headers, t))
+}
+
+/// 407, checked once the destination is read so the refusal names it.
+fn refuse_unauthenticated(client: &TcpStream, cx: &Cx, via: Via, dest: &Dest) {
+    let r = Reason::Unauthenticated;
+    respond(client, 407, &format!("{}:{}: {r}", dest.host, dest.port));
+    cx.refuse(via, &dest.host, dest.port, r);
 }
 
 /// Headers that concern one hop, or that sbx sets itself.
@@ -322,6 +349,10 @@ fn plain(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
             return;
         }
     };
+    if !authorized(cx, head) {
+        refuse_unauthenticated(&client, cx, Via::Http, &dest);
+        return;
+    }
     let upstream = match cx.open(Via::Http, &dest, Some(&path)) {
         Ok(u) => u,
         Err(r) => {

@@ -111,10 +111,11 @@ pub fn summary(refusals: &[Refusal]) -> String {
     let _ = writeln!(s, "sbx: the network proxy refused {}:", set.len());
     let mut rules = BTreeSet::new();
     for r in &set {
-        let what = if r.host.is_empty() {
-            "(unreadable request)".to_string()
-        } else {
-            host_port(&r.host, r.port)
+        let what = match (r.host.as_str(), &r.reason) {
+            // SOCKS5 asks for credentials before the destination.
+            ("", Reason::Unauthenticated) => "(no destination named)".to_string(),
+            ("", _) => "(unreadable request)".to_string(),
+            (h, _) => host_port(h, r.port),
         };
         let _ = writeln!(s, "  {:<8} {what}: {}", r.via.word(), r.reason);
         rules.extend(r.rule());
@@ -151,9 +152,14 @@ mod tests {
             ),
             refusal(Via::Connect, "x.test", 1, Reason::DeniedBy(3)),
             refusal(Via::Http, "", 0, Reason::Malformed("garbage".into())),
+            refusal(Via::Socks, "", 0, Reason::Unauthenticated),
         ];
         let s = summary(&list);
-        assert!(s.starts_with("sbx: the network proxy refused 6:\n"), "{s}");
+        assert!(s.starts_with("sbx: the network proxy refused 7:\n"), "{s}");
+        assert!(
+            s.contains("  socks5   (no destination named): without this run's proxy credentials"),
+            "{s}"
+        );
         assert!(
             s.contains("  connect  evil.test:443: no [[net]] rule"),
             "{s}"

@@ -3,12 +3,16 @@
 //! deciding each connection with the IR's `[[net]]` rules
 //! (docs/linux.md, "Host rules: the proxy").
 //!
-//! The loader creates the two listening sockets where only the sandbox
-//! can reach them (in the child's network namespace) and hands them to
-//! [`Proxy::start`]; the child gets [`env`]'s variables. The proxy
-//! serves in threads until [`Proxy::stop`], which ends every thread and
-//! returns what was refused.
+//! The loader creates the two listening sockets and hands them to
+//! [`Proxy::start`]; the child gets [`env`]'s variables. On Linux the
+//! sockets are in the child's network namespace, where only the sandbox
+//! can reach them; on macOS they are on this host's loopback, and the
+//! run's token ([`auth`]) keeps other local processes out
+//! (docs/macos.md, "Host rules: the proxy"). The proxy serves in
+//! threads until [`Proxy::stop`], which ends every thread and returns
+//! what was refused.
 
+pub mod auth;
 mod http;
 mod log;
 mod relay;
@@ -41,8 +45,9 @@ const STOP_WAIT: Duration = Duration::from_secs(2);
 pub const LISTENERS: usize = 2;
 
 /// The ports `sbx run` binds them at inside the command's new network
-/// namespace (free there: nothing else runs in it), so the proxy
-/// variables can be set before the command starts: HTTP, SOCKS5.
+/// namespace on Linux (free there: nothing else runs in it), so the
+/// proxy variables can be set before the command starts: HTTP, SOCKS5.
+/// On macOS the system picks free ports.
 pub const PORTS: [u16; LISTENERS] = [3128, 1080];
 
 /// Limits on what a client can make the proxy hold.
@@ -76,6 +81,9 @@ pub struct Config {
     pub resolver: Resolver,
     pub log: Log,
     pub options: Options,
+    /// The run's token ([`auth`]): clients must present it. `None`: any
+    /// client that reaches the listeners is served.
+    pub token: Option<String>,
 }
 
 impl Config {
@@ -95,6 +103,7 @@ pub(crate) struct Cx {
     resolver: Resolver,
     log: Log,
     options: Options,
+    token: Option<String>,
     stopping: AtomicBool,
     next: AtomicU64,
     /// Open sockets by connection, shut down on stop so that no thread
@@ -177,6 +186,7 @@ impl Proxy {
             resolver: config.resolver,
             log: config.log,
             options: config.options,
+            token: config.token,
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
             live: Mutex::new(Vec::new()),
@@ -207,13 +217,19 @@ impl Proxy {
     }
 
     /// The loader's call: the artifact's rules, the system resolver,
-    /// refusals echoed to stderr as they happen when `report` is set.
+    /// refusals echoed to stderr as they happen when `report` is set,
+    /// and the run's token if the listeners are not private.
     pub fn for_run(
         spec: &crate::back::landlock::ProxySpec,
         listeners: Vec<TcpListener>,
         report: bool,
+        token: Option<String>,
     ) -> io::Result<Proxy> {
-        Proxy::from_listeners(Config::new(&spec.rules, Log::new(report)), listeners)
+        let config = Config {
+            token,
+            ..Config::new(&spec.rules, Log::new(report))
+        };
+        Proxy::from_listeners(config, listeners)
     }
 
     /// Stop, and the summary to print at exit ("" when nothing was
@@ -371,16 +387,19 @@ fn serve(cx: &Cx, s: TcpStream, is_http: bool) {
     }
 }
 
-/// Loopback names the child reaches directly: its own loopback, inside
-/// its namespace, not this host's.
+/// Loopback names the child reaches directly: on Linux its own
+/// loopback, inside its namespace; on macOS this host's, at the ports
+/// the profile allows.
 pub const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
 /// The child's proxy variables, upper and lower case: HTTP(S)_PROXY at
 /// the HTTP port, ALL_PROXY at the SOCKS5 port with remote name
-/// resolution (`socks5h`: the child has no DNS of its own).
-pub fn env(http_port: u16, socks_port: u16) -> Vec<(OsString, OsString)> {
-    let http = format!("http://127.0.0.1:{http_port}");
-    let socks = format!("socks5h://127.0.0.1:{socks_port}");
+/// resolution (`socks5h`: the child has no DNS of its own). With a
+/// token, each URL carries it as `sbx:TOKEN@`.
+pub fn env(http_port: u16, socks_port: u16, token: Option<&str>) -> Vec<(OsString, OsString)> {
+    let cred = token.map_or(String::new(), |t| format!("{}:{t}@", auth::USER));
+    let http = format!("http://{cred}127.0.0.1:{http_port}");
+    let socks = format!("socks5h://{cred}127.0.0.1:{socks_port}");
     let mut out = Vec::new();
     for (name, value) in [
         ("HTTP_PROXY", http.as_str()),
@@ -400,8 +419,13 @@ pub fn env(http_port: u16, socks_port: u16) -> Vec<(OsString, OsString)> {
 /// Put [`env`]'s variables into a filtered environment, replacing any
 /// the policy forwarded from the parent (a parent's proxy would route
 /// around the rules).
-pub fn merge_env(vars: &mut Vec<(OsString, OsString)>, http_port: u16, socks_port: u16) {
-    let ours = env(http_port, socks_port);
+pub fn merge_env(
+    vars: &mut Vec<(OsString, OsString)>,
+    http_port: u16,
+    socks_port: u16,
+    token: Option<&str>,
+) {
+    let ours = env(http_port, socks_port, token);
     vars.retain(|(k, _)| !ours.iter().any(|(n, _)| n == k));
     vars.extend(ours);
 }

@@ -46,6 +46,8 @@ pub enum Reason {
     Malformed(String),
     /// A well-formed request the proxy does not serve.
     Unsupported(String),
+    /// The client did not present the run's token ([`super::auth`]).
+    Unauthenticated,
 }
 
 impl fmt::Display for Reason {
@@ -66,6 +68,10 @@ impl fmt::Display for Reason {
             Reason::Unreachable(e) => write!(f, "unreachable: {e}"),
             Reason::Malformed(e) => write!(f, "malformed request: {e}"),
             Reason::Unsupported(e) => write!(f, "unsupported: {e}"),
+            Reason::Unauthenticated => f.write_str(
+                "without this run's proxy credentials (the user and password in \
+                 HTTP_PROXY, HTTPS_PROXY and ALL_PROXY)",
+            ),
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The SOCKS5 proxy (RFC 1928): no authentication, CONNECT only, with
-//! the name resolved here (`socks5h://`). BIND and UDP ASSOCIATE are
-//! refused: UDP would bypass the host rules.
+//! The SOCKS5 proxy (RFC 1928): CONNECT only, with the name resolved
+//! here (`socks5h://`). BIND and UDP ASSOCIATE are refused: UDP would
+//! bypass the host rules. No authentication, or with the run's token
+//! the user name and password of RFC 1929 ([`super::auth`]).
 //!
 //! The frames are fixed-layout: a few length-prefixed fields, read here
 //! with explicit bounds. The SOCKS crates for Rust are built on async
@@ -15,7 +16,12 @@ use std::time::Instant;
 
 const VERSION: u8 = 5;
 const NO_AUTH: u8 = 0;
+const USER_PASSWORD: u8 = 2;
 const NO_METHOD: u8 = 0xff;
+/// RFC 1929's own version byte, and its status codes.
+const AUTH_VERSION: u8 = 1;
+const AUTH_OK: u8 = 0;
+const AUTH_FAILED: u8 = 1;
 const CMD_CONNECT: u8 = 1;
 
 /// Reply codes (RFC 1928 §6).
@@ -57,9 +63,14 @@ fn read_err(e: ReadErr, what: &str) -> Failure {
     })
 }
 
-/// The method negotiation and the request. Replies to the negotiation;
-/// the caller replies to the request.
-pub fn handshake(s: &TcpStream, deadline: Instant) -> Result<Request, Failure> {
+/// The method negotiation, the credentials when `token` is set, and the
+/// request. Replies to the negotiation and the credentials; the caller
+/// replies to the request.
+pub fn handshake(
+    s: &TcpStream,
+    deadline: Instant,
+    token: Option<&str>,
+) -> Result<Request, Failure> {
     let read =
         |buf: &mut [u8], what: &str| read_exact_by(s, buf, deadline).map_err(|e| read_err(e, what));
     let mut head = [0u8; 2];
@@ -79,18 +90,29 @@ pub fn handshake(s: &TcpStream, deadline: Instant) -> Result<Request, Failure> {
     }
     let mut methods = vec![0u8; usize::from(head[1])];
     read(&mut methods, "greeting")?;
-    if !methods.contains(&NO_AUTH) {
+    let method = if token.is_some() {
+        USER_PASSWORD
+    } else {
+        NO_AUTH
+    };
+    if !methods.contains(&method) {
         let _ = (&mut &*s).write_all(&[VERSION, NO_METHOD]);
         return Err(Failure {
             reply: None,
-            reason: Reason::Unsupported(
-                "SOCKS5 authentication (only \"no authentication\")".into(),
-            ),
+            reason: match token {
+                Some(_) => Reason::Unauthenticated,
+                None => {
+                    Reason::Unsupported("SOCKS5 authentication (only \"no authentication\")".into())
+                }
+            },
         });
     }
     (&mut &*s)
-        .write_all(&[VERSION, NO_AUTH])
+        .write_all(&[VERSION, method])
         .map_err(|e| malformed(&e.to_string()))?;
+    if let Some(t) = token {
+        credentials(s, deadline, t)?;
+    }
     let mut req = [0u8; 4];
     read(&mut req, "request")?;
     if req[0] != VERSION || req[2] != 0 {
@@ -140,6 +162,35 @@ pub fn handshake(s: &TcpStream, deadline: Instant) -> Result<Request, Failure> {
     })
 }
 
+/// RFC 1929: `VER ULEN UNAME PLEN PASSWD`, answered `VER STATUS`; on a
+/// failure the connection is closed.
+fn credentials(s: &TcpStream, deadline: Instant, token: &str) -> Result<(), Failure> {
+    let read =
+        |buf: &mut [u8]| read_exact_by(s, buf, deadline).map_err(|e| read_err(e, "credentials"));
+    let mut head = [0u8; 2];
+    read(&mut head)?;
+    if head[0] != AUTH_VERSION {
+        return Err(malformed("not RFC 1929 credentials"));
+    }
+    let mut user = vec![0u8; usize::from(head[1])];
+    read(&mut user)?;
+    let mut len = [0u8; 1];
+    read(&mut len)?;
+    let mut password = vec![0u8; usize::from(len[0])];
+    read(&mut password)?;
+    let ok = super::auth::socks_ok(&user, &password, token);
+    let status = if ok { AUTH_OK } else { AUTH_FAILED };
+    let _ = (&mut &*s).write_all(&[AUTH_VERSION, status]);
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure {
+            reply: None,
+            reason: Reason::Unauthenticated,
+        })
+    }
+}
+
 fn reply(s: &TcpStream, code: u8) {
     // The bound address is not meaningful through sbx: all zeros.
     let _ = (&mut &*s).write_all(&[VERSION, code, 0, 1, 0, 0, 0, 0, 0, 0]);
@@ -148,7 +199,7 @@ fn reply(s: &TcpStream, code: u8) {
 /// Serve one SOCKS5 client.
 pub fn serve(client: TcpStream, cx: &Cx) {
     let deadline = Instant::now() + cx.options.head_timeout;
-    let req = match handshake(&client, deadline) {
+    let req = match handshake(&client, deadline, cx.token.as_deref()) {
         Ok(r) => r,
         Err(f) => {
             if let Some(code) = f.reply {

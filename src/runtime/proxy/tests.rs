@@ -92,11 +92,21 @@ fn proxy(rules: &[NetRule]) -> Proxy {
 }
 
 fn proxy_with(rules: &[NetRule], options: Options) -> Proxy {
+    start(rules, options, None)
+}
+
+/// A proxy that serves only clients presenting `token`, as on macOS.
+fn proxy_token(rules: &[NetRule], token: &str) -> Proxy {
+    start(rules, Options::default(), Some(token.into()))
+}
+
+fn start(rules: &[NetRule], options: Options, token: Option<String>) -> Proxy {
     let config = Config {
         rules: Rules::new(rules),
         resolver: table(),
         log: Log::new(false),
         options,
+        token,
     };
     Proxy::start(config, listen(), listen()).unwrap()
 }
@@ -133,8 +143,17 @@ fn get(p: &Proxy, url: &str) -> String {
 
 /// CONNECT, then talk to the echo server through the tunnel.
 fn connect_echo(p: &Proxy, target: &str) -> Result<String, String> {
+    connect_echo_with(p, target, "")
+}
+
+/// [`connect_echo`] with `extra` header lines.
+fn connect_echo_with(p: &Proxy, target: &str, extra: &str) -> Result<String, String> {
     let mut s = dial(p.ports().0);
-    write!(s, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").unwrap();
+    write!(
+        s,
+        "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{extra}\r\n"
+    )
+    .unwrap();
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -494,7 +513,7 @@ fn curl_through_the_proxy_variables() {
     let curl = |url: &str, socks: bool| {
         let mut c = std::process::Command::new("curl");
         c.args(["-sS", "--max-time", "10", url]).env_clear();
-        for (k, v) in env(h, s) {
+        for (k, v) in env(h, s, None) {
             if socks || !k.to_string_lossy().to_ascii_lowercase().starts_with("all_") {
                 c.env(k, v);
             }
@@ -524,7 +543,7 @@ fn curl_through_the_proxy_variables() {
 
 #[test]
 fn env_pairs_in_both_cases() {
-    let e: Vec<(String, String)> = env(3128, 1080)
+    let e: Vec<(String, String)> = env(3128, 1080, None)
         .into_iter()
         .map(|(k, v)| (k.into_string().unwrap(), v.into_string().unwrap()))
         .collect();
@@ -541,7 +560,7 @@ fn env_pairs_in_both_cases() {
             OsString::from("http://corp:8080"),
         ),
     ];
-    merge_env(&mut vars, 3128, 1080);
+    merge_env(&mut vars, 3128, 1080, None);
     assert_eq!(vars.len(), 9);
     assert!(!vars.iter().any(|(_, v)| v == "http://corp:8080"));
 }
@@ -553,8 +572,8 @@ fn for_run_and_finish() {
     let spec = crate::back::landlock::ProxySpec {
         rules: vec![rule(0, "crates.io", Some(443))],
     };
-    assert!(Proxy::for_run(&spec, vec![listen()], false).is_err());
-    let p = Proxy::for_run(&spec, vec![listen(), listen()], false).unwrap();
+    assert!(Proxy::for_run(&spec, vec![listen()], false, None).is_err());
+    let p = Proxy::for_run(&spec, vec![listen(), listen()], false, None).unwrap();
     let err = connect_echo(&p, "127.0.0.1:9").unwrap_err();
     assert!(err.starts_with("HTTP/1.1 403"), "{err}");
     let s = p.finish();
@@ -690,4 +709,174 @@ fn connections_over_the_limit_are_closed_and_logged() {
         log[0].reason,
         Reason::Unsupported("more than 1 connections at once".into())
     );
+}
+
+/// With a token (macOS), HTTP clients must send it as Basic
+/// credentials: 407 and a challenge without them or with others, the
+/// usual service with them. Each refusal names the destination.
+#[test]
+fn http_clients_must_present_the_token() {
+    let srv = server();
+    let p = proxy_token(&[rule(0, "allowed.test", Some(srv.port))], "t0k");
+    let target = format!("allowed.test:{}", srv.port);
+    let basic = |cred: &str| {
+        format!(
+            "Proxy-Authorization: Basic {}\r\n",
+            auth_b64(cred.as_bytes())
+        )
+    };
+    let none = connect_echo(&p, &target).unwrap_err();
+    assert!(
+        none.starts_with("HTTP/1.1 407 Proxy Authentication Required\r\n"),
+        "{none}"
+    );
+    assert!(
+        none.contains("\r\nProxy-Authenticate: Basic realm=\"sbx\"\r\n"),
+        "{none}"
+    );
+    let wrong = connect_echo_with(&p, &target, &basic("sbx:t0K")).unwrap_err();
+    assert!(wrong.starts_with("HTTP/1.1 407 "), "{wrong}");
+    assert_eq!(
+        connect_echo_with(&p, &target, &basic("sbx:t0k")),
+        Ok("ping".into())
+    );
+    let url = format!("http://allowed.test:{}/x", srv.port);
+    let get_with = |extra: &str| {
+        http_raw(
+            &p,
+            format!("GET {url} HTTP/1.1\r\nHost: a\r\n{extra}\r\n").as_bytes(),
+        )
+    };
+    assert!(get_with("").starts_with("HTTP/1.1 407 "));
+    let ok = get_with(&basic("sbx:t0k"));
+    assert!(ok.starts_with("HTTP/1.1 200 OK"), "{ok}");
+    // The credentials are this hop's: the server never sees them.
+    assert!(!ok.to_ascii_lowercase().contains("authorization"), "{ok}");
+    let log = reasons(p);
+    assert_eq!(log.len(), 3, "{log:?}");
+    for (host, port, reason) in log {
+        assert_eq!((host.as_str(), port), ("allowed.test", srv.port));
+        assert_eq!(reason, Reason::Unauthenticated);
+    }
+}
+
+fn auth_b64(bytes: &[u8]) -> String {
+    // Bit by bit, independent of the proxy's encoder.
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = String::new();
+    for b in bytes {
+        bits.push_str(&format!("{b:08b}"));
+    }
+    while bits.len() % 6 != 0 {
+        bits.push('0');
+    }
+    let mut out: String = bits
+        .as_bytes()
+        .chunks(6)
+        .map(|c| ABC[usize::from_str_radix(std::str::from_utf8(c).unwrap(), 2).unwrap()] as char)
+        .collect();
+    while out.len() % 4 != 0 {
+        out.push('=');
+    }
+    out
+}
+
+/// SOCKS5 with a token: only the user name and password method is
+/// offered; the wrong password is refused and the connection closed,
+/// the right one gets the usual CONNECT.
+#[test]
+fn socks_clients_must_present_the_token() {
+    let srv = server();
+    let p = proxy_token(&[rule(0, "allowed.test", Some(srv.port))], "t0k");
+    // Only "no authentication" offered: no acceptable method.
+    let mut s = dial(p.ports().1);
+    s.write_all(&[5, 1, 0]).unwrap();
+    assert_eq!(read_bytes(&s), [5, 0xff]);
+    let login = |user: &[u8], password: &[u8]| {
+        let mut s = dial(p.ports().1);
+        s.write_all(&[5, 2, 0, 2]).unwrap();
+        let mut m = [0u8; 2];
+        s.read_exact(&mut m).unwrap();
+        assert_eq!(m, [5, 2], "user name and password chosen");
+        let mut msg = vec![1, user.len() as u8];
+        msg.extend_from_slice(user);
+        msg.push(password.len() as u8);
+        msg.extend_from_slice(password);
+        s.write_all(&msg).unwrap();
+        let mut st = [0u8; 2];
+        s.read_exact(&mut st).unwrap();
+        (s, st)
+    };
+    let (bad, st) = login(b"sbx", b"t0K");
+    assert_eq!(st, [1, 1]);
+    assert_eq!(read_bytes(&bad), b"", "closed after the failure");
+    let (_, st) = login(b"root", b"t0k");
+    assert_eq!(st, [1, 1]);
+    let (mut s, st) = login(b"sbx", b"t0k");
+    assert_eq!(st, [1, 0]);
+    let mut req = vec![5, 1, 0, 3, 12];
+    req.extend_from_slice(b"allowed.test");
+    req.extend_from_slice(&srv.port.to_be_bytes());
+    s.write_all(&req).unwrap();
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).unwrap();
+    assert_eq!(rep[1], 0);
+    s.write_all(b"ECHO\nping").unwrap();
+    let mut got = [0u8; 4];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"ping");
+    let log = reasons(p);
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(log
+        .iter()
+        .all(|(h, _, r)| h.is_empty() && *r == Reason::Unauthenticated));
+}
+
+#[test]
+fn env_carries_the_token() {
+    let e: Vec<(String, String)> = env(50001, 50002, Some("t0k"))
+        .into_iter()
+        .map(|(k, v)| (k.into_string().unwrap(), v.into_string().unwrap()))
+        .collect();
+    let get = |k: &str| e.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("HTTP_PROXY"), Some("http://sbx:t0k@127.0.0.1:50001"));
+    assert_eq!(get("https_proxy"), Some("http://sbx:t0k@127.0.0.1:50001"));
+    assert_eq!(get("ALL_PROXY"), Some("socks5h://sbx:t0k@127.0.0.1:50002"));
+    assert_eq!(get("NO_PROXY"), Some("localhost,127.0.0.1,::1"));
+}
+
+/// curl takes the credentials from the proxy variables, for HTTP and
+/// SOCKS5 alike.
+#[test]
+fn curl_presents_the_token_from_the_variables() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no curl");
+        return;
+    }
+    let srv = server();
+    let token = auth::new_token().unwrap();
+    let p = proxy_token(&[rule(0, "allowed.test", Some(srv.port))], &token);
+    let (h, s) = p.ports();
+    let url = format!("http://allowed.test:{}/hi", srv.port);
+    let curl = |token: &str, socks: bool| {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-sS", "--max-time", "10", &url]).env_clear();
+        for (k, v) in env(h, s, Some(token)) {
+            let all = k.to_string_lossy().to_ascii_lowercase().starts_with("all_");
+            if socks == all {
+                c.env(k, v);
+            }
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).to_string()
+    };
+    let want = format!("GET /hi HTTP/1.1|host=allowed.test:{}|body=", srv.port);
+    assert_eq!(curl(&token, false), want);
+    assert_eq!(curl(&token, true), want);
+    assert!(curl("wrong", false).contains("credentials"));
+    assert_eq!(curl("wrong", true), "");
+    assert_eq!(p.stop().len(), 2);
 }

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use super::net::{self, NetRule};
 use super::{coverage, Action, FileOp, Filter, Profile, ProfileError, Rule};
 use crate::sbpl::datum::{Datum, DatumKind};
 use crate::sbpl::names::is_operation;
 use crate::sbpl::{parse, pattern};
 
-fn error_at(d: &Datum, message: impl Into<String>) -> ProfileError {
+pub(super) fn error_at(d: &Datum, message: impl Into<String>) -> ProfileError {
     ProfileError {
         line: d.line,
         column: d.column,
@@ -35,6 +36,7 @@ impl Profile {
         let mut profile = Profile {
             default: None,
             rules: Vec::new(),
+            net: Vec::new(),
         };
         for d in data {
             match d.head() {
@@ -107,6 +109,21 @@ impl Profile {
         if operations.is_empty() && opaque.is_none() {
             return Err(error_at(d, "rule without an operation"));
         }
+        if operations
+            .iter()
+            .any(|o| coverage(o, net::OUTBOUND).is_some())
+        {
+            let filters = filter_data
+                .iter()
+                .map(|f| net::filter(f, params))
+                .collect::<Result<_, _>>()?;
+            self.net.push(NetRule {
+                action,
+                line: d.line,
+                operations: operations.clone(),
+                filters,
+            });
+        }
         let applies = opaque.is_some()
             || operations.iter().any(|o| {
                 FileOp::ALL
@@ -132,7 +149,7 @@ impl Profile {
 }
 
 /// A filter argument: known text, or a description of what cannot be computed.
-enum Value {
+pub(super) enum Value {
     Text(String),
     Unknown(String),
 }
@@ -197,7 +214,7 @@ fn filter(d: &Datum, params: &BTreeMap<String, String>) -> Result<Filter, Profil
 
 /// Evaluate a filter argument. Unknown parameters are errors: Seatbelt refuses
 /// such a profile too.
-fn value(d: &Datum, params: &BTreeMap<String, String>) -> Result<Value, ProfileError> {
+pub(super) fn value(d: &Datum, params: &BTreeMap<String, String>) -> Result<Value, ProfileError> {
     if let Some(s) = d.as_string() {
         return Ok(Value::Text(s.to_string()));
     }

@@ -357,3 +357,86 @@ proptest::proptest! {
         proptest::prop_assert_eq!(d(&p, Write, &format!("{path}{child}")), "deny@1");
     }
 }
+
+/// "allow@3" etc. for a TCP connection to `localhost` or elsewhere.
+fn c(p: &Profile, localhost: bool, port: u16) -> String {
+    let decision = p.decide_connect(Connect { localhost, port });
+    let what = match decision {
+        Decision::Allow { .. } => "allow",
+        Decision::Deny { .. } => "deny",
+        Decision::Unknown { .. } => "unknown",
+    };
+    format!("{what}@{}", line_text(decision.line()))
+}
+
+#[test]
+fn outbound_tcp_by_host_and_port() {
+    let p = profile(
+        r#"(version 1)
+(deny default)
+(allow network-outbound
+  (remote tcp "*:443")
+  (remote tcp "localhost:8080")
+  (remote udp "*:53")
+  (remote unix-socket (path-literal "/private/var/run/mDNSResponder")))
+(deny network-outbound (remote ip "*:444"))
+(allow file-read* (subpath "/"))"#,
+    );
+    assert_eq!(c(&p, false, 443), "allow@3");
+    assert_eq!(c(&p, true, 443), "allow@3", "* covers localhost");
+    assert_eq!(c(&p, true, 8080), "allow@3");
+    assert_eq!(c(&p, false, 8080), "deny@2");
+    assert_eq!(c(&p, false, 53), "deny@2", "udp is not tcp");
+    assert_eq!(c(&p, true, 444), "deny@8");
+    // File rules do not answer for the network, nor the reverse.
+    assert_eq!(d(&p, Read, "/x"), "allow@9");
+    let any = profile("(deny default)\n(allow network*)\n(deny network-bind)");
+    assert_eq!(c(&any, false, 1), "allow@2");
+    assert_eq!(c(&profile("(version 1)"), false, 1), "allow@default");
+    // Without an address: any; several addresses: any of them.
+    let bare = profile("(deny default)\n(allow network-outbound (remote tcp) (remote udp))");
+    assert_eq!(c(&bare, false, 9), "allow@2");
+    let two =
+        profile("(deny default)\n(allow network-outbound (remote tcp \"*:1\" \"localhost:2\"))");
+    assert_eq!(c(&two, false, 1), "allow@2");
+    assert_eq!(c(&two, true, 2), "allow@2");
+    assert_eq!(c(&two, false, 2), "deny@1");
+}
+
+#[test]
+fn outbound_addresses_from_parameters() {
+    let src = r#"(deny default)
+(allow network-outbound (remote tcp (string-append "localhost:" (param "PORT"))))"#;
+    let p = profile_with(src, &[("PORT", "50001")]);
+    assert_eq!(c(&p, true, 50001), "allow@2");
+    assert_eq!(c(&p, true, 50002), "deny@1");
+    assert_eq!(c(&p, false, 50001), "deny@1");
+    // Seatbelt refuses a profile whose parameter is missing.
+    let e = Profile::from_source(src, &BTreeMap::new()).unwrap_err();
+    assert!(e.message.contains("\"PORT\" is not defined"), "{e}");
+    for bad in ["50001", "example.com:443", "localhost:0", "localhost:http"] {
+        let text = format!("(allow network-outbound (remote tcp \"{bad}\"))");
+        let e = Profile::from_source(&text, &BTreeMap::new()).unwrap_err();
+        assert!(e.message.contains("is not"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn outbound_filters_the_evaluator_cannot_decide() {
+    let p = profile(
+        r#"(deny default)
+(allow network-outbound (local ip "localhost:*"))
+(allow network-outbound (remote tcp4 "*:22"))"#,
+    );
+    assert_eq!(c(&p, false, 80), "unknown@2");
+    assert_eq!(c(&p, false, 22), "unknown@3");
+    let four = profile("(deny default)\n(allow network-outbound (remote tcp4 \"*:22\"))");
+    assert_eq!(c(&four, false, 22), "unknown@2");
+    assert_eq!(c(&four, false, 80), "deny@1", "the address does not match");
+    let n = profile(
+        r#"(deny default)
+(allow network-outbound (require-all (remote tcp "*:*") (require-not (remote tcp "localhost:*"))))"#,
+    );
+    assert_eq!(c(&n, false, 80), "allow@2");
+    assert_eq!(c(&n, true, 80), "deny@1");
+}
