@@ -31,7 +31,7 @@ pub const PROGRAM_PARAM: &str = "PROGRAM";
 /// the loopback rules.
 pub const PROXY_HTTP_PARAM: &str = "PROXY_HTTP_PORT";
 pub const PROXY_SOCKS_PARAM: &str = "PROXY_SOCKS_PORT";
-/// Both, in the order of [`crate::runtime`]'s listeners: HTTP, SOCKS5.
+/// Both, in the order of the proxy's listeners (`runtime::proxy`): HTTP, SOCKS5.
 pub const PROXY_PARAMS: [&str; 2] = [PROXY_HTTP_PARAM, PROXY_SOCKS_PARAM];
 /// Prefix of the header line that carries [`Meta`] as JSON.
 pub const META_PREFIX: &str = ";; sbx-meta: ";
