@@ -67,6 +67,8 @@ struct Node<'a> {
     grant: &'a Grant,
     label: String,
     spellings: Vec<Spelling>,
+    /// The first spelling's depth: the emission order's key, counted once.
+    depth: usize,
 }
 
 /// Every spelling of every grant, for most-specific-wins lookups in
@@ -139,12 +141,11 @@ impl<'a> Files<'a> {
             nodes.push(Node {
                 grant: g,
                 label,
+                depth: spellings[0].depth(),
                 spellings,
             });
         }
-        nodes.sort_by(|a, b| {
-            (a.spellings[0].depth(), &a.grant.path).cmp(&(b.spellings[0].depth(), &b.grant.path))
-        });
+        nodes.sort_by(|a, b| (a.depth, &a.grant.path).cmp(&(b.depth, &b.grant.path)));
         let mut by_text = Map::default();
         for (i, n) in nodes.iter().enumerate() {
             for s in &n.spellings {
