@@ -6,6 +6,7 @@ mod kernel;
 mod limits;
 mod ns;
 mod nschild;
+mod passfd;
 mod plan;
 mod program;
 mod report;
