@@ -22,11 +22,38 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// Answer the notifications of `listener` on a thread of their own
 /// until no process uses its filter any more. `ports`: the TCP ports
 /// the policy lets the sandbox bind.
+///
+/// A bare pthread with a small stack: every run on the real network
+/// starts one, and `std::thread` costs several times more (a 2 MiB
+/// stack, a signal stack, a malloc arena for the thread).
 pub fn supervise(listener: OwnedFd, ports: Vec<u16>) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("sbx-listen".into())
-        .spawn(move || serve(&listener, &ports))
-        .map(drop)
+    struct Job {
+        listener: OwnedFd,
+        ports: Vec<u16>,
+    }
+    extern "C" fn run(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: the Box `supervise` leaked for this thread alone.
+        let job = unsafe { Box::from_raw(arg.cast::<Job>()) };
+        serve(&job.listener, &job.ports);
+        std::ptr::null_mut()
+    }
+    let job = Box::into_raw(Box::new(Job { listener, ports }));
+    // SAFETY: attr is initialised before use and destroyed after; on
+    // success the thread owns `job`, on failure it is taken back.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, 128 * 1024);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut thread: libc::pthread_t = std::mem::zeroed();
+        let r = libc::pthread_create(&mut thread, &attr, run, job.cast());
+        libc::pthread_attr_destroy(&mut attr);
+        if r != 0 {
+            drop(Box::from_raw(job));
+            return Err(io::Error::from_raw_os_error(r));
+        }
+    }
+    Ok(())
 }
 
 fn serve(listener: &OwnedFd, ports: &[u16]) {

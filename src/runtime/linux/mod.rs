@@ -282,11 +282,9 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // listen() without bind() (#20): sbx checks it when Landlock
     // restricts TCP bind and the command is on the real network.
     let bind_restricted = plan.handled_net & landlock::AccessNet::BindTcp as u64 != 0;
-    let (filters, listen_filters) = match seccomp::build_both(&art.seccomp, bind_restricted) {
-        Ok((plain, listen)) => (Ok(plain), listen),
-        Err(e) => (Err(e), None),
-    };
-    let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
+    let section = seccomp::compile_section(&art.seccomp);
+    let filters = section.as_ref().map(seccomp::Section::plain);
+    let seccomp_count = filters.as_ref().map(Vec::len).map_err(|e| (*e).clone());
 
     if opts.report {
         eprint!(
@@ -400,17 +398,20 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         limits::rlimits(&art.limits),
         limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );
-    let listen_prep = |filters: &Option<Vec<seccompiler::BpfProgram>>| {
+    // In a private network namespace nothing is checked: prepared only
+    // for the real network (or once the namespace is refused).
+    let listen_prep = || {
+        let filters = match &section {
+            Ok(s) if bind_restricted => s.listen(),
+            _ => None,
+        };
         filters
-            .clone()
             .map(child::ListenPrep::new)
             .transpose()
             .map_err(|e| fail(format!("the listen() check: {e}")))
     };
-    // In a private network namespace nothing is checked: prepared only
-    // for the real network (and again if the namespace is refused).
     if !wanted.net {
-        prepared.listen = listen_prep(&listen_filters)?;
+        prepared.listen = listen_prep()?;
     }
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let proxy_listeners = proxy_ports.len();
@@ -491,7 +492,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             prepared.ns = None;
             proxy_sock = None;
             if prepared.listen.is_none() {
-                prepared.listen = listen_prep(&listen_filters)?;
+                prepared.listen = listen_prep()?;
             }
             spawned = child::spawn(&prepared);
         }

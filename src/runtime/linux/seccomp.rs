@@ -179,28 +179,43 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProg
 /// The plain filter alone, for tests.
 #[cfg(test)]
 pub(super) fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
-    Ok(build_both(s, false)?.0)
+    Ok(compile_section(s)?.plain())
+}
+
+/// The section's programs, compiled once; either filter is made from
+/// them (`plain`, or `listen` when the command is on the real network).
+pub struct Section {
+    programs: Vec<BpfProgram>,
+    keys: Keys,
+    deny_errno: i32,
+}
+
+impl Section {
+    /// The filter: the programs chained behind the prefix.
+    pub fn plain(&self) -> Vec<BpfProgram> {
+        assemble(self.programs.clone(), self.keys.clone(), self.deny_errno)
+    }
+
+    /// The filter that also hands `listen` to sbx (`None` on an
+    /// architecture sbx has no tag for).
+    pub fn listen(&self) -> Option<Vec<BpfProgram>> {
+        let mut programs = self.programs.clone();
+        programs.push(listen_program()?);
+        let mut keys = self.keys.clone();
+        keys.insert(libc::SYS_listen as u32);
+        Some(assemble(programs, keys, self.deny_errno))
+    }
 }
 
 /// Compile the section; unknown names are errors (the artifact is not
-/// what this sbx wrote). With `listen`, also the variant that hands
-/// `listen` to sbx (`None` on an architecture sbx has no tag for).
-pub fn build_both(
-    s: &Seccomp,
-    listen: bool,
-) -> Result<(Vec<BpfProgram>, Option<Vec<BpfProgram>>), String> {
+/// what this sbx wrote).
+pub fn compile_section(s: &Seccomp) -> Result<Section, String> {
     let (programs, keys, deny_errno) = compile_all(s)?;
-    let listen = match (listen, listen_program()) {
-        (true, Some(notify)) => {
-            let mut with = programs.clone();
-            with.push(notify);
-            let mut keys = keys.clone();
-            keys.insert(libc::SYS_listen as u32);
-            Some(assemble(with, keys, deny_errno))
-        }
-        _ => None,
-    };
-    Ok((assemble(programs, keys, deny_errno), listen))
+    Ok(Section {
+        programs,
+        keys,
+        deny_errno,
+    })
 }
 
 /// Every syscall number some program has a rule for.
@@ -887,9 +902,9 @@ mod tests {
         let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
         for sockets in [true, false] {
             let s = section(sockets);
-            let (plain, listen) = build_both(&s, true).unwrap();
+            let section = compile_section(&s).unwrap();
+            let (plain, listen) = (section.plain(), section.listen().unwrap());
             assert_eq!(plain, build(&s).unwrap());
-            let listen = listen.unwrap();
             assert_eq!(listen.len(), 1, "chained into one filter");
             assert!(notifies(&listen[0]) && !plain.iter().any(|p| notifies(p)));
             let mut separate = vec![listen_program().unwrap()];
