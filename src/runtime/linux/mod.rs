@@ -545,7 +545,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // The listener, if the command got the listen check: sbx answers it.
     if let Some(l) = prepared.listen.take() {
         if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
-            if let Err(e) = listen::supervise(fd, bind_ports.clone()) {
+            if let Err(e) = listen::supervise(fd, bind_ports) {
                 // The listener is closed: the kernel fails every listen().
                 eprintln!("sbx: warning: the listen() check did not start: {e}");
             }
