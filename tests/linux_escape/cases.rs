@@ -1,6 +1,7 @@
 //! One function per escape attempt. Each returns `Err(explanation)`.
 
 use crate::fixture::{check, expect, Fx, Out};
+use crate::listen_cases as listen;
 use crate::ns_cases as ns;
 use std::ffi::OsString;
 use std::net::{TcpListener, UdpSocket};
@@ -65,6 +66,18 @@ pub const ALL: &[(&str, Case)] = &[
     ),
     ("ns_daemon_dies_with_the_run", ns::daemon_dies_with_the_run),
     ("ns_listen_without_bind", ns::listen_without_bind),
+    (
+        "listen_without_bind_real_network",
+        listen::listen_on_the_real_network,
+    ),
+    (
+        "listen_fails_closed_without_sbx",
+        listen::listen_fails_closed_without_sbx,
+    ),
+    (
+        "listen_unchecked_under_another_listener",
+        listen::listen_unchecked_under_another_listener,
+    ),
     ("ns_unavailable_fallback", ns::namespaces_unavailable),
     (
         "ns_proxy_hook_gets_listeners",

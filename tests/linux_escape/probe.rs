@@ -612,6 +612,128 @@ unsafe fn op(args: &[String]) -> String {
             }
             out.join(",")
         }
+        // A TCP socket on 127.0.0.1 or ::1 (`a(1)`: 4 or 6) bound to port
+        // `a(2)` (0: no bind() at all), then listen().
+        "listen-tcp" => {
+            let v6 = a(1) == "6";
+            let port: u16 = num(a(2));
+            let s = libc::socket(
+                if v6 { libc::AF_INET6 } else { libc::AF_INET },
+                libc::SOCK_STREAM,
+                0,
+            );
+            if s < 0 {
+                return res(-1);
+            }
+            if port != 0 {
+                let mut sa6: libc::sockaddr_in6 = std::mem::zeroed();
+                sa6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+                sa6.sin6_port = port.to_be();
+                sa6.sin6_addr.s6_addr[15] = 1;
+                let sa4 = loopback(port);
+                let r = if v6 {
+                    libc::bind(
+                        s,
+                        (&sa6 as *const libc::sockaddr_in6).cast(),
+                        std::mem::size_of_val(&sa6) as u32,
+                    )
+                } else {
+                    libc::bind(
+                        s,
+                        (&sa4 as *const libc::sockaddr_in).cast(),
+                        std::mem::size_of_val(&sa4) as u32,
+                    )
+                };
+                if r < 0 {
+                    return format!("bind: {}", errno_name(errno()));
+                }
+            }
+            res(libc::listen(s, 8).into())
+        }
+        // A UNIX-socket server at path `a(1)`: listen(), a client
+        // connects, accept().
+        "unix-server" => {
+            let l = std::os::unix::net::UnixListener::bind(a(1));
+            let Ok(l) = l else {
+                return format!("bind: {:?}", l.err());
+            };
+            let c = std::os::unix::net::UnixStream::connect(a(1));
+            match (c, l.accept()) {
+                (Ok(_), Ok(_)) => "OK".into(),
+                other => format!("{other:?}"),
+            }
+        }
+        // listen() on one descriptor number while another thread keeps
+        // putting a UNIX socket and an unbound TCP socket behind it:
+        // `escaped` if the TCP socket ends up listening.
+        "listen-swap" => {
+            let unix = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let tcp = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            let n = libc::dup(unix);
+            // The family alone: an abstract name the kernel picks.
+            let family = libc::AF_UNIX as libc::sa_family_t;
+            let len = std::mem::size_of::<libc::sa_family_t>() as libc::socklen_t;
+            if unix < 0
+                || tcp < 0
+                || n < 0
+                || libc::bind(unix, (&family as *const libc::sa_family_t).cast(), len) < 0
+            {
+                return res(-1);
+            }
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let s2 = stop.clone();
+            let t = std::thread::spawn(move || {
+                while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                    libc::dup2(unix, n);
+                    libc::dup2(tcp, n);
+                }
+            });
+            let mut listened = 0;
+            for _ in 0..2000 {
+                if libc::listen(n, 1) == 0 {
+                    listened += 1;
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = t.join();
+            let mut on: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            libc::getsockopt(
+                tcp,
+                libc::SOL_SOCKET,
+                libc::SO_ACCEPTCONN,
+                (&mut on as *mut libc::c_int).cast(),
+                &mut len,
+            );
+            if on != 0 {
+                "escaped".into()
+            } else if listened == 0 {
+                "the UNIX socket never listened".into()
+            } else {
+                "OK".into()
+            }
+        }
+        // Print `ready`, wait until sbx is gone (another process becomes
+        // the parent), then listen() on a bound UNIX socket and write
+        // the result to `a(1)`.
+        "listen-orphaned" => {
+            let parent = libc::getppid();
+            println!("ready");
+            let _ = std::io::stdout().flush();
+            for _ in 0..500 {
+                if libc::getppid() != parent {
+                    break;
+                }
+                libc::usleep(10_000);
+            }
+            let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let family = libc::AF_UNIX as libc::sa_family_t;
+            let len = std::mem::size_of::<libc::sa_family_t>() as libc::socklen_t;
+            libc::bind(s, (&family as *const libc::sa_family_t).cast(), len);
+            let r = res(libc::listen(s, 1).into());
+            let _ = std::fs::write(a(1), &r);
+            r
+        }
         // listen() with no bind(): the kernel picks a port on every
         // address. Prints the port, then waits for one connection for
         // `a(2)` seconds and prints `accepted` or `none`.
@@ -664,6 +786,37 @@ unsafe fn op(args: &[String]) -> String {
             let mut b = [0u8; 1];
             libc::read(pfd[0], b.as_mut_ptr().cast(), 1);
             "OK".into()
+        }
+        // Run `a(1)` with the rest as its arguments under a seccomp
+        // filter that allows everything but holds a listener (kept open
+        // across exec), as another supervisor's would.
+        "with-listener" => {
+            let allow = [libc::sock_filter {
+                code: (libc::BPF_RET | libc::BPF_K) as u16,
+                jt: 0,
+                jf: 0,
+                k: libc::SECCOMP_RET_ALLOW,
+            }];
+            let prog = libc::sock_fprog {
+                len: 1,
+                filter: allow.as_ptr() as *mut libc::sock_filter,
+            };
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            let fd = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
+                &prog as *const libc::sock_fprog,
+            );
+            if fd < 0 {
+                return res(-1);
+            }
+            libc::fcntl(fd as i32, libc::F_SETFD, 0);
+            let argv: Vec<CString> = args[1..].iter().map(|x| c(x)).collect();
+            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|x| x.as_ptr()).collect();
+            ptrs.push(std::ptr::null());
+            libc::execv(ptrs[0], ptrs.as_ptr());
+            res(-1)
         }
         // Run `a(1)` with the rest as its arguments under a seccomp
         // filter that refuses every new namespace (EPERM), as a

@@ -41,6 +41,7 @@ pub enum Step {
     PidNamespace = 12,
     Proc = 13,
     Namespaces = 14,
+    ListenCheck = 15,
 }
 
 impl Step {
@@ -60,6 +61,7 @@ impl Step {
             Step::PidNamespace,
             Step::Proc,
             Step::Namespaces,
+            Step::ListenCheck,
         ]
         .into_iter()
         .find(|s| *s as i32 == v)
@@ -81,13 +83,14 @@ impl Step {
             Step::PidNamespace => "creating the PID namespace",
             Step::Proc => "mounting /proc",
             Step::Namespaces => "clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)",
+            Step::ListenCheck => "handing listen() to sbx (SECCOMP_FILTER_FLAG_NEW_LISTENER)",
         }
     }
 
     /// A step of the namespace layer: nothing ran when it failed, so a
     /// best-effort run can go on without namespaces.
     pub fn is_namespace(self) -> bool {
-        (self as i32) >= Step::UserNamespace as i32
+        (Step::UserNamespace as i32..=Step::Namespaces as i32).contains(&(self as i32))
     }
 }
 
@@ -115,6 +118,68 @@ pub struct Prepared {
     max_fd: libc::c_int,
     /// The namespace layer, when this run uses it.
     pub ns: Option<super::nschild::NsPrep>,
+    /// The filters that hand `listen` to sbx, used instead of `fprogs`
+    /// when the command is on the real network (`listen.rs`).
+    pub listen: Option<ListenPrep>,
+}
+
+/// The `listen` check's filters, and the socket pair their listener
+/// goes to sbx on.
+pub struct ListenPrep {
+    _filters: Vec<Vec<libc::sock_filter>>,
+    fprogs: Vec<libc::sock_fprog>,
+    /// The filter installed with a listener (the one that notifies).
+    at: usize,
+    /// The child's end.
+    theirs: OwnedFd,
+    /// sbx's end.
+    pub mine: OwnedFd,
+}
+
+impl ListenPrep {
+    pub fn new(filters: Vec<seccompiler::BpfProgram>) -> io::Result<ListenPrep> {
+        let at = filters
+            .iter()
+            .position(|p| super::seccomp::notifies(p))
+            .ok_or_else(|| io::Error::other("no filter hands listen to sbx"))?;
+        let (mine, theirs) = super::passfd::socketpair()?;
+        let (filters, fprogs) = fprogs(filters);
+        Ok(ListenPrep {
+            _filters: filters,
+            fprogs,
+            at,
+            theirs,
+            mine,
+        })
+    }
+}
+
+/// The programs as the kernel takes them; the `sock_fprog`s point into
+/// the returned filters, whose buffers stay put when the vectors move.
+fn fprogs(
+    filters: Vec<seccompiler::BpfProgram>,
+) -> (Vec<Vec<libc::sock_filter>>, Vec<libc::sock_fprog>) {
+    let filters: Vec<Vec<libc::sock_filter>> = filters
+        .into_iter()
+        .map(|p| {
+            p.into_iter()
+                .map(|i| libc::sock_filter {
+                    code: i.code,
+                    jt: i.jt,
+                    jf: i.jf,
+                    k: i.k,
+                })
+                .collect()
+        })
+        .collect();
+    let fprogs = filters
+        .iter()
+        .map(|f| libc::sock_fprog {
+            len: f.len() as u16,
+            filter: f.as_ptr() as *mut libc::sock_filter,
+        })
+        .collect();
+    (filters, fprogs)
 }
 
 impl Prepared {
@@ -133,26 +198,7 @@ impl Prepared {
                 .chain(std::iter::once(std::ptr::null()))
                 .collect::<Vec<_>>()
         };
-        let filters: Vec<Vec<libc::sock_filter>> = filters
-            .into_iter()
-            .map(|p| {
-                p.into_iter()
-                    .map(|i| libc::sock_filter {
-                        code: i.code,
-                        jt: i.jt,
-                        jf: i.jf,
-                        k: i.k,
-                    })
-                    .collect()
-            })
-            .collect();
-        let fprogs = filters
-            .iter()
-            .map(|f| libc::sock_fprog {
-                len: f.len() as u16,
-                filter: f.as_ptr() as *mut libc::sock_filter,
-            })
-            .collect();
+        let (filters, fprogs) = fprogs(filters);
         Prepared {
             argv_ptrs: ptrs(&argv),
             envp_ptrs: ptrs(&envp),
@@ -169,6 +215,7 @@ impl Prepared {
             tty: foreground_tty(),
             max_fd: max_fd(),
             ns: None,
+            listen: None,
         }
     }
 
@@ -563,6 +610,41 @@ unsafe fn drop_caps(p: &Prepared, wr: RawFd) {
     }
 }
 
+/// Install the seccomp filters; with `listen`, its notifying filter with
+/// a listener, which goes to sbx. Async-signal-safe.
+unsafe fn install(fprogs: &[libc::sock_fprog], listen: Option<&ListenPrep>, wr: RawFd) {
+    for (i, prog) in fprogs.iter().enumerate() {
+        let notify = listen.filter(|l| l.at == i);
+        let flags = if notify.is_some() {
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint
+        } else {
+            0
+        };
+        let r = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            prog as *const libc::sock_fprog,
+        );
+        if r < 0 {
+            // EBUSY: a filter sbx runs under has a listener already, and
+            // the kernel allows one. sbx decides whether to go on.
+            if notify.is_some() && *libc::__errno_location() == libc::EBUSY {
+                fail(wr, Step::ListenCheck);
+            }
+            fail(wr, Step::Seccomp);
+        }
+        if let Some(l) = notify {
+            // Close-on-exec: sbx holds the only copy once we exec.
+            let fd = r as RawFd;
+            if !super::passfd::send(l.theirs.as_raw_fd(), &[fd]) {
+                fail(wr, Step::ListenCheck);
+            }
+            libc::close(fd);
+        }
+    }
+}
+
 /// Signal numbers the child resets (1 to SIGRTMAX on Linux).
 const NSIG: libc::c_int = 65;
 
@@ -625,16 +707,14 @@ pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
     }
-    for prog in &p.fprogs {
-        if libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0u32,
-            prog as *const libc::sock_fprog,
-        ) != 0
-        {
-            fail(wr, Step::Seccomp);
-        }
+    // In a private network namespace a port listen() picks is out of
+    // the host's reach: no check, so no notification.
+    let private_net =
+        p.ns.as_ref()
+            .is_some_and(|ns| ns.flags & libc::CLONE_NEWNET != 0);
+    match &p.listen {
+        Some(l) if !private_net => install(&l.fprogs, Some(l), wr),
+        _ => install(&p.fprogs, None, wr),
     }
     // execve keeps the signal mask: the program starts with none blocked.
     let mut empty: libc::sigset_t = std::mem::zeroed();

@@ -4,8 +4,10 @@
 mod child;
 mod kernel;
 mod limits;
+mod listen;
 mod ns;
 mod nschild;
+mod passfd;
 mod plan;
 mod planted;
 mod program;
@@ -284,8 +286,12 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let new_root =
         wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
 
-    let filters = seccomp::build(&art.seccomp);
-    let seccomp_count = filters.as_ref().map(Vec::len).map_err(Clone::clone);
+    // listen() without bind() (#20): sbx checks it when Landlock
+    // restricts TCP bind and the command is on the real network.
+    let bind_restricted = plan.handled_net & landlock::AccessNet::BindTcp as u64 != 0;
+    let section = seccomp::compile_section(&art.seccomp);
+    let filters = section.as_ref().map(seccomp::Section::plain);
+    let seccomp_count = filters.as_ref().map(Vec::len).map_err(|e| (*e).clone());
 
     if opts.report {
         eprint!(
@@ -302,6 +308,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     namespaces: &ns::describe(&wanted, user_ns && wanted.any(), mounts.len()),
                     mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
                     new_root,
+                    private_net: wanted.net,
                 }
             )
         );
@@ -346,6 +353,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
 
     let ruleset = kernel::create(&plan).map_err(fail)?;
+    // The ports a listening socket may hold (the listen check).
+    let bind_ports: Vec<u16> = plan
+        .ports
+        .iter()
+        .filter(|(_, bits)| bits & landlock::AccessNet::BindTcp as u64 != 0)
+        .map(|(p, _)| *p)
+        .collect();
     let net_rules = plan.handled_net & 2 != 0;
     let proc_rules: Vec<(String, u64)> = plan
         .rules
@@ -391,6 +405,21 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         limits::rlimits(&art.limits),
         limits::capabilities(&art.drop_capabilities).map_err(fail)?,
     );
+    // In a private network namespace nothing is checked: prepared only
+    // for the real network (or once the namespace is refused).
+    let listen_prep = || {
+        let filters = match &section {
+            Ok(s) if bind_restricted => s.listen(),
+            _ => None,
+        };
+        filters
+            .map(child::ListenPrep::new)
+            .transpose()
+            .map_err(|e| fail(format!("the listen() check: {e}")))
+    };
+    if !wanted.net {
+        prepared.listen = listen_prep()?;
+    }
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let proxy_listeners = proxy_ports.len();
     let mut proxy_sock = None;
@@ -469,6 +498,32 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             }
             prepared.ns = None;
             proxy_sock = None;
+            if prepared.listen.is_none() {
+                prepared.listen = listen_prep()?;
+            }
+            spawned = child::spawn(&prepared);
+        }
+    }
+    if let Err(child::SpawnError {
+        step: Some(child::Step::ListenCheck),
+        error,
+    }) = &spawned
+    {
+        if error.raw_os_error() == Some(libc::EBUSY) {
+            // Nothing ran. Another supervisor's filter holds the one
+            // listener the kernel allows: run without the check, or refuse.
+            let why = "a seccomp filter sbx runs under has a listener already (one per process)";
+            if art.enforcement == Enforcement::Required {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but listen() cannot be checked: {why}; \
+                     nothing was run"
+                )));
+            }
+            eprintln!(
+                "sbx: warning: listen() is not checked ({why}): a TCP socket that listens \
+                 without bind() gets a port on this host's network"
+            );
+            prepared.listen = None;
             spawned = child::spawn(&prepared);
         }
     }
@@ -494,6 +549,15 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         }
     };
     let pid = spawned.pid;
+    // The listener, if the command got the listen check: sbx answers it.
+    if let Some(l) = prepared.listen.take() {
+        if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
+            if let Err(e) = listen::supervise(fd, bind_ports) {
+                // The listener is closed: the kernel fails every listen().
+                eprintln!("sbx: warning: the listen() check did not start: {e}");
+            }
+        }
+    }
     if let Some(hook) = &hook {
         let listeners = match &proxy_sock {
             Some(sock) => ns::receive_listeners(sock, proxy_listeners),

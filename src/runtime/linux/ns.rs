@@ -18,7 +18,7 @@ use crate::ir::{Namespaces, Precision, Status};
 use crate::runtime::expand::Values;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::AtomicI32;
 
 /// A mount rule with its path opened (through no symlink, like rule
@@ -299,26 +299,8 @@ pub fn prepare(
         ));
     }
     let (mine, theirs) = if listeners > 0 && w.net {
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid 2-element array.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } != 0
-        {
-            return Err(format!("socketpair: {}", io::Error::last_os_error()));
-        }
-        // SAFETY: fresh descriptors owned from here on.
-        unsafe {
-            (
-                Some(OwnedFd::from_raw_fd(fds[0])),
-                Some(OwnedFd::from_raw_fd(fds[1])),
-            )
-        }
+        let (mine, theirs) = super::passfd::socketpair().map_err(|e| format!("socketpair: {e}"))?;
+        (Some(mine), Some(theirs))
     } else {
         (None, None)
     };
@@ -365,39 +347,10 @@ pub fn prepare(
 
 /// The listeners the child sent (none if it sent nothing usable).
 pub fn receive_listeners(sock: &OwnedFd, n: usize) -> Vec<std::net::TcpListener> {
-    #[repr(C, align(8))]
-    struct Buf([u8; 128]);
-    let mut buf = Buf([0; 128]);
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: a zeroed msghdr pointing at our buffers; the control
-    // message is parsed with the CMSG macros within `buf`.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = buf.0.as_mut_ptr().cast();
-        msg.msg_controllen = buf.0.len() as _;
-        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) != 1 {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
-        {
-            let len = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-            let count = (len / std::mem::size_of::<RawFd>()).min(n);
-            let data = libc::CMSG_DATA(c).cast::<RawFd>();
-            for i in 0..count {
-                let fd = std::ptr::read_unaligned(data.add(i));
-                out.push(std::net::TcpListener::from_raw_fd(fd));
-            }
-        }
-        out
-    }
+    super::passfd::receive(sock, n, true)
+        .into_iter()
+        .map(std::net::TcpListener::from)
+        .collect()
 }
 
 /// The new root's plan: every rule path (opened before the fork), none

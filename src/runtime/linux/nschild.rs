@@ -145,7 +145,7 @@ pub struct Pids {
 }
 
 /// At most this many listeners (one control message).
-pub const MAX_LISTENERS: usize = 16;
+pub const MAX_LISTENERS: usize = super::passfd::MAX_FDS;
 
 const PATHS: [&[u8]; 3] = [
     b"/proc/self/setgroups\0",
@@ -544,33 +544,7 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
             }
         }
     }
-    // A control message with n descriptors, aligned for cmsghdr.
-    #[repr(C, align(8))]
-    struct Buf([u8; 128]);
-    let mut buf = Buf([0; 128]);
-    let payload = (n * std::mem::size_of::<RawFd>()) as libc::c_uint;
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut msg: libc::msghdr = std::mem::zeroed();
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    if n > 0 {
-        msg.msg_control = buf.0.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(payload) as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(payload) as _;
-        std::ptr::copy_nonoverlapping(
-            fds.as_ptr().cast::<u8>(),
-            libc::CMSG_DATA(c),
-            payload as usize,
-        );
-    }
-    let ok = libc::sendmsg(sock.as_raw_fd(), &msg, 0) == 1;
+    let ok = super::passfd::send(sock.as_raw_fd(), &fds[..n]);
     for fd in fds.iter().take(n) {
         libc::close(*fd);
     }

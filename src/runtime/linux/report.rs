@@ -21,6 +21,8 @@ pub struct Extras<'a> {
     pub mounts: &'a [String],
     /// The child sees only the granted paths.
     pub new_root: bool,
+    /// The child's network namespace has nothing but `lo`.
+    pub private_net: bool,
 }
 
 fn status_word(p: &Precision) -> String {
@@ -159,6 +161,9 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
         "sbx: limits: {}",
         words(&lim.iter().map(String::as_str).collect::<Vec<_>>())
     );
+    if let Some(l) = listen_line(plan.handled_net, x) {
+        let _ = writeln!(s, "sbx: listen: {l}");
+    }
     let _ = writeln!(s, "sbx: namespaces: {}", x.namespaces);
     for m in x.mounts {
         let _ = writeln!(s, "sbx:   {m}");
@@ -185,6 +190,29 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
         );
     }
     s
+}
+
+/// What becomes of a port `listen()` picks without `bind()` (none when
+/// TCP bind is not restricted at all).
+fn listen_line(handled_net: u64, x: &Extras) -> Option<&'static str> {
+    if handled_net & landlock::AccessNet::BindTcp as u64 == 0 {
+        None
+    } else if x.private_net {
+        Some(
+            "without bind() a TCP socket gets a port in the private network namespace, out of \
+             the host's reach",
+        )
+    } else if x.seccomp.is_err() {
+        Some(
+            "NOT checked (no seccomp): a TCP socket that listens without bind() gets a port on \
+             this host's network",
+        )
+    } else {
+        Some(
+            "checked by sbx (seccomp user notification): a TCP socket listens only on a port \
+             the policy lets it bind; without bind(), EACCES",
+        )
+    }
 }
 
 fn words(v: &[&str]) -> String {

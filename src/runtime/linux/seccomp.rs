@@ -8,6 +8,10 @@
 //! and argument rules with its errno) EPERM. They are chained into one
 //! program behind a prefix that refuses x32 syscalls and allows every
 //! unlisted syscall number at once.
+//!
+//! A second variant hands `listen` to sbx (`SECCOMP_RET_USER_NOTIF`,
+//! decided in `listen.rs`): chained last, so any errno the other
+//! programs return for it still wins, as the kernel ranks them.
 
 use crate::back::landlock::{ArgOp, ArgRule, Seccomp};
 use seccompiler::{
@@ -172,9 +176,67 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProg
     BpfProgram::try_from(f).map_err(|e| format!("seccomp: {e}"))
 }
 
+/// The plain filter alone, for tests.
+#[cfg(test)]
+pub(super) fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
+    Ok(compile_section(s)?.plain())
+}
+
+/// The section's programs, compiled once; either filter is made from
+/// them (`plain`, or `listen` when the command is on the real network).
+pub struct Section {
+    programs: Vec<BpfProgram>,
+    keys: Keys,
+    deny_errno: i32,
+}
+
+impl Section {
+    /// The filter: the programs chained behind the prefix.
+    pub fn plain(&self) -> Vec<BpfProgram> {
+        assemble(self.programs.clone(), self.keys.clone(), self.deny_errno)
+    }
+
+    /// The filter that also hands `listen` to sbx (`None` on an
+    /// architecture sbx has no tag for).
+    pub fn listen(&self) -> Option<Vec<BpfProgram>> {
+        let mut programs = self.programs.clone();
+        programs.push(listen_program()?);
+        let mut keys = self.keys.clone();
+        keys.insert(libc::SYS_listen as u32);
+        Some(assemble(programs, keys, self.deny_errno))
+    }
+}
+
 /// Compile the section; unknown names are errors (the artifact is not
 /// what this sbx wrote).
-pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
+pub fn compile_section(s: &Seccomp) -> Result<Section, String> {
+    let (programs, keys, deny_errno) = compile_all(s)?;
+    Ok(Section {
+        programs,
+        keys,
+        deny_errno,
+    })
+}
+
+/// Every syscall number some program has a rule for.
+type Keys = std::collections::BTreeSet<u32>;
+
+/// `programs` (in the order they run) chained, behind the prefix.
+fn assemble(programs: Vec<BpfProgram>, keys: Keys, deny_errno: i32) -> Vec<BpfProgram> {
+    let mut out = chain_all(programs);
+    // The newest filter runs first: the prefix goes in front of it.
+    let keys: Vec<u32> = keys.into_iter().collect();
+    if let Some(newest) = out.last_mut() {
+        let mut p = prefix(&keys, deny_errno);
+        p.append(newest);
+        *newest = p;
+    }
+    out
+}
+
+/// The section's `seccompiler` programs in the order they run, the
+/// numbers they have rules for, and the deny list's errno.
+fn compile_all(s: &Seccomp) -> Result<(Vec<BpfProgram>, Keys, i32), String> {
     let errno_of = |name: &str| errno(name).ok_or_else(|| format!("seccomp: unknown errno {name}"));
     let deny_errno = errno_of(&s.errno)?;
     let mut deny = deny_rules(s)?;
@@ -209,7 +271,7 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
     }
     programs.extend(groups.into_iter().map(|(e, rules)| (rules, e)));
     programs.push((deny, deny_errno));
-    let keys: std::collections::BTreeSet<u32> = programs
+    let keys: Keys = programs
         .iter()
         .flat_map(|(rules, _)| rules.keys().map(|&n| n as u32))
         .collect();
@@ -217,15 +279,33 @@ pub fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
     for (rules, e) in programs {
         compiled.push(compile(rules, e)?);
     }
-    let mut out = chain_all(compiled);
-    // The newest filter runs first: the prefix goes in front of it.
-    let keys: Vec<u32> = keys.into_iter().collect();
-    if let Some(newest) = out.last_mut() {
-        let mut p = prefix(&keys, deny_errno);
-        p.append(newest);
-        *newest = p;
-    }
-    Ok(out)
+    Ok((compiled, keys, deny_errno))
+}
+
+/// Returned for `listen`: the kernel asks sbx, which holds the filter's
+/// listener (`listen.rs`).
+pub(super) const NOTIFY: u32 = libc::SECCOMP_RET_USER_NOTIF;
+
+/// A program that returns [`NOTIFY`] for `listen` and "allow" for the
+/// rest. It runs last in the chain: a foreign architecture was killed
+/// and an x32 number refused before it (standalone, it allows them and
+/// leaves them to the other filters).
+fn listen_program() -> Option<BpfProgram> {
+    let arch = native_arch()?;
+    Some(vec![
+        ins(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+        ins(JEQ_K, 0, 3, arch),
+        ins(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+        ins(JEQ_K, 0, 1, libc::SYS_listen as u32),
+        ins(RET_K, 0, 0, NOTIFY),
+        ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ])
+}
+
+/// Whether `prog` hands a call to sbx: the filter to install with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`.
+pub fn notifies(prog: &[seccompiler::sock_filter]) -> bool {
+    prog.iter().any(|i| i.code == RET_K && i.k == NOTIFY)
 }
 
 /// A syscall number and its rule (`None`: refused whatever its arguments).
@@ -319,11 +399,12 @@ fn deny_rules(s: &Seccomp) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
 /// the kernel about as much per filter as per hundred instructions, so
 /// sbx attaches one. `later` runs first (the kernel runs the newest
 /// filter first and keeps its result on a tie); each of its "allow"
-/// returns becomes a jump to `first`, which then decides. For the two
-/// `build` makes this is the kernel's rule exactly: both kill on a
-/// foreign architecture, and otherwise `later` returns either "allow" or
-/// an errno, which no result of `first` outranks. Too long for one
-/// program (4,096 instructions): two filters, as before.
+/// returns becomes a jump to `first`, which then decides. For the
+/// programs `build` makes this is the kernel's rule exactly: `later`
+/// kills on a foreign architecture, and otherwise returns either "allow"
+/// or an errno, which no result of `first` outranks (an errno, a kill,
+/// or the notification for `listen`, which ranks below every errno). Too
+/// long for one program (4,096 instructions): two filters, as before.
 fn chain(later: BpfProgram, first: BpfProgram) -> Vec<BpfProgram> {
     if later.len() + first.len() > 4096 {
         return vec![first, later];
@@ -806,6 +887,69 @@ mod tests {
             assert!(tree(&keys, 0, &mut out).is_some(), "{n}");
             assert_eq!(out.len(), tree_len(n));
         }
+    }
+
+    /// The variant that hands `listen` to sbx decides as the plain
+    /// filter installed over the listen program would (the kernel's rule),
+    /// for every syscall number (x32's too) on this and foreign
+    /// architectures: `listen` is notified on this architecture only,
+    /// refused as x32 and killed elsewhere; the plain filter allows it.
+    #[test]
+    fn listen_variant_decides_as_the_filters_and_notifies_listen() {
+        let native = native_arch().unwrap();
+        let listen_nr = libc::SYS_listen as u32;
+        let allow = libc::SECCOMP_RET_ALLOW;
+        let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        for sockets in [true, false] {
+            let s = section(sockets);
+            let section = compile_section(&s).unwrap();
+            let (plain, listen) = (section.plain(), section.listen().unwrap());
+            assert_eq!(plain, build(&s).unwrap());
+            assert_eq!(listen.len(), 1, "chained into one filter");
+            assert!(notifies(&listen[0]) && !plain.iter().any(|p| notifies(p)));
+            let mut separate = vec![listen_program().unwrap()];
+            separate.extend(plain.iter().cloned());
+            let mut args: Vec<[u64; 6]> = vec![[0; 6], [u64::MAX; 6], [3, 128, 0, 0, 0, 0]];
+            for fam in [1, 2, 10, 16] {
+                for ty in [1, 2, 3, 0x80801] {
+                    args.push([fam, ty, 0, 0, 0, 0]);
+                }
+            }
+            for a in [0o4755, 0x40, libc::MSG_FASTOPEN as u64, 0x5412, 0x4206] {
+                args.push([a, a, a, a, 0, 0]);
+            }
+            for arch in [native, 0x4000_0003, 0xc000_00b7, 0xc000_003e, 0] {
+                for nr in (0..1100u32).chain((0..600).map(|n| n | X32_BIT)) {
+                    for a in &args {
+                        assert_eq!(
+                            interpret(&listen, arch, nr, *a),
+                            interpret(&separate, arch, nr, *a),
+                            "arch {arch:#x} nr {nr:#x} args {a:x?}"
+                        );
+                    }
+                }
+            }
+            for a in &args {
+                assert_eq!(interpret(&listen, native, listen_nr, *a), NOTIFY);
+                assert_eq!(interpret(&plain, native, listen_nr, *a), allow);
+                assert_eq!(
+                    interpret(&listen, 0x4000_0003, listen_nr, *a),
+                    libc::SECCOMP_RET_KILL_PROCESS
+                );
+                if cfg!(target_arch = "x86_64") {
+                    let x32 = listen_nr | X32_BIT;
+                    assert_eq!(interpret(&listen, native, x32, *a), eperm);
+                }
+            }
+        }
+        // An errno some program returns for `listen` outranks the
+        // notification, chained as installed.
+        let refuse = compile(BTreeMap::from([(libc::SYS_listen, vec![])]), libc::EPERM).unwrap();
+        let keys = Keys::from([listen_nr]);
+        let chained = assemble(vec![refuse, listen_program().unwrap()], keys, libc::EPERM);
+        assert_eq!(chained.len(), 1);
+        assert_eq!(interpret(&chained, native, listen_nr, [3; 6]), eperm);
+        assert_eq!(interpret(&chained, native, 0, [3; 6]), allow);
     }
 
     /// Over the kernel's limit together: two filters, each whole.

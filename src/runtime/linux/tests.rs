@@ -100,6 +100,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
             namespaces: "none",
             mounts: &[],
             new_root: false,
+            private_net: false,
         },
     )
 }
