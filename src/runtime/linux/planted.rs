@@ -75,9 +75,11 @@ fn move_one(path: &str) -> io::Result<Option<String>> {
         };
         let to =
             CString::new(new.as_str()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: as above; RENAME_NOREPLACE never overwrites a file.
+        // SAFETY: as above; RENAME_NOREPLACE never overwrites a file. The
+        // raw system call: musl's libc has no renameat2 wrapper.
         let r = unsafe {
-            libc::renameat2(
+            libc::syscall(
+                libc::SYS_renameat2,
                 parent.as_raw_fd(),
                 from.as_ptr(),
                 parent.as_raw_fd(),
