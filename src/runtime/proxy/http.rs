@@ -2,15 +2,17 @@
 //! requests. Request heads are parsed with `httparse`.
 //!
 //! A plain request is forwarded with `Connection: close` and its body by
-//! `Content-Length`; then only the response is relayed. A second request
+//! `Content-Length` or, reframed, by chunks (`chunked`); then only the
+//! response is relayed. A second request
 //! on the same connection never reaches the server unchecked (it could
 //! name another path, or another virtual host of the same address).
 
+use super::chunked;
 use super::relay::{copy, read_by, tunnel, ReadErr};
 use super::rules::{normal_host, Dest, Reason, Via};
 use super::Cx;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::time::Instant;
 
 /// Headers per request head; more is refused (431).
@@ -153,7 +155,6 @@ fn respond(s: &TcpStream, status: u16, text: &str) {
         403 => "Forbidden",
         407 => "Proxy Authentication Required",
         408 => "Request Timeout",
-        411 => "Length Required",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
         502 => "Bad Gateway",
@@ -274,17 +275,41 @@ fn hop_by_hop(name: &str, listed: &[String]) -> bool {
     ) || listed.iter().any(|l| l == name)
 }
 
-/// The body's length: `None` for no body; refused for chunked bodies
-/// and conflicting lengths.
-fn body_len(head: &Head) -> Result<Option<u64>, Bad> {
-    if head.headers.iter().any(|(n, _)| n == "transfer-encoding") {
-        return Err(bad(
-            411,
-            "request bodies with Transfer-Encoding are not relayed: send Content-Length",
-        ));
+/// How the request's body ends.
+#[derive(Debug, PartialEq, Eq)]
+enum Body {
+    Length(u64),
+    Chunked,
+}
+
+/// The body's framing: `None` for no body. A `Transfer-Encoding` must end
+/// in `chunked` and comes without `Content-Length` (RFC 9112 §6.3: either
+/// could smuggle a request past a reader that picks the other).
+fn body_len(head: &Head) -> Result<Option<Body>, Bad> {
+    let codings: Vec<String> = head
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "transfer-encoding")
+        .flat_map(|(_, v)| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let lengths = head.headers.iter().filter(|(n, _)| n == "content-length");
+    if !codings.is_empty() {
+        let chunked = codings.iter().filter(|c| *c == "chunked").count();
+        if codings.last().map(String::as_str) != Some("chunked") || chunked != 1 {
+            return Err(bad(400, "Transfer-Encoding must end in chunked"));
+        }
+        if lengths.count() > 0 {
+            return Err(bad(400, "both Transfer-Encoding and Content-Length"));
+        }
+        return Ok(Some(Body::Chunked));
     }
     let mut len = None;
-    for (_, v) in head.headers.iter().filter(|(n, _)| n == "content-length") {
+    for (_, v) in lengths {
         let n = std::str::from_utf8(v)
             .ok()
             .map(str::trim)
@@ -296,7 +321,7 @@ fn body_len(head: &Head) -> Result<Option<u64>, Bad> {
         }
         len = Some(n);
     }
-    Ok(len)
+    Ok(len.map(Body::Length))
 }
 
 /// The head sent to the server: origin-form target, the client's
@@ -336,7 +361,7 @@ pub fn forward_head(head: &Head, dest: &Dest, path: &str) -> Vec<u8> {
 
 fn plain(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
     let parsed = absolute(&head.target).and_then(|(d, p)| Ok((d, p, body_len(head)?)));
-    let (dest, path, len) = match parsed {
+    let (dest, path, body) = match parsed {
         Ok(x) => x,
         Err(b) => {
             respond(&client, b.status, &b.why);
@@ -376,12 +401,23 @@ fn plain(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
     }
     std::thread::scope(|s| {
         let down = s.spawn(|| copy(&upstream, &client));
-        let len = len.unwrap_or(0);
-        let first = early.len().min(usize::try_from(len).unwrap_or(usize::MAX));
-        let sent = (&mut &upstream).write_all(&early[..first]).is_ok();
-        if sent {
-            let rest = len - first as u64;
-            let _ = std::io::copy(&mut (&client).take(rest), &mut &upstream);
+        match body {
+            Some(Body::Chunked) => {
+                let mut from = BufReader::new(early.chain(&client));
+                if chunked::relay(&mut from, &mut &upstream).is_err() {
+                    // Malformed or cut short: the server must not take
+                    // a partial body for a whole one.
+                    let _ = upstream.shutdown(Shutdown::Both);
+                }
+            }
+            Some(Body::Length(len)) => {
+                let first = early.len().min(usize::try_from(len).unwrap_or(usize::MAX));
+                if (&mut &upstream).write_all(&early[..first]).is_ok() {
+                    let rest = len - first as u64;
+                    let _ = std::io::copy(&mut (&client).take(rest), &mut &upstream);
+                }
+            }
+            None => {}
         }
         let _ = down.join();
     });
@@ -471,10 +507,13 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(body_len(&h("")), Ok(None));
-        assert_eq!(body_len(&h("Content-Length: 5\r\n")), Ok(Some(5)));
+        assert_eq!(
+            body_len(&h("Content-Length: 5\r\n")),
+            Ok(Some(Body::Length(5)))
+        );
         assert_eq!(
             body_len(&h("Content-Length: 5\r\nContent-Length: 5\r\n")),
-            Ok(Some(5))
+            Ok(Some(Body::Length(5)))
         );
         assert_eq!(
             body_len(&h("Content-Length: 5\r\nContent-Length: 6\r\n"))
@@ -487,10 +526,22 @@ mod tests {
             400
         );
         assert_eq!(
-            body_len(&h("Transfer-Encoding: chunked\r\n"))
-                .unwrap_err()
-                .status,
-            411
+            body_len(&h("Transfer-Encoding: chunked\r\n")),
+            Ok(Some(Body::Chunked))
         );
+        assert_eq!(
+            body_len(&h(
+                "Transfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n"
+            )),
+            Ok(Some(Body::Chunked))
+        );
+        for refused in [
+            "Transfer-Encoding: gzip\r\n",
+            "Transfer-Encoding: chunked, gzip\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+        ] {
+            assert_eq!(body_len(&h(refused)).unwrap_err().status, 400, "{refused}");
+        }
     }
 }

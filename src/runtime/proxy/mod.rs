@@ -13,6 +13,7 @@
 //! what was refused.
 
 pub mod auth;
+mod chunked;
 mod http;
 mod log;
 mod relay;
