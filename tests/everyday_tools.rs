@@ -174,9 +174,14 @@ fn cargo_and_rustc_build_and_run() {
         &env,
         "cargo",
         "set -e; cargo new -q --vcs none c; cd c; cargo run -q --offline; \
-         printf 'fn main() { println!(\"rustc\"); }' > m.rs; rustc m.rs; ./m",
+         printf 'fn main() { println!(\"rustc\"); }' > m.rs; rustc m.rs; ./m; \
+         cd ..; cargo new -q --lib --vcs none l; cd l; \
+         printf '/// ```\\n/// assert_eq!(l::two(), 2);\\n/// ```\\npub fn two() -> u32 { 2 }\\n' > src/lib.rs; \
+         cargo test -q --offline > t.log 2>&1 || { cat t.log >&2; exit 1; }; \
+         grep -c '1 passed' t.log",
     );
-    assert_eq!(out, "Hello, world!\nrustc\n");
+    // `cargo test` runs doctests from the temp directory.
+    assert_eq!(out, "Hello, world!\nrustc\n1\n");
     denied(&env, &env.home.join(".cargo/credentials.toml"));
 }
 

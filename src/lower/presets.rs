@@ -30,6 +30,12 @@ const DEV: Access = Access {
     ..Access::NONE
 };
 const RW: Access = Access::READ_WRITE;
+/// Temp dirs run what tools build there (doctests, `go test`, build
+/// scripts), as the default workspace does; `[commands]` withdraws it.
+const RWX: Access = Access {
+    execute: true,
+    ..Access::READ_WRITE
+};
 
 const fn abs(path: &'static str, access: Access) -> Root {
     Root {
@@ -140,10 +146,10 @@ const UNIX_TEMP: &[Root] = &[
     Root {
         base: Base::Temp,
         path: "",
-        access: RW,
+        access: RWX,
     },
-    abs("/tmp", RW),
-    abs("/var/tmp", RW),
+    abs("/tmp", RWX),
+    abs("/var/tmp", RWX),
     // POSIX shared memory and semaphores (Python multiprocessing).
     abs("/dev/shm", RW),
 ];
@@ -152,16 +158,16 @@ const MACOS_TEMP: &[Root] = &[
     Root {
         base: Base::Temp,
         path: "",
-        access: RW,
+        access: RWX,
     },
-    abs("/private/tmp", RW),
-    abs("/private/var/tmp", RW),
+    abs("/private/tmp", RWX),
+    abs("/private/var/tmp", RWX),
 ];
 
 const WINDOWS_TEMP: &[Root] = &[Root {
     base: Base::Temp,
     path: "",
-    access: RW,
+    access: RWX,
 }];
 
 /// Read-only, opt-in: these files can hold registry tokens.
