@@ -171,10 +171,28 @@ pub fn plan<F>(
         let w = ws_canon.get_or_insert_with(|| resolve(&values.workspace));
         path_within(p, &values.workspace) || w.as_deref().is_some_and(|w| path_within(p, w))
     };
+    let extra: Vec<String> = extra_files.iter().map(|f| normalise(f)).collect();
+    let extra: std::collections::BTreeSet<&str> = extra.iter().map(String::as_str).collect();
+    let runnable_elsewhere = |canon: &str| {
+        merged.iter().any(|(_, p, r)| {
+            !extra.contains(p.as_str()) && path_within(canon, p) && r.contains(exec)
+        })
+    };
     if abi > 0 {
         for (_, path, r) in &merged {
             let opened = match open(path) {
                 Err(e) if e.raw_os_error() == Some(libc::ELOOP) => match resolve(path) {
+                    // The program (or a command) through a symlink whose
+                    // target another rule already lets run, such as a venv's
+                    // `bin/python`: nothing is lost, so nothing is said.
+                    Some(canon)
+                        if extra.contains(path.as_str())
+                            && in_workspace(path, resolve)
+                            && !in_workspace(&canon, resolve)
+                            && runnable_elsewhere(&canon) =>
+                    {
+                        continue;
+                    }
                     Some(canon)
                         if in_workspace(path, resolve) && !in_workspace(&canon, resolve) =>
                     {

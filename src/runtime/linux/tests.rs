@@ -223,6 +223,54 @@ fn missing_paths_at_run_time_are_dropped() {
     assert_eq!(dropped, ["/w", "/w/notes.txt"]);
 }
 
+/// The program through a symlink out of the workspace (a venv's
+/// `bin/python`): silent when another rule already lets its target run,
+/// dropped with a warning when none does.
+#[test]
+fn program_symlinked_out_of_the_workspace() {
+    let art = artifact();
+    let run = |prog: &'static str| {
+        let mut open = fake(&["/usr", "/w"], &["/usr/bin/python3", "/srv/tool"]);
+        let p = plan(
+            &art.landlock,
+            7,
+            None,
+            &values(),
+            &[prog.to_string()],
+            &mut |p: &str| {
+                if p.starts_with("/home/u/ws/") {
+                    Err(io::Error::from_raw_os_error(libc::ELOOP))
+                } else {
+                    open(p)
+                }
+            },
+            &mut |p: &str| match p {
+                "/home/u/ws/v/bin/python" => Some("/usr/bin/python3".into()),
+                "/home/u/ws/tool" => Some("/srv/tool".into()),
+                _ => Some(p.to_string()),
+            },
+        )
+        .unwrap();
+        let dropped: Vec<String> = p
+            .lines
+            .iter()
+            .filter(|l| l.status == Status::Dropped)
+            .map(|l| l.rule.clone())
+            .collect();
+        let paths: Vec<String> = p.rules.iter().map(|r| r.path.clone()).collect();
+        (p.warnings, dropped, paths)
+    };
+    let (warnings, dropped, rules) = run("/home/u/ws/v/bin/python");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(dropped.is_empty(), "{dropped:?}");
+    // No rule of its own: /usr already runs it.
+    assert_eq!(rules, ["/usr", "/w"]);
+    let (warnings, dropped, rules) = run("/home/u/ws/tool");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(dropped, ["/home/u/ws/tool"]);
+    assert_eq!(rules, ["/usr", "/w"]);
+}
+
 /// The seccomp filters, run by a BPF interpreter (combined as the kernel
 /// combines them) on the artifacts the back end writes: every listed syscall, ioctl and ptrace request is
 /// denied with the section's errno, sockets outside the allow-list get
