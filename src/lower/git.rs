@@ -34,12 +34,38 @@ fn found(path: String, entry: &str) -> Found {
     }
 }
 
-fn read_small(p: &str) -> Option<String> {
-    let f = std::fs::File::open(p).ok()?;
-    if f.metadata().ok()?.len() > MAX_FILE {
-        return None;
+/// The text of a small regular file: `Ok(None)` when it cannot be read
+/// (absent, not a regular file), `Err(())` when it is larger than
+/// [`MAX_FILE`]. Opened without blocking, so that a FIFO in the workspace
+/// named like a git file cannot stall the lowering.
+fn open_small(p: &str) -> Result<Option<String>, ()> {
+    use std::io::Read;
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK);
     }
-    std::io::read_to_string(f).ok()
+    let Ok(f) = o.open(p) else {
+        return Ok(None);
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.len() > MAX_FILE => return Err(()),
+        Ok(m) if m.is_file() => {}
+        _ => return Ok(None),
+    }
+    let mut text = String::new();
+    // It may grow between the check and the read.
+    match f.take(MAX_FILE + 1).read_to_string(&mut text) {
+        Ok(n) if n as u64 > MAX_FILE => Err(()),
+        Ok(_) => Ok(Some(text)),
+        Err(_) => Ok(None),
+    }
+}
+
+fn read_small(p: &str) -> Option<String> {
+    open_small(p).ok().flatten()
 }
 
 /// `rel` against `base` unless it is absolute.
@@ -229,5 +255,22 @@ mod tests {
         assert_eq!(h("[user]\nhooksPath = a\n"), None);
         assert_eq!(h("[core \"x\"]\nhooksPath = a\n"), None);
         assert_eq!(h("[core]\nbare = false\n"), None);
+    }
+
+    /// A FIFO where git keeps a file is not opened for reading (that
+    /// would wait for a writer), nor is a file larger than the bound.
+    #[cfg(unix)]
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert_eq!(super::open_small(fifo.to_str().unwrap()), Ok(None));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'#'; super::MAX_FILE as usize + 1]).unwrap();
+        assert_eq!(super::open_small(big.to_str().unwrap()), Err(()));
+        assert_eq!(super::open_small("/nonexistent/x"), Ok(None));
     }
 }
