@@ -1,11 +1,17 @@
 //! Where a repository keeps what git runs later (POLICY.md §7a): the
 //! hooks and config of the repository a workspace's `.git` names, a
-//! `core.hooksPath`, and repositories nested below a writable grant.
+//! `core.hooksPath`, the files git's config includes, and repositories
+//! nested below a writable grant.
 //!
 //! Only what git itself reads is followed: a `.git` file's `gitdir:` line,
 //! then the gitdir's `commondir` file (as `git rev-parse --git-common-dir`
-//! does), and `core.hooksPath` in the repository's config, `~/.gitconfig`
-//! and `~/.config/git/config` (`include` directives are not followed).
+//! does); the repository's config, a worktree's `config.worktree`,
+//! `~/.config/git/config` and `~/.gitconfig`, each with the files it
+//! includes (`include.path`, `includeIf.*.path`, [`include`]) and
+//! `core.hooksPath` wherever in them it is set.
+
+mod config;
+pub mod include;
 
 use super::paths::join;
 use std::path::Path;
@@ -18,7 +24,7 @@ pub const NESTED_DEPTH: usize = 3;
 pub const DIR_BUDGET: usize = 2000;
 /// Git files sbx reads (`.git`, `commondir`, configs) are small; a larger
 /// one is not read.
-const MAX_FILE: u64 = 64 * 1024;
+pub const MAX_FILE: u64 = 64 * 1024;
 
 /// One path to protect and the list entry it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,12 +40,38 @@ fn found(path: String, entry: &str) -> Found {
     }
 }
 
-fn read_small(p: &str) -> Option<String> {
-    let f = std::fs::File::open(p).ok()?;
-    if f.metadata().ok()?.len() > MAX_FILE {
-        return None;
+/// The text of a small regular file: `Ok(None)` when it cannot be read
+/// (absent, not a regular file), `Err(())` when it is larger than
+/// [`MAX_FILE`]. Opened without blocking, so that a FIFO in the workspace
+/// named like a git file cannot stall the lowering.
+fn open_small(p: &str) -> Result<Option<String>, ()> {
+    use std::io::Read;
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK);
     }
-    std::io::read_to_string(f).ok()
+    let Ok(f) = o.open(p) else {
+        return Ok(None);
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.len() > MAX_FILE => return Err(()),
+        Ok(m) if m.is_file() => {}
+        _ => return Ok(None),
+    }
+    let mut text = String::new();
+    // It may grow between the check and the read.
+    match f.take(MAX_FILE + 1).read_to_string(&mut text) {
+        Ok(n) if n as u64 > MAX_FILE => Err(()),
+        Ok(_) => Ok(Some(text)),
+        Err(_) => Ok(None),
+    }
+}
+
+fn read_small(p: &str) -> Option<String> {
+    open_small(p).ok().flatten()
 }
 
 /// `rel` against `base` unless it is absolute.
@@ -51,70 +83,43 @@ fn anchored(base: &str, rel: &str) -> String {
     }
 }
 
-/// The value of `core.hooksPath` in a git config text (the last one wins,
-/// as in git), `~/` expanded against `home`.
-pub fn hooks_path(config: &str, home: &str) -> Option<String> {
-    let mut in_core = false;
-    let mut out = None;
-    for line in config.lines() {
-        let t = line.trim();
-        if let Some(h) = t.strip_prefix('[') {
-            let name = h.split(']').next().unwrap_or("").trim();
-            in_core = name.eq_ignore_ascii_case("core");
-            // `[core] hooksPath = x` on one line.
-            let rest = h.split_once(']').map_or("", |(_, r)| r.trim());
-            if in_core && !rest.is_empty() {
-                out = key_value(rest).or(out);
-            }
-            continue;
-        }
-        if in_core {
-            out = key_value(t).or(out);
-        }
-    }
-    let v = out?;
-    Some(match v.strip_prefix("~/") {
-        Some(r) => join(home, r),
-        None => v,
-    })
+/// The directory that holds `p`.
+fn parent_dir(p: &str) -> String {
+    Path::new(p)
+        .parent()
+        .and_then(Path::to_str)
+        .unwrap_or(p)
+        .to_string()
 }
 
-fn key_value(t: &str) -> Option<String> {
-    let (k, v) = t.split_once('=')?;
-    if !k.trim().eq_ignore_ascii_case("hookspath") {
-        return None;
+/// The user's global configs with what they include, in git's reading
+/// order (the XDG file first, so `~/.gitconfig` wins): their
+/// `core.hooksPath` values.
+pub fn global(home: &str, configs: &mut include::Reader) -> Vec<include::Hooks> {
+    let mut hooks = Vec::new();
+    for f in [".config/git/config", ".gitconfig"] {
+        configs.read(&join(home, f), true, &mut hooks);
     }
-    let mut out = String::new();
-    let mut quoted = false;
-    for c in v.trim().chars() {
-        match c {
-            '"' => quoted = !quoted,
-            '#' | ';' if !quoted => break,
-            c => out.push(c),
-        }
-    }
-    let out = out.trim().to_string();
-    (!out.is_empty()).then_some(out)
-}
-
-/// `core.hooksPath` from the user's global configs, if set.
-pub fn global_hooks_path(home: &str) -> Option<String> {
-    // git reads the XDG file first, so `~/.gitconfig` wins.
-    [".gitconfig", ".config/git/config"]
-        .iter()
-        .filter_map(|f| read_small(&join(home, f)))
-        .find_map(|t| hooks_path(&t, home))
+    hooks
 }
 
 /// What the repository whose worktree is `dir` keeps that runs later. A
 /// relative `core.hooksPath` is relative to the worktree, as for git's
-/// hooks. `global_hooks`: the global `core.hooksPath`.
-pub fn repo(dir: &str, home: &str, global_hooks: Option<&str>, budget: &mut usize) -> Vec<Found> {
+/// hooks. `global`: the global configs' `core.hooksPath` values; the files
+/// the repository's configs include are left in `configs.found`.
+pub fn repo(
+    dir: &str,
+    global: &[include::Hooks],
+    budget: &mut usize,
+    configs: &mut include::Reader,
+) -> Vec<Found> {
     let dotgit = join(dir, ".git");
     let Ok(meta) = std::fs::symlink_metadata(&dotgit) else {
         return Vec::new();
     };
     let mut out = Vec::new();
+    // A linked worktree's own gitdir, which holds its `config.worktree`.
+    let mut own = None;
     let common = if meta.is_dir() {
         dotgit.clone()
     } else {
@@ -141,6 +146,7 @@ pub fn repo(dir: &str, home: &str, global_hooks: Option<&str>, budget: &mut usiz
             for f in ["commondir", "config.worktree"] {
                 out.push(found(join(&gitdir, f), "the worktree's gitdir"));
             }
+            own = Some(gitdir);
         }
         common
     };
@@ -166,9 +172,15 @@ pub fn repo(dir: &str, home: &str, global_hooks: Option<&str>, budget: &mut usiz
             }
         }
     }
-    let local = read_small(&join(&common, "config")).and_then(|t| hooks_path(&t, home));
-    if let Some(h) = local.as_deref().or(global_hooks) {
-        out.push(found(anchored(dir, h), "core.hooksPath"));
+    // git reads the global configs, then the repository's, then (with
+    // `extensions.worktreeConfig`) the worktree's: the last value wins.
+    let mut hooks = global.to_vec();
+    configs.read(&join(&common, "config"), true, &mut hooks);
+    if let Some(g) = own {
+        configs.read(&join(&g, "config.worktree"), false, &mut hooks);
+    }
+    for h in include::hooks_paths(&hooks) {
+        out.push(found(anchored(dir, &h), "core.hooksPath"));
     }
     out
 }
@@ -213,21 +225,45 @@ pub fn nested(root: &str, budget: &mut usize, out: &mut Vec<String>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::include::{hooks_paths, Reader};
+
+    /// `core.hooksPath` of one config text, as `repo` finds it.
+    fn hooks_path(text: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config");
+        std::fs::write(&p, text).unwrap();
+        let mut hooks = Vec::new();
+        Reader::new("/h").read(p.to_str().unwrap(), true, &mut hooks);
+        hooks_paths(&hooks)
+    }
 
     #[test]
     fn hooks_path_is_read_as_git_reads_it() {
-        let h = |t: &str| hooks_path(t, "/h");
-        assert_eq!(h("[core]\n\thooksPath = .husky\n"), Some(".husky".into()));
-        assert_eq!(h("[Core]\nHOOKSPATH=\"a b\" # c\n"), Some("a b".into()));
-        assert_eq!(h("[core] hooksPath = x\n"), Some("x".into()));
-        assert_eq!(h("[core]\nhooksPath = ~/hooks\n"), Some("/h/hooks".into()));
-        assert_eq!(
-            h("[core]\nhooksPath = a\n[core]\nhooksPath = b\n"),
-            Some("b".into())
-        );
-        assert_eq!(h("[user]\nhooksPath = a\n"), None);
-        assert_eq!(h("[core \"x\"]\nhooksPath = a\n"), None);
-        assert_eq!(h("[core]\nbare = false\n"), None);
+        let h = |t: &str| hooks_path(t);
+        assert_eq!(h("[core]\n\thooksPath = .husky\n"), [".husky"]);
+        assert_eq!(h("[Core]\nHOOKSPATH=\"a b\" # c\n"), ["a b"]);
+        assert_eq!(h("[core] hooksPath = x\n"), ["x"]);
+        assert_eq!(h("[core]\nhooksPath = ~/hooks\n"), ["/h/hooks"]);
+        assert_eq!(h("[core]\nhooksPath = a\n[core]\nhooksPath = b\n"), ["b"]);
+        assert!(h("[user]\nhooksPath = a\n").is_empty());
+        assert!(h("[core \"x\"]\nhooksPath = a\n").is_empty());
+        assert!(h("[core]\nbare = false\n").is_empty());
+    }
+
+    /// A FIFO where git keeps a file is not opened for reading (that
+    /// would wait for a writer), nor is a file larger than the bound.
+    #[cfg(unix)]
+    #[test]
+    fn only_small_regular_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert_eq!(super::open_small(fifo.to_str().unwrap()), Ok(None));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'#'; super::MAX_FILE as usize + 1]).unwrap();
+        assert_eq!(super::open_small(big.to_str().unwrap()), Err(()));
+        assert_eq!(super::open_small("/nonexistent/x"), Ok(None));
     }
 }

@@ -207,30 +207,50 @@ impl Ctx<'_> {
                 found: None,
             });
         }
+        let mut stopped = Vec::new();
         if self.resolve {
-            let global = git::global_hooks_path(&home);
+            let mut configs = git::include::Reader::new(&home);
+            let global = git::global(&home, &mut configs);
             repos.sort();
             repos.dedup();
+            let mut found = Vec::new();
             for d in repos {
-                for f in git::repo(&d, &home, global.as_deref(), &mut budget) {
-                    out.push(Want {
-                        path: f.path,
-                        entry: f.entry,
-                        found: None,
-                    });
-                }
+                found.extend(git::repo(&d, &global, &mut budget, &mut configs));
+            }
+            found.append(&mut configs.found);
+            out.extend(found.into_iter().map(|f| Want {
+                path: f.path,
+                entry: f.entry,
+                found: None,
+            }));
+            if configs.out_of_budget {
+                stopped.push(format!(
+                    "git's config includes were followed {} times, the bound: a file \
+                     included beyond it keeps writable what it sets",
+                    git::include::BUDGET
+                ));
+            }
+            if let Some(f) = configs.too_large {
+                stopped.push(format!(
+                    "the git config {f} is larger than {} KiB and was not read: \
+                     the files it includes keep writable what they set",
+                    git::MAX_FILE / 1024
+                ));
             }
         }
         if !complete {
+            stopped.push(format!(
+                "the search for nested git repositories stopped after {} directories: \
+                 a repository it did not reach keeps writable hooks and config",
+                git::DIR_BUDGET
+            ));
+        }
+        for reason in stopped {
             self.notes.push(Precision {
                 rule: "protected paths".into(),
                 target: "ir".into(),
                 status: Status::Wider,
-                reason: format!(
-                    "the search for nested git repositories stopped after {} directories: \
-                     a repository it did not reach keeps writable hooks and config",
-                    git::DIR_BUDGET
-                ),
+                reason,
                 advisory: false,
             });
         }

@@ -3,6 +3,7 @@
 use crate::fixture::{check, expect, Fx, Out};
 use crate::listen_cases as listen;
 use crate::ns_cases as ns;
+use crate::protect_cases as protect;
 use std::ffi::OsString;
 use std::net::{TcpListener, UdpSocket};
 use std::os::linux::net::SocketAddrExt;
@@ -56,6 +57,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("terminal_read_after_the_run", terminal_after_the_run),
     ("own_policy_and_artifact_read_only", own_files_read_only),
     ("protected_path_created_is_moved_aside", planted_moved_aside),
+    ("git_include_cannot_be_planted", protect::git_include),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -1279,7 +1281,12 @@ fn swap_race(fx: &Fx) -> Result<(), String> {
 /// with Landlock alone it cannot (rights are additive) and says `wider`;
 /// the namespace layer (issue #14) makes them read-only bind mounts.
 /// `rule`: the label whose report line is looked at.
-fn protections_exact(fx: &Fx, policy: &Path, flags: &[&str], rule: &str) -> Result<bool, String> {
+pub fn protections_exact(
+    fx: &Fx,
+    policy: &Path,
+    flags: &[&str],
+    rule: &str,
+) -> Result<bool, String> {
     let mut f = vec!["--report"];
     f.extend(flags);
     let out = fx.run(policy, &f, &["read", &fx.path("ws/data")]);

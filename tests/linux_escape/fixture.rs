@@ -135,6 +135,12 @@ execute = true
         self.write_policy(&text)
     }
 
+    /// The default policy (POLICY.md §4): the workspace read, write and
+    /// execute, the default presets.
+    pub fn default_policy(&self) -> PathBuf {
+        self.write_policy("version = 1\n")
+    }
+
     /// A new policy file in the fixture's root holding `text`.
     fn write_policy(&self, text: &str) -> PathBuf {
         let n = std::fs::read_dir(&self.root).unwrap().count();

@@ -18,6 +18,8 @@ mod listen_cases;
 mod ns_cases;
 #[cfg(target_os = "linux")]
 mod probe;
+#[cfg(target_os = "linux")]
+mod protect_cases;
 
 #[cfg(target_os = "linux")]
 fn main() {

@@ -154,6 +154,18 @@ unsafe fn op(args: &[String]) -> String {
             }
             res(libc::write(fd, b"x".as_ptr().cast(), 1) as i64)
         }
+        "append" => {
+            // No O_CREAT: an existing file only, as a planted setting would be.
+            let fd = libc::open(
+                c(a(1)).as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return res(-1);
+            }
+            let text = b"\n[core]\n\tfsmonitor = touch /tmp/sbx-planted\n";
+            res(libc::write(fd, text.as_ptr().cast(), text.len()) as i64)
+        }
         "read-proc-parent" => {
             let p = format!("/proc/{}/{}", libc::getppid(), a(1));
             op(&["read".to_string(), p])

@@ -373,3 +373,63 @@ fn names_are_protected_at_the_top_of_each_writable_tree() {
     assert!(protected(&ir, &h.p("ws/out/.vscode")));
     assert!(grant(&ir, &h.p("ws/.vscode")).is_none());
 }
+
+/// Issue #19: a file git's config includes, inside a writable grant,
+/// is protected like `.git/config`, with the config that includes it as
+/// its origin; a `core.hooksPath` it sets counts too.
+#[test]
+fn git_includes_in_a_writable_grant_are_protected() {
+    let h = Host::new();
+    h.repo("ws");
+    h.write(
+        "ws/.git/config",
+        "[core]\n\tbare = false\n[include]\n\tpath = ../.gitlocal\n\
+         [includeIf \"gitdir:~/elsewhere/\"]\n\tpath = ../.gitcond\n\
+         [include]\n\tpath = ~/outside.inc\n",
+    );
+    h.write("ws/.gitlocal", "[core]\n\thooksPath = .hooks-inc\n");
+    h.write("home/.gitconfig", "[include]\n\tpath = ~/.gitconfig.d/x\n");
+    let (ir, d) = h.lower(RW);
+    let local = grant(&ir, &h.p("ws/.gitlocal")).expect("protected");
+    assert_eq!(local.access, Access::READ);
+    assert_eq!(local.kind, PathKind::File);
+    assert_eq!(
+        local.source.label(),
+        format!("protected git include from {}", h.p("ws/.git/config"))
+    );
+    // Absent at launch, under every condition: protected as absent.
+    let cond = grant(&ir, &h.p("ws/.gitcond")).expect("protected");
+    assert_eq!(cond.kind, PathKind::Missing);
+    assert!(protected(&ir, &h.p("ws/.gitcond")));
+    assert!(protected(&ir, &h.p("ws/.hooks-inc")));
+    // Outside every writable grant: left as it is.
+    assert!(grant(&ir, &h.p("home/outside.inc")).is_none());
+    assert!(grant(&ir, &h.p("home/.gitconfig.d/x")).is_none());
+    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+    assert!(d.is_empty(), "{d:?}");
+    // The workspace is home: the global config's include is protected.
+    let policy = format!("{RW}\n[[fs]]\npath = \"~\"\nread = true\nwrite = true\n");
+    let (ir, _) = h.lower(&policy);
+    let x = grant(&ir, &h.p("home/.gitconfig.d/x")).expect("protected");
+    assert_eq!(x.source.label(), "protected git include from ~/.gitconfig");
+    assert!(protected(&ir, &h.p("home/outside.inc")));
+}
+
+#[test]
+fn too_many_git_includes_say_so() {
+    let h = Host::new();
+    h.repo("ws");
+    let many: String = (0..=crate::lower::git::include::BUDGET)
+        .map(|i| format!("[include]\n\tpath = i{i}\n"))
+        .collect();
+    h.write("ws/.git/config", &many);
+    let (ir, _) = h.lower(RW);
+    let note = ir
+        .precision
+        .iter()
+        .find(|p| p.rule == "protected paths")
+        .expect("a note when the includes stop");
+    assert_eq!(note.status, crate::ir::Status::Wider);
+    assert!(!note.advisory);
+    assert!(note.reason.contains("includes"), "{}", note.reason);
+}
