@@ -153,6 +153,19 @@ pub fn repo(
     for f in ["hooks", "config"] {
         out.push(found(join(&common, f), &format!(".git/{f}")));
     }
+    // The main worktree's own config, read under
+    // `extensions.worktreeConfig` (which `git sparse-checkout` sets): when
+    // it exists, or when the config names the extension.
+    let main_own = join(&common, "config.worktree");
+    let named = || {
+        read_small(&join(&common, "config"))
+            .is_some_and(|t| t.to_ascii_lowercase().contains("worktreeconfig"))
+    };
+    let main_own = (own.is_none() && (std::fs::symlink_metadata(&main_own).is_ok() || named()))
+        .then(|| {
+            out.push(found(main_own.clone(), ".git/config.worktree"));
+            main_own
+        });
     // Submodules' repositories live in the common dir.
     let modules = join(&common, "modules");
     if *budget > 0 {
@@ -178,6 +191,9 @@ pub fn repo(
     configs.read(&join(&common, "config"), true, &mut hooks);
     if let Some(g) = own {
         configs.read(&join(&g, "config.worktree"), false, &mut hooks);
+    }
+    if let Some(m) = main_own {
+        configs.read(&m, false, &mut hooks);
     }
     for h in include::hooks_paths(&hooks) {
         out.push(found(anchored(dir, &h), "core.hooksPath"));

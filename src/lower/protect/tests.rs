@@ -164,6 +164,15 @@ fn a_worktree_protects_the_repository_its_git_file_names() {
         assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
     }
     assert!(ir.access_at(&h.p("home/main/.git/objects/x")).create);
+    // The main worktree's config.worktree: protected once it exists (or
+    // once the config names `extensions.worktreeConfig`).
+    assert!(!protected(&ir, &h.p("home/main/.git/config.worktree")));
+    h.write(
+        "home/main/.git/config.worktree",
+        "[core]\n\tsparseCheckout = true\n",
+    );
+    let (ir, _) = h.lower(&policy);
+    assert!(protected(&ir, &h.p("home/main/.git/config.worktree")));
     // The named repository outside every writable grant is left as it is.
     let (ir, _) = h.lower(RW);
     assert!(protected(&ir, &h.p("ws/.git")));
