@@ -275,6 +275,20 @@ fn hop_by_hop(name: &str, listed: &[String]) -> bool {
     ) || listed.iter().any(|l| l == name)
 }
 
+/// The comma-separated tokens of every `name` header, lower case.
+fn tokens(head: &Head, name: &str) -> Vec<String> {
+    head.headers
+        .iter()
+        .filter(|(n, _)| n == name)
+        .flat_map(|(_, v)| {
+            String::from_utf8_lossy(v)
+                .split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// How the request's body ends.
 #[derive(Debug, PartialEq, Eq)]
 enum Body {
@@ -286,17 +300,7 @@ enum Body {
 /// in `chunked` and comes without `Content-Length` (RFC 9112 §6.3: either
 /// could smuggle a request past a reader that picks the other).
 fn body_len(head: &Head) -> Result<Option<Body>, Bad> {
-    let codings: Vec<String> = head
-        .headers
-        .iter()
-        .filter(|(n, _)| n == "transfer-encoding")
-        .flat_map(|(_, v)| {
-            String::from_utf8_lossy(v)
-                .split(',')
-                .map(|t| t.trim().to_ascii_lowercase())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let codings = tokens(head, "transfer-encoding");
     let lengths = head.headers.iter().filter(|(n, _)| n == "content-length");
     if !codings.is_empty() {
         let chunked = codings.iter().filter(|c| *c == "chunked").count();
@@ -327,17 +331,7 @@ fn body_len(head: &Head) -> Result<Option<Body>, Bad> {
 /// The head sent to the server: origin-form target, the client's
 /// end-to-end headers, `Host` from the checked URL, `Connection: close`.
 pub fn forward_head(head: &Head, dest: &Dest, path: &str) -> Vec<u8> {
-    let listed: Vec<String> = head
-        .headers
-        .iter()
-        .filter(|(n, _)| n == "connection")
-        .flat_map(|(_, v)| {
-            String::from_utf8_lossy(v)
-                .split(',')
-                .map(|t| t.trim().to_ascii_lowercase())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let listed = tokens(head, "connection");
     let mut out = format!("{} {path} HTTP/1.1\r\n", head.method).into_bytes();
     for (n, v) in head.headers.iter().filter(|(n, _)| !hop_by_hop(n, &listed)) {
         out.extend_from_slice(n.as_bytes());
