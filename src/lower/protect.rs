@@ -194,6 +194,22 @@ impl Ctx<'_> {
                     found: None,
                 });
             }
+        } else if self.resolve {
+            // A start-up file that is a symlink into a writable tree (a
+            // dotfiles repository linked into home, by stow or by hand)
+            // runs later as surely as one in a writable home: its target
+            // is protected.
+            for e in IN_HOME {
+                let link = join(&home, e);
+                let canon = self.resolver.resolve(&link).0;
+                if canon != link {
+                    out.push(Want {
+                        path: canon,
+                        entry: format!("~/{e}"),
+                        found: None,
+                    });
+                }
+            }
         }
         for e in anchored {
             let e = e.trim_end_matches('/');

@@ -243,6 +243,24 @@ fn user_entries_and_a_writable_home() {
     }
 }
 
+/// Home is not writable, but its start-up files link into the writable
+/// workspace (a dotfiles repository): the targets are protected.
+#[test]
+fn start_up_files_linked_into_a_writable_tree() {
+    let h = Host::new();
+    h.write("ws/dotfiles/bashrc", "# rc\n");
+    h.write("ws/dotfiles/fish/config.fish", "# fish\n");
+    h.write("ws/notes", "x\n");
+    fs::create_dir_all(h.p("home/.config")).unwrap();
+    std::os::unix::fs::symlink(h.p("ws/dotfiles/bashrc"), h.p("home/.bashrc")).unwrap();
+    std::os::unix::fs::symlink(h.p("ws/dotfiles/fish"), h.p("home/.config/fish")).unwrap();
+    let (ir, _) = h.lower(RW);
+    assert!(protected(&ir, &h.p("ws/dotfiles/bashrc")), "{:#?}", ir.fs);
+    assert!(protected(&ir, &h.p("ws/dotfiles/fish")), "{:#?}", ir.fs);
+    assert!(ir.access_at(&h.p("ws/notes")).update);
+    assert!(ir.access_at(&h.p("ws/dotfiles/other")).create);
+}
+
 #[test]
 fn naming_a_protected_path_lifts_it() {
     let h = Host::new();
