@@ -349,7 +349,7 @@ pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Ou
 }
 
 /// Extra warnings about one lowering, given the targets compiled from it
-/// and their precision reports. The CLI passes the linter's
+/// and their precision reports (less the advisory lines). The CLI passes the linter's
 /// `target_warnings`: `check`'s warnings about rules a target drops or
 /// narrows (the linter depends on this module, not the other way round).
 pub type Warn<'a> =
@@ -487,12 +487,16 @@ fn compile_each(
                         let refused = inexact(&p, t, &policy, &layers);
                         errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
+                    // `warn` is not given the advisory lines: they are
+                    // about sbx's own protections, which no warning is
+                    // about, and at 100,000 rules they are most of the
+                    // memory (one per absent protection and report).
                     match (warn.is_some(), keep) {
                         (true, true) => {
-                            reports.extend(p.iter().cloned());
+                            reports.extend(p.iter().filter(|l| !l.advisory).cloned());
                             precision[i] = p;
                         }
-                        (true, false) => reports.extend(p),
+                        (true, false) => reports.extend(p.into_iter().filter(|l| !l.advisory)),
                         (false, true) => precision[i] = p,
                         (false, false) => {}
                     }

@@ -464,6 +464,17 @@ impl Status {
     pub fn is_inexact(self) -> bool {
         !matches!(self, Status::Exact)
     }
+
+    /// The name JSON gives it (`wider`), without serialising.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Exact => "exact",
+            Status::Wider => "wider",
+            Status::Narrower => "narrower",
+            Status::Unsupported => "unsupported",
+            Status::Dropped => "dropped",
+        }
+    }
 }
 
 impl Roots {
@@ -624,6 +635,19 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_names_are_the_json_names() {
+        for s in [
+            Status::Exact,
+            Status::Wider,
+            Status::Narrower,
+            Status::Unsupported,
+            Status::Dropped,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
+    }
 
     #[test]
     fn within_respects_component_boundaries() {

@@ -19,20 +19,29 @@ pub fn candidates(path: &str) -> impl Iterator<Item = &str> {
 /// Rule paths, for finding the rules that cover a path.
 pub struct Index<'a> {
     by_path: Map<&'a str, Vec<usize>>,
+    /// Whether a path other than `/` ends with `/`: if none does, the
+    /// candidates ending just after a `/` (but `/`) need no lookup.
+    slash_ends: bool,
 }
 
 impl<'a> Index<'a> {
     pub fn new(paths: impl IntoIterator<Item = &'a str>) -> Index<'a> {
         let mut by_path: Map<&str, Vec<usize>> = Map::default();
+        let mut slash_ends = false;
         for (i, p) in paths.into_iter().enumerate() {
+            slash_ends |= p.len() > 1 && p.ends_with('/');
             by_path.entry(p).or_default().push(i);
         }
-        Index { by_path }
+        Index {
+            by_path,
+            slash_ends,
+        }
     }
 
     /// Indices of the paths `path` lies within, ascending.
     pub fn covering(&self, path: &str) -> Vec<usize> {
         let mut out: Vec<usize> = candidates(path)
+            .filter(|c| self.slash_ends || c.len() <= 1 || !c.ends_with('/') || *c == path)
             .filter_map(|c| self.by_path.get(c))
             .flatten()
             .copied()
@@ -49,10 +58,11 @@ mod tests {
     use crate::ir::path_within;
 
     /// The index answers as testing every path with `path_within` does,
-    /// siblings sharing a prefix (`d/1`, `d/10`) included.
+    /// siblings sharing a prefix (`d/1`, `d/10`) included, with and
+    /// without a rule path ending in `/`.
     #[test]
     fn same_as_path_within() {
-        let rules = [
+        let all = [
             "/",
             "/w",
             "/w/d/1",
@@ -68,7 +78,14 @@ mod tests {
             "/w//d",
             "/w/d/1",
         ];
-        let idx = Index::new(rules);
+        let plain: Vec<&str> = all.into_iter().filter(|r| *r != "/w/d/").collect();
+        for rules in [&all[..], &plain[..]] {
+            same_for(rules);
+        }
+    }
+
+    fn same_for(rules: &[&str]) {
+        let idx = Index::new(rules.iter().copied());
         for p in [
             "/",
             "/w",

@@ -72,7 +72,13 @@ fn rebuild(path: &str) -> String {
 /// checking is a fraction of rebuilding them.
 fn is_normal(path: &str) -> bool {
     let rest = path.strip_prefix('/').unwrap_or(path);
-    !rest.is_empty() && rest.split('/').all(|p| !matches!(p, "" | "." | ".."))
+    // Bytes: `/` is never part of another character in UTF-8, and a byte
+    // split costs a third of a `char` split (a join per protected path).
+    !rest.is_empty()
+        && rest
+            .as_bytes()
+            .split(|&b| b == b'/')
+            .all(|p| !matches!(p, b"" | b"." | b".."))
 }
 
 fn is_root_marker(s: &str) -> bool {

@@ -9,6 +9,7 @@ use super::model::{Process, Windows};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::io::Write;
 
 /// The merged policy's values in a fixed order: struct fields in
 /// declaration order, `commands` sorted by name, lists as merged.
@@ -65,7 +66,12 @@ pub fn sha256(bytes: &[u8]) -> String {
 /// a large IR is never held whole.
 pub fn sha256_json(value: &impl Serialize) -> String {
     let mut h = Sha256::new();
-    serde_json::to_writer(&mut h, value).expect("the value serialises");
+    // serde_json writes a few bytes at a time; `update` per piece cost
+    // more than the hashing itself.
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut h);
+    serde_json::to_writer(&mut w, value).expect("the value serialises");
+    w.flush().expect("a hash takes everything");
+    drop(w);
     hex(h.finalize().as_slice())
 }
 

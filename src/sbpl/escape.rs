@@ -21,27 +21,39 @@ pub enum EscapeError {
 /// they are never part of a path sbx should emit, and TinyScheme escapes for
 /// them differ between readers.
 pub fn escape_string(s: &str) -> Result<String, EscapeError> {
+    let mut out = String::with_capacity(s.len() + 2);
+    escape_into(s, &mut out)?;
+    Ok(out)
+}
+
+/// [`escape_string`], appended to `out` (for text built around it). On an
+/// error, `out` may have part of the string.
+pub fn escape_into(s: &str, out: &mut String) -> Result<(), EscapeError> {
     if s.len() > MAX_LITERAL_BYTES {
         return Err(EscapeError::TooLong {
             len: s.len(),
             max: MAX_LITERAL_BYTES,
         });
     }
-    let mut out = String::with_capacity(s.len() + 2);
+    out.reserve(s.len() + 2);
     out.push('"');
+    // Copied in runs: a path rarely has anything to escape.
+    let mut run = 0;
     for (offset, ch) in s.char_indices() {
         match ch {
             '\0' => return Err(EscapeError::Nul { offset }),
             c if c.is_control() => return Err(EscapeError::Control { ch: c, offset }),
             '"' | '\\' => {
+                out.push_str(&s[run..offset]);
                 out.push('\\');
-                out.push(ch);
+                run = offset;
             }
-            c => out.push(c),
+            _ => {}
         }
     }
+    out.push_str(&s[run..]);
     out.push('"');
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

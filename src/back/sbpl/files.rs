@@ -80,18 +80,18 @@ struct Index<'a> {
 
 impl Index<'_> {
     /// The grant that decides `s` (the IR's `decide`), in emission order.
-    fn decide(&self, s: &Spelling) -> Option<usize> {
-        let mut text = s.text();
+    /// `text`: a spelling's [`text`](Spelling::text).
+    fn decide_text(&self, mut text: &str) -> Option<usize> {
         loop {
-            if let Some(&i) = self.by_text.get(&text) {
+            if let Some(&i) = self.by_text.get(text) {
                 return Some(i);
             }
-            text = parent_text(&text)?.to_string();
+            text = parent_text(text)?;
         }
     }
 
-    fn access_at(&self, s: &Spelling) -> Access {
-        self.decide(s)
+    fn access_at(&self, text: &str) -> Access {
+        self.decide_text(text)
             .map_or(Access::NONE, |i| self.nodes[i].grant.access)
     }
 }
@@ -198,10 +198,9 @@ impl<'a> Files<'a> {
             let mut nearest: Option<usize> = None;
             let mut spell = partial_write(n.grant.access);
             for s in &n.spellings {
-                let above = s
-                    .ancestors()
-                    .first()
-                    .and_then(|a| index.decide(a))
+                let text = s.text();
+                let above = parent_text(&text)
+                    .and_then(|a| index.decide_text(a))
                     .filter(|&j| j < i);
                 if let Some(j) = above {
                     spell |= specific[j];
@@ -431,15 +430,28 @@ fn program_rule(ir: &Ir, program: &[String]) -> Result<Option<Rule>, EmitError> 
 /// in the baseline.
 fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     let mut out = Unique::default();
-    let mut seen = Set::default();
+    let mut seen: Set<String> = Set::default();
     let mut roots = Vec::new();
+    let mut text = String::new();
     for n in &index.nodes {
         for s in &n.spellings {
-            for a in s.ancestors() {
-                let root = a.param.is_none() && a.rest == "/";
-                if root || !seen.insert(a.text()) || index.access_at(&a).read {
+            for rest in s.ancestor_rests() {
+                if s.param.is_none() && rest == "/" {
                     continue;
                 }
+                s.text_of(rest, &mut text);
+                if seen.contains(&text) {
+                    // Its ancestors were looked at with it.
+                    break;
+                }
+                seen.insert(text.clone());
+                if index.access_at(&text).read {
+                    continue;
+                }
+                let a = Spelling {
+                    param: s.param,
+                    rest: rest.to_string(),
+                };
                 out.push(filter(Match::Literal, &a).map_err(node_err(n))?);
             }
             if let Some(p) = s.param {
@@ -477,6 +489,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
     let mut lists = [Unique::default(), Unique::default()];
     let mut done: [Set<String>; 2] = Default::default();
+    let mut text = String::new();
     // The two rights, in the order of `lists`: create, delete.
     let rights: [fn(Access) -> bool; 2] = [|a| a.create, |a| a.delete];
     for n in &index.nodes {
@@ -485,16 +498,23 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                 continue;
             }
             for s in &n.spellings {
-                for anc in s.ancestors() {
-                    // Each directory is looked at once per right.
-                    if !done[k].insert(anc.text()) {
-                        continue;
+                for rest in s.ancestor_rests() {
+                    // Each directory is looked at once per right, and
+                    // its ancestors with it.
+                    s.text_of(rest, &mut text);
+                    if done[k].contains(&text) {
+                        break;
                     }
-                    let allowed = right(index.access_at(&anc));
+                    done[k].insert(text.clone());
+                    let allowed = right(index.access_at(&text));
                     // Whether a parameter's directory is granted from
                     // outside its root, or an absolute directory from a
                     // parameter's grant, is unknown until run time.
-                    if allowed || portable && (anc.param.is_some() || right(from_params)) {
+                    if allowed || portable && (s.param.is_some() || right(from_params)) {
+                        let anc = Spelling {
+                            param: s.param,
+                            rest: rest.to_string(),
+                        };
                         lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
                 }

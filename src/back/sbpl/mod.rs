@@ -11,6 +11,7 @@ mod net;
 mod paths;
 mod precision;
 mod render;
+mod shape;
 
 use super::landlock::ProxySpec;
 use super::{EmitError, Emitted};
@@ -233,11 +234,13 @@ fn template_err(e: minijinja::Error) -> EmitError {
 }
 
 fn precision_line(p: &Precision) -> String {
-    let status = serde_json::to_value(p.status)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    format!("{status:<11} {} [{}]: {}", p.rule, p.target, p.reason)
+    format!(
+        "{:<11} {} [{}]: {}",
+        p.status.name(),
+        p.rule,
+        p.target,
+        p.reason
+    )
 }
 
 /// How to run the profile, for the header.

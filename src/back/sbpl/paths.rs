@@ -3,7 +3,7 @@
 //! [`escape_string`]; nothing here writes a path without it.
 
 use crate::ir::{HOME_PARAM, TEMP_PARAM, WORKSPACE_PARAM};
-use crate::sbpl::{escape_string, EscapeError};
+use crate::sbpl::{escape_into, escape_string, EscapeError};
 
 /// One spelling of a grant's path: `/abs/path`, or `${PARAM}` + `rest`
 /// (`rest` is empty or starts with `/`).
@@ -81,30 +81,43 @@ impl Spelling {
 
     /// Strict ancestors, nearest first, as far as they are known: up to
     /// `/` for absolute paths, up to the bare parameter otherwise.
+    #[cfg(test)]
     pub fn ancestors(&self) -> Vec<Spelling> {
-        let mut out = Vec::new();
-        let mut rest = self.rest.as_str();
-        loop {
-            let parent = match rest.rfind('/') {
-                Some(0) if self.param.is_none() => {
-                    if rest == "/" {
-                        break;
-                    }
-                    "/"
-                }
-                Some(i) => &rest[..i],
-                None => break,
-            };
-            out.push(Spelling {
+        self.ancestor_rests()
+            .map(|rest| Spelling {
                 param: self.param,
-                rest: parent.to_string(),
-            });
-            rest = parent;
-            if rest.is_empty() {
-                break;
-            }
+                rest: rest.to_string(),
+            })
+            .collect()
+    }
+
+    /// The `rest` of each of [`ancestors`](Self::ancestors), without
+    /// making them.
+    pub fn ancestor_rests(&self) -> impl Iterator<Item = &str> {
+        let absolute = self.param.is_none();
+        let mut rest = Some(self.rest.as_str());
+        std::iter::from_fn(move || {
+            let r = rest.take()?;
+            let parent = match r.rfind('/') {
+                Some(0) if absolute => (r != "/").then_some("/")?,
+                Some(i) => &r[..i],
+                None => return None,
+            };
+            rest = Some(parent).filter(|p| !p.is_empty());
+            Some(parent)
+        })
+    }
+
+    /// The IR text of this spelling's `rest` = `rest` (an ancestor's), in
+    /// `buf`.
+    pub fn text_of(&self, rest: &str, buf: &mut String) {
+        buf.clear();
+        if let Some(p) = self.param {
+            buf.push_str("${");
+            buf.push_str(p);
+            buf.push('}');
         }
-        out
+        buf.push_str(rest);
     }
 
     fn needs_regex(&self) -> bool {
@@ -141,20 +154,29 @@ pub(super) fn filter(m: Match, s: &Spelling) -> Result<String, EscapeError> {
             ),
         });
     }
-    let head = match m {
-        Match::Literal => "literal",
-        _ => "subpath",
-    };
-    let value = match s.param {
-        None => escape_string(&s.rest)?,
-        Some(p) if s.rest.is_empty() => format!("(param {})", escape_string(p)?),
-        Some(p) => format!(
-            "(string-append (param {}) {})",
-            escape_string(p)?,
-            escape_string(&s.rest)?
-        ),
-    };
-    Ok(format!("({head} {value})"))
+    // Built in one string: a profile has several filters per grant.
+    let mut out = String::with_capacity(s.rest.len() + 48);
+    out.push_str(match m {
+        Match::Literal => "(literal ",
+        _ => "(subpath ",
+    });
+    match s.param {
+        None => escape_into(&s.rest, &mut out)?,
+        Some(p) if s.rest.is_empty() => {
+            out.push_str("(param ");
+            escape_into(p, &mut out)?;
+            out.push(')');
+        }
+        Some(p) => {
+            out.push_str("(string-append (param ");
+            escape_into(p, &mut out)?;
+            out.push_str(") ");
+            escape_into(&s.rest, &mut out)?;
+            out.push(')');
+        }
+    }
+    out.push(')');
+    Ok(out)
 }
 
 /// Backslash before every POSIX ERE metacharacter. `$` and `{` are among

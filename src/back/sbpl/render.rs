@@ -7,6 +7,7 @@
 //!
 //! [`escape_string`]: crate::sbpl::escape_string
 
+use super::shape::{call, shapes, Shapes};
 use super::Rule;
 use minijinja::value::Value;
 use minijinja::{AutoEscape, Captured, Environment, Error, ErrorKind, UndefinedBehavior};
@@ -43,7 +44,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
 ];
 
-fn env() -> &'static Environment<'static> {
+pub(super) fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Environment::new();
@@ -92,17 +93,20 @@ pub(super) fn sbpl(s: impl Into<String>) -> Value {
 /// Comment text: control characters (line breaks above all) become `?`,
 /// so nothing in a comment can reach the next line.
 pub(super) fn comment(s: &str) -> Value {
-    sbpl(
-        s.chars()
-            .map(|c| {
-                if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
-                    '?'
-                } else {
-                    c
-                }
-            })
-            .collect::<String>(),
-    )
+    let mut out = String::with_capacity(s.len());
+    comment_text(s, &mut out);
+    sbpl(out)
+}
+
+/// [`comment`]'s text, appended to `out`.
+pub(super) fn comment_text(s: &str, out: &mut String) {
+    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    // Nearly always none: copied whole.
+    if !s.contains(bad) {
+        out.push_str(s);
+        return;
+    }
+    out.extend(s.chars().map(|c| if bad(c) { '?' } else { c }));
 }
 
 pub(super) fn rule(r: &Rule) -> Value {
@@ -145,29 +149,38 @@ fn render_to(name: &str, ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), 
 }
 
 /// Rules rendered one at a time with rules.sb.j2's `rule`: only the rule
-/// at hand exists as a template value.
+/// at hand exists as a template value, or none at all when the macro's
+/// layout is known as fixed pieces ([`shape`](super::shape)).
 pub(super) struct RuleWriter {
     macros: Captured<'static>,
+    shapes: Option<Box<Shapes>>,
     first: bool,
+    buf: String,
 }
 
 impl RuleWriter {
     pub fn new() -> Result<RuleWriter, Error> {
+        let macros = env()
+            .get_template("sbpl/rules.sb.j2")?
+            .render_captured(())?;
         Ok(RuleWriter {
-            macros: env()
-                .get_template("sbpl/rules.sb.j2")?
-                .render_captured(())?,
+            shapes: shapes(&macros)?,
+            macros,
             first: true,
+            buf: String::new(),
         })
     }
 
     pub fn write(&mut self, r: &Rule, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
-        let first = Value::from(std::mem::replace(&mut self.first, false));
-        out(self
-            .macros
-            .state()
-            .call_macro("rule", &[rule(r), first])?
-            .as_bytes());
+        let first = std::mem::replace(&mut self.first, false);
+        match &self.shapes {
+            Some(s) => {
+                self.buf.clear();
+                s[usize::from(first)][usize::from(r.allow)].write(r, &mut self.buf);
+                out(self.buf.as_bytes());
+            }
+            None => out(call(&self.macros, r, first)?.as_bytes()),
+        }
         Ok(())
     }
 }
