@@ -245,6 +245,7 @@ fn user_entries_and_a_writable_home() {
 
 /// Home is not writable, but its start-up files link into the writable
 /// workspace (a dotfiles repository): the targets are protected.
+#[cfg(unix)]
 #[test]
 fn start_up_files_linked_into_a_writable_tree() {
     let h = Host::new();
