@@ -178,3 +178,126 @@ fn the_proxy_is_unreachable_from_outside() {
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
 }
+
+/// A server on the host's loopback that answers with the raw body it
+/// read after the head (up to a chunked body's end).
+fn body_server() -> u16 {
+    let l = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut b = [0u8; 4096];
+                loop {
+                    if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        if buf[at + 4..].ends_with(b"0\r\n\r\n") {
+                            let body = buf[at + 4..].to_vec();
+                            let _ = write!(
+                                s,
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                body.len()
+                            );
+                            let _ = s.write_all(&body);
+                            return;
+                        }
+                    }
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Real clients through the proxy variables: `git clone` over HTTP (git's
+/// dumb protocol from a static server) and `curl -T -`, which uploads
+/// stdin as a chunked body. The servers are on the host's loopback, which
+/// `NO_PROXY` names (the sandbox's own loopback): the clients are told
+/// to use the proxy for it anyway.
+#[test]
+fn git_clone_and_a_chunked_upload_through_the_proxy() {
+    if !have("curl") || !have("git") || !have("python3") {
+        println!("SKIPPED: needs curl, git and python3");
+        return;
+    }
+    // A bare repository served as static files.
+    let srv = tempfile::tempdir().unwrap();
+    let git = |args: &[&str], dir: &std::path::Path| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+    };
+    let work = srv.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    git(&["init", "-q"], &work);
+    std::fs::write(work.join("hello.txt"), "served\n").unwrap();
+    git(&["add", "hello.txt"], &work);
+    git(
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "one",
+        ],
+        &work,
+    );
+    git(&["clone", "-q", "--bare", "w", "repo.git"], srv.path());
+    git(&["update-server-info"], &srv.path().join("repo.git"));
+    let mut http = Command::new("python3")
+        .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1"])
+        .current_dir(srv.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(http.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let hport: u16 = first
+        .split_whitespace()
+        .skip_while(|w| *w != "port")
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    let bport = body_server();
+    let fx = Fx::new(&format!(
+        "[[net]]\nhost = \"127.0.0.1\"\nport = {hport}\n\n[[net]]\nhost = \"127.0.0.1\"\nport = {bport}\n"
+    ));
+    let stop = |mut c: std::process::Child| {
+        let _ = c.kill();
+        let _ = c.wait();
+    };
+    if !fx.proxied() {
+        stop(http);
+        return;
+    }
+    let script = format!(
+        "NO_PROXY= no_proxy= git clone -q http://127.0.0.1:{hport}/repo.git c && cat c/hello.txt
+         printf 'streamed body' | curl -sS -m 5 --noproxy '' -T - http://127.0.0.1:{bport}/up; echo \" rc=$?\""
+    );
+    let out = fx.command(&script).output().unwrap();
+    stop(http);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first(), Some(&"served"), "{stdout}\n{stderr}");
+    // The body arrives in the proxy's framing, whole.
+    assert_eq!(
+        stdout.split_once("served\n").map(|x| x.1),
+        Some("d\r\nstreamed body\r\n0\r\n\r\n rc=0\n"),
+        "{stdout}\n{stderr}"
+    );
+}
