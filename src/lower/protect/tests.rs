@@ -243,6 +243,27 @@ fn user_entries_and_a_writable_home() {
     }
 }
 
+/// The main worktree's `config.worktree` is read by git only under
+/// `extensions.worktreeConfig`: protected (absent) once the config names
+/// it, not otherwise.
+#[test]
+fn main_worktree_config_under_the_extension() {
+    let h = Host::new();
+    h.repo("ws");
+    let (ir, _) = h.lower(RW);
+    assert!(grant(&ir, &h.p("ws/.git/config.worktree")).is_none());
+    h.write(
+        "ws/.git/config",
+        "[core]\n\tbare = false\n[extensions]\n\tworktreeConfig = true\n",
+    );
+    let (ir, _) = h.lower(RW);
+    assert!(
+        protected(&ir, &h.p("ws/.git/config.worktree")),
+        "{:#?}",
+        ir.fs
+    );
+}
+
 /// Home is not writable, but its start-up files link into the writable
 /// workspace (a dotfiles repository): the targets are protected.
 #[cfg(unix)]
