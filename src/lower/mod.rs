@@ -619,6 +619,8 @@ fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
 }
 
 #[cfg(test)]
+pub(crate) mod tree;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::policy::{load_layer, merge::merge, source::SourceFile};

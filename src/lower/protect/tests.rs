@@ -1,10 +1,9 @@
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{Access, Grant, Ir, Os, PathKind, Source};
 use crate::lower::lookup::parent;
+use crate::lower::tree::Tree;
 use crate::lower::{lower, Options};
 use crate::policy::{load_layer, merge::merge, source::SourceFile};
-use std::fs;
-use std::path::Path;
 
 #[test]
 fn parents() {
@@ -18,37 +17,18 @@ fn parents() {
 }
 
 /// A host with `ws/` and `home/` in a temporary directory.
-struct Host {
-    _dir: tempfile::TempDir,
-    root: String,
+struct Host(Tree);
+
+impl std::ops::Deref for Host {
+    type Target = Tree;
+    fn deref(&self) -> &Tree {
+        &self.0
+    }
 }
 
 impl Host {
     fn new() -> Host {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
-        for d in ["ws", "home"] {
-            fs::create_dir(Path::new(&root).join(d)).unwrap();
-        }
-        Host { _dir: dir, root }
-    }
-
-    fn p(&self, rel: &str) -> String {
-        format!("{}/{rel}", self.root)
-    }
-
-    fn mkdir(&self, rel: &str) {
-        fs::create_dir_all(self.p(rel)).unwrap();
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let p = self.p(rel);
-        fs::create_dir_all(Path::new(&p).parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
+        Host(Tree::new(&["ws", "home"]))
     }
 
     /// A repository's skeleton as `git init` leaves it.
@@ -273,7 +253,7 @@ fn start_up_files_linked_into_a_writable_tree() {
     h.write("ws/dotfiles/bashrc", "# rc\n");
     h.write("ws/dotfiles/fish/config.fish", "# fish\n");
     h.write("ws/notes", "x\n");
-    fs::create_dir_all(h.p("home/.config")).unwrap();
+    h.mkdir("home/.config");
     std::os::unix::fs::symlink(h.p("ws/dotfiles/bashrc"), h.p("home/.bashrc")).unwrap();
     std::os::unix::fs::symlink(h.p("ws/dotfiles/fish"), h.p("home/.config/fish")).unwrap();
     let (ir, _) = h.lower(RW);

@@ -1,32 +1,19 @@
 use super::{hooks_paths, Hooks, Reader, BUDGET, DEPTH};
-use std::fs;
+use crate::lower::tree::Tree;
 
 /// A directory with `home/` in it.
-struct Dir {
-    _dir: tempfile::TempDir,
-    root: String,
+struct Dir(Tree);
+
+impl std::ops::Deref for Dir {
+    type Target = Tree;
+    fn deref(&self) -> &Tree {
+        &self.0
+    }
 }
 
 impl Dir {
     fn new() -> Dir {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
-        fs::create_dir(format!("{root}/home")).unwrap();
-        Dir { _dir: dir, root }
-    }
-
-    fn p(&self, rel: &str) -> String {
-        format!("{}/{rel}", self.root)
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let p = self.p(rel);
-        fs::create_dir_all(std::path::Path::new(&p).parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
+        Dir(Tree::new(&["home"]))
     }
 
     /// Read `rel` as a top-level config: (included files with their
@@ -95,7 +82,7 @@ fn under_home_the_origin_is_shown_with_a_tilde() {
 fn relative_to_the_real_directory() {
     let d = Dir::new();
     d.write("dotfiles/git/config", "[include]\n\tpath = ../local\n");
-    fs::create_dir_all(d.p("home/.config")).unwrap();
+    d.mkdir("home/.config");
     std::os::unix::fs::symlink(d.p("dotfiles/git"), d.p("home/.config/git")).unwrap();
     let (found, _, _) = d.read("home/.config/git/config");
     assert_eq!(found[0].0, d.p("dotfiles/local"));
