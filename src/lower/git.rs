@@ -157,15 +157,13 @@ pub fn repo(
     // `extensions.worktreeConfig` (which `git sparse-checkout` sets): when
     // it exists, or when the config names the extension.
     let main_own = join(&common, "config.worktree");
-    let named = || {
-        read_small(&join(&common, "config"))
-            .is_some_and(|t| t.to_ascii_lowercase().contains("worktreeconfig"))
-    };
-    let main_own = (own.is_none() && (std::fs::symlink_metadata(&main_own).is_ok() || named()))
-        .then(|| {
-            out.push(found(main_own.clone(), ".git/config.worktree"));
-            main_own
-        });
+    let main_own = (own.is_none()
+        && (std::fs::symlink_metadata(&main_own).is_ok()
+            || configs.names_worktree_config(&join(&common, "config"))))
+    .then_some(main_own);
+    if let Some(m) = &main_own {
+        out.push(found(m.clone(), ".git/config.worktree"));
+    }
     // Submodules' repositories live in the common dir.
     let modules = join(&common, "modules");
     if *budget > 0 {

@@ -35,7 +35,13 @@ pub struct Hooks {
 #[derive(Debug, Clone)]
 enum Item {
     Hooks(String),
-    Include { path: String, conditional: bool },
+    Include {
+        path: String,
+        conditional: bool,
+    },
+    /// `extensions.worktreeConfig` is set (to any value: reading more
+    /// than git reads is the safe side), so git may read `config.worktree`.
+    WorktreeConfig,
 }
 
 /// Config files read during one lowering, each at most once.
@@ -84,6 +90,7 @@ impl Reader {
                     continue;
                 }
                 Item::Include { path, conditional } => (path, conditional),
+                Item::WorktreeConfig => continue,
             };
             // Past git's depth, and around a cycle (which git reads until
             // that depth), git stops with an error: nothing to follow.
@@ -103,6 +110,13 @@ impl Reader {
             self.walk(&inc, sure && !conditional, chain, hooks);
             chain.pop();
         }
+    }
+
+    /// Whether `path` itself sets `extensions.worktreeConfig`.
+    pub fn names_worktree_config(&mut self, path: &str) -> bool {
+        self.items(path)
+            .iter()
+            .any(|i| matches!(i, Item::WorktreeConfig))
     }
 
     fn items(&mut self, path: &str) -> Vec<Item> {
@@ -148,6 +162,9 @@ impl Reader {
 }
 
 fn item(e: Entry, dir: &str, home: &str) -> Option<Item> {
+    if e.is("extensions", "worktreeconfig") {
+        return Some(Item::WorktreeConfig);
+    }
     let v = e.value.as_deref().filter(|v| !v.is_empty())?;
     if e.is("core", "hookspath") {
         return config::expand(v, home).map(Item::Hooks);

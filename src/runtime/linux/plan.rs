@@ -171,8 +171,7 @@ pub fn plan<F>(
         let w = ws_canon.get_or_insert_with(|| resolve(&values.workspace));
         path_within(p, &values.workspace) || w.as_deref().is_some_and(|w| path_within(p, w))
     };
-    let extra: Vec<String> = extra_files.iter().map(|f| normalise(f)).collect();
-    let extra: std::collections::BTreeSet<&str> = extra.iter().map(String::as_str).collect();
+    let extra: crate::hashed::Set<String> = extra_files.iter().map(|f| normalise(f)).collect();
     let runnable_elsewhere = |canon: &str| {
         merged.iter().any(|(_, p, r)| {
             !extra.contains(p.as_str()) && path_within(canon, p) && r.contains(exec)
@@ -182,20 +181,15 @@ pub fn plan<F>(
         for (_, path, r) in &merged {
             let opened = match open(path) {
                 Err(e) if e.raw_os_error() == Some(libc::ELOOP) => match resolve(path) {
-                    // The program (or a command) through a symlink whose
-                    // target another rule already lets run, such as a venv's
-                    // `bin/python`: nothing is lost, so nothing is said.
-                    Some(canon)
-                        if extra.contains(path.as_str())
-                            && in_workspace(path, resolve)
-                            && !in_workspace(&canon, resolve)
-                            && runnable_elsewhere(&canon) =>
-                    {
-                        continue;
-                    }
                     Some(canon)
                         if in_workspace(path, resolve) && !in_workspace(&canon, resolve) =>
                     {
+                        // The program (or a command) whose target another
+                        // rule already lets run, such as a venv's
+                        // `bin/python`: nothing is lost, so nothing is said.
+                        if extra.contains(path) && runnable_elsewhere(&canon) {
+                            continue;
+                        }
                         warnings.push(format!(
                             "{path} resolves to {canon} through a symlink, outside the \
                              workspace; the rule is dropped"

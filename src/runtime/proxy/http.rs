@@ -3,9 +3,9 @@
 //!
 //! A plain request is forwarded with `Connection: close` and its body by
 //! `Content-Length` or, reframed, by chunks (`chunked`); then only the
-//! response is relayed. A second request
-//! on the same connection never reaches the server unchecked (it could
-//! name another path, or another virtual host of the same address).
+//! response is relayed. A second request on the same connection never
+//! reaches the server unchecked (it could name another path, or another
+//! virtual host of the same address).
 
 use super::chunked;
 use super::relay::{copy, read_by, tunnel, ReadErr};
