@@ -645,6 +645,7 @@ fn linux_precision(
 ) -> Vec<Precision> {
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
+    let mut absent = AbsentProtections::default();
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
@@ -707,6 +708,14 @@ fn linux_precision(
                 .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
                 .map(|r| r.label.as_str())
                 .collect();
+            // sbx's own additions (POLICY.md §7, §7a) on a path absent at
+            // launch: nothing to mount over (`Precision::advisory`).
+            if g.kind == PathKind::Missing
+                && matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
+            {
+                absent.add(&mut out, label, &g.path, access_words(extra), &from);
+                continue;
+            }
             let alone = format!(
                 "{} from {} still apply beneath {}",
                 access_words(extra),
@@ -715,28 +724,7 @@ fn linux_precision(
             );
             // `sbx run` mounts what a mount can express (mounts.rs).
             let fix = carve.and_then(|c| c.get(&g.path).copied());
-            // sbx's own additions (POLICY.md §7, §7a) on a path absent at
-            // launch: nothing to mount over (`Precision::advisory`).
-            let absent_protection = g.kind == PathKind::Missing
-                && matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
             let (status, reason) = match fix {
-                _ if absent_protection => (
-                    Status::Wider,
-                    format!(
-                        "protection of a path that does not exist at launch: a mount needs \
-                         an existing path and sbx creates nothing in the workspace, so \
-                         {alone} if the command creates it (SBPL stops its creation by \
-                         name){}. Reported, never refused by enforcement = \"required\": \
-                         sbx adds it, the policy does not (create the path before the run \
-                         to make it exact, or name it in a rule to decide it yourself)",
-                        if target == TARGET {
-                            "; sbx run moves what it created aside when the run ends \
-                             (NAME.sbx-blocked), so nothing planted there runs later"
-                        } else {
-                            ""
-                        }
-                    ),
-                ),
                 Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
                     Status::Exact,
                     format!(
@@ -766,11 +754,10 @@ fn linux_precision(
                     ),
                 ),
             };
-            let mut l = line(label, target, status, reason);
-            l.advisory = absent_protection;
-            out.push(l);
+            out.push(line(label, target, status, reason));
         }
     }
+    absent.finish(&mut out, target);
     proxy::precision(ir, target, &mut out);
     // With the proxy, the child's UDP reaches nothing outside its
     // namespace; without one, `proxy::fallback` says this.
@@ -845,6 +832,91 @@ fn linux_precision(
     }
     out
 }
+
+/// sbx's own protections (POLICY.md §7, §7a) on paths absent at launch:
+/// one advisory line per protected name, at the place of its first path,
+/// rather than one per writable tree (ten names each), which made the
+/// reports of policies with thousands of writable rules tens of
+/// megabytes of the same sentence.
+#[derive(Default)]
+struct AbsentProtections {
+    /// label → (index of its line in the report, its paths).
+    groups: Map<String, (usize, Vec<AbsentPath>)>,
+}
+
+struct AbsentPath {
+    path: String,
+    extra: String,
+    from: String,
+}
+
+impl AbsentProtections {
+    fn add(
+        &mut self,
+        out: &mut Vec<Precision>,
+        label: String,
+        path: &str,
+        extra: String,
+        from: &[&str],
+    ) {
+        let at = out.len();
+        let (_, paths) = self.groups.entry(label.clone()).or_insert_with(|| {
+            // Filled in by `finish`.
+            out.push(line(label, "", Status::Wider, String::new()));
+            (at, Vec::new())
+        });
+        paths.push(AbsentPath {
+            path: path.to_string(),
+            extra,
+            from: from.join(", "),
+        });
+    }
+
+    fn finish(self, out: &mut [Precision], target: &str) {
+        let moved = if target == TARGET {
+            "; sbx run moves what it created aside when the run ends \
+             (NAME.sbx-blocked), so nothing planted there runs later"
+        } else {
+            ""
+        };
+        for (_, (at, paths)) in self.groups {
+            let reason = match paths.as_slice() {
+                [p] => format!(
+                    "protection of a path that does not exist at launch: a mount needs \
+                     an existing path and sbx creates nothing in the workspace, so \
+                     {} from {} still apply beneath {} if the command creates it (SBPL \
+                     stops its creation by name){moved}. {ABSENT_ADVICE}",
+                    p.extra, p.from, p.path
+                ),
+                _ => {
+                    let mut each = String::new();
+                    for (k, p) in paths.iter().enumerate() {
+                        if k > 0 {
+                            each.push_str("; ");
+                        }
+                        each.push_str(&format!("{} ({} from {})", p.path, p.extra, p.from));
+                    }
+                    format!(
+                        "protection of {} paths that do not exist at launch: a mount needs \
+                         an existing path and sbx creates nothing in the workspace, so the \
+                         rights of the grants above each still apply beneath it if the \
+                         command creates it (SBPL stops its creation by name){moved}. \
+                         {ABSENT_ADVICE}. The paths, with what still applies: {each}",
+                        paths.len()
+                    )
+                }
+            };
+            let l = &mut out[at];
+            l.target = target.to_string();
+            l.reason = reason;
+            l.advisory = true;
+        }
+    }
+}
+
+const ABSENT_ADVICE: &str = "Reported, never refused by enforcement = \"required\": sbx adds \
+     it, the policy does not (create the path before the run to make it exact, or name it in \
+     a rule to decide it yourself)";
 
 fn limits_precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     let l = &ir.limits;

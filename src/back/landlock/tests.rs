@@ -185,6 +185,56 @@ fn missing_paths_are_dropped_unless_covered() {
 }
 
 #[test]
+fn absent_protections_are_one_advisory_line_per_name() {
+    let protected = |path: &str, entry: &str| Grant {
+        source: Source::Protected {
+            entry: entry.into(),
+        },
+        ..grant(0, path, Access::READ, PathKind::Missing)
+    };
+    let ir = base(vec![
+        grant(0, "/a", Access::READ_WRITE, PathKind::Dir),
+        protected("/a/.envrc", ".envrc"),
+        protected("/a/.vscode", ".vscode"),
+        grant(1, "/b", Access::READ_WRITE, PathKind::Dir),
+        protected("/b/.vscode", ".vscode"),
+        grant(2, "/c", Access::READ_WRITE, PathKind::Dir),
+        protected("/c/.vscode", ".vscode"),
+    ]);
+    for target in [TARGET, TARGET_LANDLOCKCONFIG] {
+        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None);
+        // landlockconfig adds what it cannot carry (net, env).
+        p.retain(|l| l.rule.starts_with("protected"));
+        assert_eq!(
+            statuses(&p),
+            [
+                ("protected .envrc".to_string(), Status::Wider),
+                ("protected .vscode".to_string(), Status::Wider),
+            ]
+        );
+        assert!(p.iter().all(|l| l.advisory && l.target == target));
+        // One path: the sentence names it and what still applies there.
+        assert!(p[0].reason.starts_with(
+            "protection of a path that does not exist at launch: a mount needs an existing \
+             path and sbx creates nothing in the workspace, so create, update, delete from \
+             fs[0] (policy.toml:3:1) still apply beneath /a/.envrc if the command creates it"
+        ));
+        // Several: counted, each path listed with what still applies.
+        assert!(p[1].reason.starts_with("protection of 3 paths that do not exist at launch"));
+        assert!(p[1].reason.ends_with(
+            "The paths, with what still applies: \
+             /a/.vscode (create, update, delete from fs[0] (policy.toml:3:1)); \
+             /b/.vscode (create, update, delete from fs[1] (policy.toml:7:1)); \
+             /c/.vscode (create, update, delete from fs[2] (policy.toml:11:1))"
+        ));
+        assert_eq!(
+            p[1].reason.contains("sbx run moves what it created aside"),
+            target == TARGET
+        );
+    }
+}
+
+#[test]
 fn delete_on_a_file_rule_is_reported_narrower() {
     let ir = base(vec![grant(0, "/w/f", Access::READ_WRITE, PathKind::File)]);
     let lines: Vec<_> = emit(&ir)

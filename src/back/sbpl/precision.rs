@@ -1,6 +1,7 @@
 //! The precision report of the macOS profile: one line per policy rule.
 
 use super::{files, net, TARGET};
+use crate::hashed::Map;
 use crate::ir::{Ir, PathKind, Precision, Source, Status};
 
 pub(super) fn report(ir: &Ir) -> Vec<Precision> {
@@ -20,6 +21,7 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         advisory: false,
     };
     let mut presets: Vec<(String, usize)> = Vec::new();
+    let mut same: Map<(String, String), (usize, usize)> = Map::default();
     for g in &ir.fs {
         if let Source::Command { .. } = g.source {
             continue; // reported with `[commands]` below
@@ -41,7 +43,25 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         } else {
             format!("{filter}: {}", ops.join(" "))
         };
+        if matches!(g.source, Source::Protected { .. } | Source::Covered { .. }) {
+            // sbx's own, ten names per writable tree: one line per name
+            // and reason, counted, as for presets.
+            let key = (g.source.label(), reason);
+            match same.get_mut(&key) {
+                Some((_, n)) => *n += 1,
+                None => {
+                    same.insert(key.clone(), (out.len(), 1));
+                    out.push(line(key.0, Status::Exact, key.1));
+                }
+            }
+            continue;
+        }
         out.push(line(g.source.label(), Status::Exact, reason));
+    }
+    for ((_, reason), (at, n)) in same {
+        if n > 1 {
+            out[at].reason = format!("{reason} ({n} paths)");
+        }
     }
     for (name, n) in presets {
         out.push(line(
@@ -94,4 +114,48 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::testing::{roots, rule_grant};
+    use crate::ir::{Access, Grant, Os, PathMode};
+
+    #[test]
+    fn protections_are_one_line_per_name_and_rights() {
+        let protected = |path: &str, access| Grant {
+            source: Source::Protected {
+                entry: ".vscode".into(),
+            },
+            ..rule_grant(0, 3, path, access, PathKind::Missing)
+        };
+        let ir = Ir {
+            fs: vec![
+                rule_grant(0, 3, "/a", Access::READ_WRITE, PathKind::Dir),
+                protected("/a/.vscode", Access::READ),
+                rule_grant(1, 7, "/b", Access::READ_WRITE, PathKind::Dir),
+                protected("/b/.vscode", Access::READ),
+                protected("/c/.vscode", Access::READ_EXEC),
+            ],
+            ..Ir::deny_all(Os::Macos, PathMode::Resolved, roots())
+        };
+        let report = report(&ir);
+        let lines: Vec<(&str, &str)> = report
+            .iter()
+            .map(|l| (l.rule.as_str(), l.reason.as_str()))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("fs[0] (policy.toml:3:1)", "subpath: file-read* file-test-existence file-write*"),
+                ("protected .vscode", "subpath: file-read* file-test-existence (2 paths)"),
+                ("fs[1] (policy.toml:7:1)", "subpath: file-read* file-test-existence file-write*"),
+                (
+                    "protected .vscode",
+                    "subpath: file-read* file-test-existence process-exec* file-map-executable"
+                ),
+            ]
+        );
+    }
 }
