@@ -220,7 +220,9 @@ fn absent_protections_are_one_advisory_line_per_name() {
              fs[0] (policy.toml:3:1) still apply beneath /a/.envrc if the command creates it"
         ));
         // Several: counted, each path listed with what still applies.
-        assert!(p[1].reason.starts_with("protection of 3 paths that do not exist at launch"));
+        assert!(p[1]
+            .reason
+            .starts_with("protection of 3 paths that do not exist at launch"));
         assert!(p[1].reason.ends_with(
             "The paths, with what still applies: \
              /a/.vscode (create, update, delete from fs[0] (policy.toml:3:1)); \

@@ -148,9 +148,18 @@ mod tests {
         assert_eq!(
             lines,
             [
-                ("fs[0] (policy.toml:3:1)", "subpath: file-read* file-test-existence file-write*"),
-                ("protected .vscode", "subpath: file-read* file-test-existence (2 paths)"),
-                ("fs[1] (policy.toml:7:1)", "subpath: file-read* file-test-existence file-write*"),
+                (
+                    "fs[0] (policy.toml:3:1)",
+                    "subpath: file-read* file-test-existence file-write*"
+                ),
+                (
+                    "protected .vscode",
+                    "subpath: file-read* file-test-existence (2 paths)"
+                ),
+                (
+                    "fs[1] (policy.toml:7:1)",
+                    "subpath: file-read* file-test-existence file-write*"
+                ),
                 (
                     "protected .vscode",
                     "subpath: file-read* file-test-existence process-exec* file-map-executable"
