@@ -90,10 +90,8 @@ pub struct Roots {
 
 /// The five rights of RFD 076, refined per target by the back ends.
 /// Serialised as the list of rights that are set: `["read", "update"]`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
-#[serde(into = "Vec<String>", try_from = "Vec<String>")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize)]
+#[serde(try_from = "Vec<String>")]
 pub struct Access {
     pub read: bool,
     pub create: bool,
@@ -102,9 +100,12 @@ pub struct Access {
     pub execute: bool,
 }
 
-impl From<Access> for Vec<String> {
-    fn from(a: Access) -> Vec<String> {
-        a.names().into_iter().map(String::from).collect()
+/// By hand rather than through `Vec<String>`: every grant of the IR is
+/// serialised twice (its hash and `ir.json`), and the detour allocated a
+/// list and a string per right each time.
+impl Serialize for Access {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.each_name())
     }
 }
 
@@ -181,19 +182,20 @@ impl Access {
     }
     /// Names of the rights that are set, in a fixed order.
     pub fn names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (on, n) in [
+        self.each_name().collect()
+    }
+
+    /// The names of the rights that are set, in the IR's order.
+    pub fn each_name(self) -> impl Iterator<Item = &'static str> {
+        [
             (self.read, "read"),
             (self.create, "create"),
             (self.update, "update"),
             (self.delete, "delete"),
             (self.execute, "execute"),
-        ] {
-            if on {
-                v.push(n);
-            }
-        }
-        v
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
     }
 }
 
@@ -250,10 +252,12 @@ impl Source {
                 column,
             } => format!("fs[{index}] ({file}:{line}:{column})"),
             Source::Default => "default policy".into(),
-            Source::Preset { name } => format!("preset {name}"),
+            // Concatenated, not formatted: labels are made per grant in
+            // every back end, and protections are most grants.
+            Source::Preset { name } => ["preset ", name].concat(),
             Source::ProcessRoot => "process roots".into(),
-            Source::Command { name } => format!("commands.{name}"),
-            Source::Protected { entry } => format!("protected {entry}"),
+            Source::Command { name } => ["commands.", name].concat(),
+            Source::Protected { entry } => ["protected ", entry].concat(),
             Source::Covered { pattern, by } => {
                 format!("sensitive {pattern}, covered by {}", by.label())
             }
