@@ -10,7 +10,7 @@
 //! listed, as comments, for the user to decide.
 
 use crate::explain::{self, FsOp, Query};
-use crate::ir::{path_within, Access, Ir};
+use crate::ir::{path_within, Access, Ir, Source};
 use crate::runtime::denials::{self, Anchors, Denied, Op};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,6 +50,21 @@ fn allowed(ir: &Ir, op: FsOp, path: &str) -> bool {
         path: path.to_string(),
     };
     explain::explain(ir, &q).allowed
+}
+
+/// An `[[fs]]` table and the blank line after it.
+fn fs_rule(path: &str, r: Rights, a: &Anchors) -> String {
+    let mut t = format!(
+        "[[fs]]\npath = {}\n",
+        denials::toml_str(&denials::policy_path(path, a))
+    );
+    for (on, name) in [(r.read, "read"), (r.write, "write"), (r.execute, "execute")] {
+        if on {
+            t.push_str(&format!("{name} = true\n"));
+        }
+    }
+    t.push('\n');
+    t
 }
 
 fn parent(path: &str) -> &str {
@@ -171,17 +186,27 @@ pub fn learn(
             write: r.write || (base.create && base.update && base.delete),
             execute: r.execute || base.execute,
         };
-        out.rules.push_str(&format!(
-            "[[fs]]\npath = {}\n",
-            denials::toml_str(&denials::policy_path(path, a))
-        ));
-        for (on, name) in [(r.read, "read"), (r.write, "write"), (r.execute, "execute")] {
-            if on {
-                out.rules.push_str(&format!("{name} = true\n"));
-            }
-        }
-        out.rules.push('\n');
+        out.rules.push_str(&fs_rule(path, r, a));
         out.count += 1;
+    }
+    // Declaring any `[[fs]]` rule replaces the default policy's workspace
+    // rule (POLICY.md §4): restate it, or pasting these rules would take
+    // the workspace away.
+    if out.count > 0 {
+        if let Some(g) = ir.fs.iter().find(|g| g.source == Source::Default) {
+            let r = Rights {
+                read: g.access.read,
+                write: g.access.create && g.access.update && g.access.delete,
+                execute: g.access.execute,
+            };
+            let mut text = format!(
+                "# The default workspace rule, which any [[fs]] rule replaces.\n{}",
+                fs_rule(&g.path, r, a)
+            );
+            text.push_str(&out.rules);
+            out.rules = text;
+            out.count += 1;
+        }
     }
     for (host, port, bind) in net {
         let host = if bind { "*".to_string() } else { host };
@@ -200,7 +225,7 @@ pub fn learn(
 mod tests {
     use super::*;
     use crate::ir::testing::{roots, rule_grant};
-    use crate::ir::{Os, PathKind, PathMode};
+    use crate::ir::{Grant, Os, PathKind, PathMode};
 
     fn path(op: Op, p: &str) -> Denied {
         Denied::Path {
@@ -269,5 +294,43 @@ mod tests {
         // The rules are TOML a policy accepts.
         let doc: toml::Table = toml::from_str(&l.rules).unwrap();
         assert_eq!(doc["fs"].as_array().unwrap().len(), 4);
+    }
+
+    /// Under the default policy (no `[[fs]]`), the first learned `[[fs]]`
+    /// rule would replace the workspace rule: it is restated.
+    #[test]
+    fn the_default_workspace_rule_is_restated() {
+        let mut ir = Ir::deny_all(Os::Linux, PathMode::Resolved, roots());
+        let ws = ir.roots.workspace.clone();
+        let home = ir.roots.home.clone();
+        let all = Access {
+            execute: true,
+            ..Access::READ_WRITE
+        };
+        ir.fs = vec![Grant {
+            source: Source::Default,
+            ..rule_grant(0, 1, &ws, all, PathKind::Dir)
+        }];
+        let a = Anchors {
+            workspace: &ws,
+            home: &home,
+        };
+        let none = |_: &str| None;
+        let l = learn(&ir, &[path(Op::Read, "/opt/sdk")], &a, &none);
+        assert_eq!(
+            l.rules,
+            "# The default workspace rule, which any [[fs]] rule replaces.\n\
+             [[fs]]\npath = \".\"\nread = true\nwrite = true\nexecute = true\n\n\
+             [[fs]]\npath = \"/opt/sdk\"\nread = true\n\n"
+        );
+        assert_eq!(l.count, 2);
+        // Nothing to add for the filesystem: nothing restated.
+        let net = Denied::Net {
+            bind: false,
+            host: "10.0.0.7".into(),
+            port: 443,
+        };
+        let l = learn(&ir, &[net], &a, &none);
+        assert!(l.rules.starts_with("[[net]]"), "{}", l.rules);
     }
 }

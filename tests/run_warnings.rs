@@ -104,3 +104,50 @@ fn required_and_protections_with_and_without_namespaces() {
         "{lines:#?}"
     );
 }
+
+/// A policy with `[[fs]]` rules but none on the workspace: a command
+/// started there finds no such directory in the new root and starts at
+/// `/`, which sbx says (unless `--quiet`). Positive control: with the
+/// workspace granted it starts where it was started, silently.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_current_directory_outside_the_grants_is_announced() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.home.join("data")).unwrap();
+    let pwd = |policy: &str, quiet: bool| {
+        let file = h.root.join("p.toml");
+        std::fs::write(&file, policy).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sbx"));
+        cmd.args(["run", "--workspace"]).arg(&h.ws);
+        cmd.arg("--home").arg(&h.home).arg(&file);
+        if quiet {
+            cmd.arg("--quiet");
+        }
+        let out = cmd
+            .args(["--", "/bin/sh", "-c", "pwd"])
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&h.ws)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let elsewhere = "[[fs]]\npath = \"~/data\"\nread = true\n";
+    let (dir, err) = pwd(elsewhere, false);
+    assert_eq!(dir, "/\n", "{err}");
+    let ws = h.ws.to_str().unwrap();
+    assert!(
+        err.contains(&format!(
+            "sbx: warning: the current directory {ws} is under no path the policy grants"
+        )),
+        "{err}"
+    );
+    let (dir, err) = pwd(elsewhere, true);
+    assert_eq!((dir.as_str(), err.as_str()), ("/\n", ""));
+    let (dir, err) = pwd(WS, false);
+    assert_eq!(dir, format!("{ws}\n"), "{err}");
+    assert!(!err.contains("current directory"), "{err}");
+}

@@ -28,6 +28,7 @@ pub fn hint(code: i32) {
 pub fn run(
     _workspace: Option<&Utf8PathBuf>,
     _home: Option<&Utf8PathBuf>,
+    _ir: Option<&sbx::ir::Ir>,
     rerun: impl FnOnce() -> i32,
 ) -> i32 {
     if cfg!(target_os = "macos") {
@@ -41,10 +42,13 @@ pub fn run(
     rerun()
 }
 
+/// `ir`: the policy lowered for this host, for the suggestions (`None`
+/// with `--artifact`).
 #[cfg(target_os = "linux")]
 pub fn run(
     workspace: Option<&Utf8PathBuf>,
     home: Option<&Utf8PathBuf>,
+    ir: Option<&sbx::ir::Ir>,
     _rerun: impl FnOnce() -> i32,
 ) -> i32 {
     use std::os::unix::process::ExitStatusExt;
@@ -119,9 +123,22 @@ pub fn run(
         workspace: &workspace.to_string_lossy(),
         home: &home.to_string_lossy(),
     };
+    let learned = ir.map(|ir| {
+        sbx::learn::learn(ir, &denied, &anchors, &|p| {
+            std::fs::symlink_metadata(Path::new(p))
+                .ok()
+                .filter(|m| !m.file_type().is_symlink())
+                .map(|m| m.is_dir())
+        })
+    });
     eprint!(
         "{}",
-        sbx::runtime::denials::report(&denied, &anchors, &|p| Path::new(p).exists())
+        sbx::runtime::denials::report_with(
+            &denied,
+            &anchors,
+            &|p| Path::new(p).exists(),
+            learned.as_ref().map(|l| l.rules.as_str())
+        )
     );
     code
 }

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// runs its trace so: refusals then show as EACCES, not ENOENT).
     #[arg(long, hide = true)]
     host_root: bool,
+    /// Print nothing before the command (`--denials` lowers the policy
+    /// once more for its suggestions).
+    #[arg(skip)]
+    silent: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
@@ -56,6 +60,9 @@ const FAILED: i32 = sbx::runtime::EXIT_SBX_FAILED;
 /// errors.
 #[cfg(any(windows, target_os = "linux", target_os = "macos"))]
 fn say(a: &RunArgs, diags: &[sbx::diag::Diagnostic], files: &sbx::diag::Files) {
+    if a.silent {
+        return;
+    }
     if a.quiet {
         let errors: Vec<_> = diags.iter().filter(|d| d.is_error()).cloned().collect();
         super::report(&errors, files, false);
@@ -66,8 +73,21 @@ fn say(a: &RunArgs, diags: &[sbx::diag::Diagnostic], files: &sbx::diag::Files) {
 
 pub fn run(a: RunArgs) -> i32 {
     if a.denials {
+        // The policy as this host lowers it, for the suggested rules; its
+        // diagnostics are the traced run's to print.
+        #[cfg(target_os = "linux")]
+        let ir = host_ir(
+            &RunArgs {
+                silent: true,
+                ..a.clone_without_denials()
+            },
+            sbx::ir::Os::host(),
+        )
+        .map(|h| h.ir);
+        #[cfg(not(target_os = "linux"))]
+        let ir: Option<sbx::ir::Ir> = None;
         let rerun = || run_here(a.clone_without_denials());
-        return super::denials::run(a.workspace.as_ref(), a.home.as_ref(), rerun);
+        return super::denials::run(a.workspace.as_ref(), a.home.as_ref(), ir.as_ref(), rerun);
     }
     let quiet = a.quiet;
     let code = run_here(a);
@@ -91,6 +111,7 @@ impl RunArgs {
             quiet: self.quiet,
             landlock_abi: self.landlock_abi,
             host_root: self.host_root,
+            silent: self.silent,
             command: self.command.clone(),
         }
     }
@@ -140,6 +161,7 @@ fn linux(a: RunArgs) -> i32 {
         proxy: None,
         host_root: a.host_root,
         own_files: a.artifact.iter().map(Into::into).collect(),
+        quiet: a.quiet,
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {
@@ -250,7 +272,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
                 .into_iter()
                 .partition(|d| super::speak::one_line(d.code));
             say(a, &rest, &files);
-            if !a.quiet {
+            if !a.quiet && !a.silent {
                 super::speak::print(&ir, &lines);
             }
             Some(Host {

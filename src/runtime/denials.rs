@@ -300,6 +300,21 @@ pub fn toml_str(s: &str) -> String {
 /// `exists` tells whether a path exists now (a refused write to a path
 /// that does not exist is granted on its directory).
 pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> String {
+    report_with(denied, a, exists, None)
+}
+
+/// [`report`], with the rules to suggest given: `sbx learn`'s reading of
+/// the same denials against the policy (the `learn` module, a layer
+/// above this one), which keeps the rights the policy already gives at
+/// each path (a rule replaces them there) and leaves out a rule inside
+/// another suggested one. `None`: suggested from the denials alone (an `--artifact` run,
+/// whose policy is not at hand).
+pub fn report_with(
+    denied: &[Denied],
+    a: &Anchors,
+    exists: &dyn Fn(&str) -> bool,
+    learned: Option<&str>,
+) -> String {
     let set: BTreeSet<&Denied> = denied.iter().collect();
     let mut s = String::new();
     if set.is_empty() {
@@ -317,7 +332,7 @@ pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> 
                     ""
                 };
                 let _ = writeln!(s, "  {:<8} {path}{flag}", op.word());
-                if flag.is_empty() {
+                if flag.is_empty() && learned.is_none() {
                     let target = match op {
                         Op::Write if !exists(path) => path
                             .rsplit_once('/')
@@ -335,12 +350,14 @@ pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> 
             Denied::Net { bind, host, port } => {
                 let what = if *bind { "listen" } else { "connect" };
                 let _ = writeln!(s, "  {what:<8} {host}:{port}");
-                let host = if *bind { "*" } else { host.as_str() };
-                let bind = if *bind { "bind = true\n" } else { "" };
-                rules.insert(format!(
-                    "[[net]]\nhost = {}\nport = {port}\n{bind}",
-                    toml_str(host)
-                ));
+                if learned.is_none() {
+                    let host = if *bind { "*" } else { host.as_str() };
+                    let bind = if *bind { "bind = true\n" } else { "" };
+                    rules.insert(format!(
+                        "[[net]]\nhost = {}\nport = {port}\n{bind}",
+                        toml_str(host)
+                    ));
+                }
             }
             Denied::Socket => {
                 let _ = writeln!(
@@ -357,14 +374,23 @@ pub fn report(denied: &[Denied], a: &Anchors, exists: &dyn Fn(&str) -> bool) -> 
             }
         }
     }
-    push_rules(&mut s, &rules);
+    match learned {
+        Some(text) if !text.is_empty() => {
+            s.push_str(RULES_HEAD);
+            s.push_str(text);
+        }
+        Some(_) => {}
+        None => push_rules(&mut s, &rules),
+    }
     s
 }
+
+const RULES_HEAD: &str = "sbx: rules that would allow them (read them before adding):\n\n";
 
 /// The closing part of a denial summary: the rules to paste, if any.
 pub fn push_rules(s: &mut String, rules: &std::collections::BTreeSet<String>) {
     if !rules.is_empty() {
-        s.push_str("sbx: rules that would allow them (read them before adding):\n\n");
+        s.push_str(RULES_HEAD);
         for r in rules {
             s.push_str(r);
             s.push('\n');
@@ -473,6 +499,27 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
         let doc: toml::Table = toml::from_str(rules).unwrap();
         assert_eq!(doc["fs"].as_array().unwrap().len(), 5, "{rules}");
         assert!(report(&[], &a, &|_| true).contains("refused nothing"));
+    }
+
+    /// With the policy at hand the rules come from `sbx learn`'s reading
+    /// (given here), not from the denials one by one.
+    #[test]
+    fn given_rules_replace_the_simple_ones() {
+        let d = parse(TRACE, "/home/u/ws");
+        let a = Anchors {
+            workspace: "/home/u/ws",
+            home: "/home/u",
+        };
+        let learned = "[[fs]]\npath = \"/srv\"\nread = true\nwrite = true\n\n";
+        let r = report_with(&d, &a, &|_| false, Some(learned));
+        assert!(r.contains("refused 13:"), "{r}");
+        assert!(r.ends_with(&format!("{RULES_HEAD}{learned}")), "{r}");
+        assert!(!r.contains("[[net]]\nhost"), "{r}");
+        assert_eq!(r.matches("[[fs]]").count(), 1, "{r}");
+        // Nothing the policy lacks: the listing alone.
+        let r = report_with(&d, &a, &|_| false, Some(""));
+        assert!(!r.contains("[[fs]]") && !r.contains("[[net]]\nhost"), "{r}");
+        assert!(!r.contains(RULES_HEAD), "{r}");
     }
 
     #[test]

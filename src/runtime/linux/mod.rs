@@ -68,6 +68,8 @@ pub struct RunOptions {
     /// Files this run was read from that the child must not change
     /// (POLICY.md §13): the artifact of `sbx run --artifact`.
     pub own_files: Vec<PathBuf>,
+    /// `--quiet`: no warnings about the run's set-up (errors still).
+    pub quiet: bool,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
@@ -427,6 +429,25 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         let root = if new_root {
             let cwd =
                 std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?;
+            // In a new root only granted paths and the directories
+            // leading to them exist: a command started in the workspace
+            // that the policy does not grant is told so, rather than
+            // started at `/` unannounced.
+            let ws = std::fs::canonicalize(&values.workspace)
+                .unwrap_or_else(|_| PathBuf::from(&values.workspace));
+            if let (Some(dir), true, false) = (cwd.to_str(), cwd.starts_with(&ws), opts.quiet) {
+                let seen = root_rules.iter().any(|r| {
+                    crate::ir::path_within(dir, &r.path) || crate::ir::path_within(&r.path, dir)
+                });
+                if !seen {
+                    eprintln!(
+                        "sbx: warning: the current directory {dir} is under no path the policy \
+                         grants, so it does not exist in the sandbox: the command starts in / \
+                         (a policy with [[fs]] rules grants the workspace only if a rule names \
+                         it, such as path = \".\")"
+                    );
+                }
+            }
             let aliases = ns::expand_links(&art.namespaces.links, &values).map_err(fail)?;
             ns::new_root(root_rules, &aliases, &cwd).map_err(fail)?
         } else {
