@@ -459,13 +459,16 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
         );
     }
 
+    /// The workspace and home [`TRACE`] is read against.
+    const ANCHORS: Anchors = Anchors {
+        workspace: "/home/u/ws",
+        home: "/home/u",
+    };
+
     #[test]
     fn report_suggests_rules_but_not_for_sensitive_paths() {
         let d = parse(TRACE, "/home/u/ws");
-        let a = Anchors {
-            workspace: "/home/u/ws",
-            home: "/home/u",
-        };
+        let a = ANCHORS;
         let r = report(&d, &a, &|p| p == "/home/u/.cache");
         assert!(r.contains("refused 13:"), "{r}");
         assert!(
@@ -506,10 +509,7 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
     #[test]
     fn given_rules_replace_the_simple_ones() {
         let d = parse(TRACE, "/home/u/ws");
-        let a = Anchors {
-            workspace: "/home/u/ws",
-            home: "/home/u",
-        };
+        let a = ANCHORS;
         let learned = "[[fs]]\npath = \"/srv\"\nread = true\nwrite = true\n\n";
         let r = report_with(&d, &a, &|_| false, Some(learned));
         assert!(r.contains("refused 13:"), "{r}");
