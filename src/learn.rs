@@ -39,6 +39,24 @@ struct Rights {
 }
 
 impl Rights {
+    /// What a policy rule writes for these rights: `write` only with all
+    /// of create, update and delete.
+    fn of(a: Access) -> Rights {
+        Rights {
+            read: a.read,
+            write: a.create && a.update && a.delete,
+            execute: a.execute,
+        }
+    }
+
+    fn union(self, o: Rights) -> Rights {
+        Rights {
+            read: self.read || o.read,
+            write: self.write || o.write,
+            execute: self.execute || o.execute,
+        }
+    }
+
     fn covers(self, o: Rights) -> bool {
         (self.read || !o.read) && (self.write || !o.write) && (self.execute || !o.execute)
     }
@@ -73,6 +91,16 @@ fn parent(path: &str) -> &str {
         Some((dir, _)) => dir,
         None => path,
     }
+}
+
+/// What a path is on this host now, as [`learn`]'s `kind` wants it: a
+/// directory (`Some(true)`), another file (`Some(false)`), or gone or a
+/// symlink (`None`).
+pub fn kind_on_disk(path: &str) -> Option<bool> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| !m.file_type().is_symlink())
+        .map(|m| m.is_dir())
 }
 
 /// The rules `ir` lacks for `used` (a trace's successful calls).
@@ -181,11 +209,7 @@ pub fn learn(
         // A rule replaces what the base grants at its path (most specific
         // wins): keep those rights too.
         let base = ir.decide(path).map(|g| g.access).unwrap_or(Access::NONE);
-        let r = Rights {
-            read: r.read || base.read,
-            write: r.write || (base.create && base.update && base.delete),
-            execute: r.execute || base.execute,
-        };
+        let r = r.union(Rights::of(base));
         out.rules.push_str(&fs_rule(path, r, a));
         out.count += 1;
     }
@@ -194,14 +218,9 @@ pub fn learn(
     // the workspace away.
     if out.count > 0 {
         if let Some(g) = ir.fs.iter().find(|g| g.source == Source::Default) {
-            let r = Rights {
-                read: g.access.read,
-                write: g.access.create && g.access.update && g.access.delete,
-                execute: g.access.execute,
-            };
             let mut text = format!(
                 "# The default workspace rule, which any [[fs]] rule replaces.\n{}",
-                fs_rule(&g.path, r, a)
+                fs_rule(&g.path, Rights::of(g.access), a)
             );
             text.push_str(&out.rules);
             out.rules = text;

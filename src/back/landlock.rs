@@ -860,9 +860,9 @@ impl AbsentProtections {
         from: &[&str],
     ) {
         let at = out.len();
-        let (_, paths) = self.groups.entry(label.clone()).or_insert_with(|| {
+        let (_, paths) = self.groups.entry(label).or_insert_with_key(|label| {
             // Filled in by `finish`.
-            out.push(line(label, "", Status::Wider, String::new()));
+            out.push(line(label.clone(), "", Status::Wider, String::new()));
             (at, Vec::new())
         });
         paths.push(AbsentPath {

@@ -123,14 +123,7 @@ pub fn run(
         workspace: &workspace.to_string_lossy(),
         home: &home.to_string_lossy(),
     };
-    let learned = ir.map(|ir| {
-        sbx::learn::learn(ir, &denied, &anchors, &|p| {
-            std::fs::symlink_metadata(Path::new(p))
-                .ok()
-                .filter(|m| !m.file_type().is_symlink())
-                .map(|m| m.is_dir())
-        })
-    });
+    let learned = ir.map(|ir| sbx::learn::learn(ir, &denied, &anchors, &sbx::learn::kind_on_disk));
     eprint!(
         "{}",
         sbx::runtime::denials::report_with(

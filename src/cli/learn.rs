@@ -35,7 +35,7 @@ pub fn run(a: LearnArgs) -> i32 {
 #[cfg(target_os = "linux")]
 pub fn run(a: LearnArgs) -> i32 {
     use sbx::compile::{self, Inputs, Options};
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     let base = match &a.policy {
         Some(p) => match std::fs::read_to_string(p) {
@@ -104,12 +104,7 @@ pub fn run(a: LearnArgs) -> i32 {
         workspace: &ir.roots.workspace,
         home: &ir.roots.home,
     };
-    let learned = sbx::learn::learn(&ir, &used, &anchors, &|p| {
-        std::fs::symlink_metadata(Path::new(p))
-            .ok()
-            .filter(|m| !m.file_type().is_symlink())
-            .map(|m| m.is_dir())
-    });
+    let learned = sbx::learn::learn(&ir, &used, &anchors, &sbx::learn::kind_on_disk);
 
     let mut text = base.clone();
     if !text.ends_with('\n') {

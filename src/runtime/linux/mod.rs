@@ -206,6 +206,12 @@ fn values(opts: &RunOptions) -> Result<Values, Fail> {
     })
 }
 
+/// `dir` (a canonical current directory) is the workspace or inside it.
+fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
+    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| PathBuf::from(workspace));
+    dir.starts_with(ws)
+}
+
 fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
     let name = argv.first().ok_or_else(|| fail("no command given"))?;
@@ -433,20 +439,21 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             // leading to them exist: a command started in the workspace
             // that the policy does not grant is told so, rather than
             // started at `/` unannounced.
-            let ws = std::fs::canonicalize(&values.workspace)
-                .unwrap_or_else(|_| PathBuf::from(&values.workspace));
-            if let (Some(dir), true, false) = (cwd.to_str(), cwd.starts_with(&ws), opts.quiet) {
-                let seen = root_rules.iter().any(|r| {
+            let unseen = match cwd.to_str() {
+                // Not UTF-8: no rule path can name it; nothing to say.
+                None => false,
+                Some(dir) => !root_rules.iter().any(|r| {
                     crate::ir::path_within(dir, &r.path) || crate::ir::path_within(&r.path, dir)
-                });
-                if !seen {
-                    eprintln!(
-                        "sbx: warning: the current directory {dir} is under no path the policy \
-                         grants, so it does not exist in the sandbox: the command starts in / \
-                         (a policy with [[fs]] rules grants the workspace only if a rule names \
-                         it, such as path = \".\")"
-                    );
-                }
+                }),
+            };
+            if unseen && !opts.quiet && in_workspace(&cwd, &values.workspace) {
+                eprintln!(
+                    "sbx: warning: the current directory {} is under no path the policy \
+                     grants, so it does not exist in the sandbox: the command starts in / \
+                     (a policy with [[fs]] rules grants the workspace only if a rule names \
+                     it, such as path = \".\")",
+                    cwd.display()
+                );
             }
             let aliases = ns::expand_links(&art.namespaces.links, &values).map_err(fail)?;
             ns::new_root(root_rules, &aliases, &cwd).map_err(fail)?
