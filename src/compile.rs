@@ -353,7 +353,7 @@ pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Ou
 /// `target_warnings`: `check`'s warnings about rules a target drops or
 /// narrows (the linter depends on this module, not the other way round).
 pub type Warn<'a> =
-    &'a dyn Fn(&Ir, &Policy, &[LoadedLayer], &[Target], &[Precision]) -> Vec<Diagnostic>;
+    &'a (dyn Fn(&Ir, &Policy, &[LoadedLayer], &[Target], &[Precision]) -> Vec<Diagnostic> + Sync);
 
 /// [`compile`], adding `warn`'s warnings.
 pub fn compile_warned(
@@ -371,12 +371,15 @@ fn compile_with(
     opts: &Options,
     warn: Option<Warn>,
 ) -> Result<Output, Failure> {
-    let mut texts = vec![String::new(); targets.len()];
+    let texts: Vec<std::sync::Mutex<String>> = targets.iter().map(|_| Default::default()).collect();
     let (precision, diagnostics) = compile_each(inputs, targets, opts, true, warn, |i, ir, t| {
         let e = emit(ir, t)?;
-        texts[i] = e.text;
+        *texts[i].lock().unwrap_or_else(|e| e.into_inner()) = e.text;
         Ok(e.precision)
     })?;
+    let texts = texts
+        .into_iter()
+        .map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
     let artifacts = targets
         .iter()
         .zip(texts)
@@ -401,7 +404,7 @@ pub fn compile_to(
     inputs: &Inputs,
     targets: &[Target],
     opts: &Options,
-    out: impl FnMut(usize, &[u8]),
+    out: impl Fn(usize, &[u8]) + Sync,
 ) -> Result<Vec<Diagnostic>, Failure> {
     compile_each(inputs, targets, opts, false, None, emit_each(out))
         .map(|(_, diagnostics)| diagnostics)
@@ -413,7 +416,7 @@ pub fn compile_to_warned(
     targets: &[Target],
     opts: &Options,
     warn: Warn,
-    out: impl FnMut(usize, &[u8]),
+    out: impl Fn(usize, &[u8]) + Sync,
 ) -> Result<Vec<Diagnostic>, Failure> {
     compile_each(inputs, targets, opts, false, Some(warn), emit_each(out))
         .map(|(_, diagnostics)| diagnostics)
@@ -421,49 +424,48 @@ pub fn compile_to_warned(
 
 /// `emit_to` of target `i` into `out(i, piece)`.
 fn emit_each(
-    mut out: impl FnMut(usize, &[u8]),
-) -> impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> {
+    out: impl Fn(usize, &[u8]) + Sync,
+) -> impl Fn(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> + Sync {
     move |i, ir, t| emit_to(ir, t, &mut |s| out(i, s))
 }
 
+/// What one OS's lowering gave: its warnings, and for each of its targets
+/// (by index) the precision report or a refusal, what
+/// `enforcement = "required"` refuses, and `warn`'s warnings.
+struct Lane {
+    lowered: Vec<Diagnostic>,
+    reports: Vec<(usize, Vec<Precision>)>,
+    errors: Vec<(usize, Diagnostic)>,
+    warned: Vec<Diagnostic>,
+}
+
 /// Lower for each OS and `emit(i, ir, targets[i])`; the precision reports
-/// (by target, if `keep`) and the warnings. Targets are taken grouped by
-/// OS, so that one lowering is alive at a time; errors are still in the
-/// order asked.
+/// (by target, if `keep`) and the warnings. Each OS is lowered and emitted
+/// on its own thread, at most as many at once as there are cores (each
+/// lowering is alive only while its targets are emitted); the results are
+/// merged in the order asked, so the output does not depend on which
+/// finished first.
 fn compile_each(
     inputs: &Inputs,
     targets: &[Target],
     opts: &Options,
     keep: bool,
     warn: Option<Warn>,
-    mut emit: impl FnMut(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError>,
+    emit: impl Fn(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> + Sync,
 ) -> Result<(Vec<Vec<Precision>>, Vec<Diagnostic>), Failure> {
     let (layers, mut diags) = load_layers(inputs, opts)?;
     let policy = policy::merge::merge(&layers);
-    let mut precision = vec![Vec::new(); targets.len()];
-    let mut errors = Vec::new();
     let mut oses: Vec<Os> = Vec::new();
     for t in targets {
         if !oses.contains(&t.os()) {
             oses.push(t.os());
         }
     }
-    let mut seen = Seen::default();
-    for i in 0..diags.len() {
-        seen.first(&diags, i);
-    }
     // The same for every OS: hashed once. The IR's own hash only where an
     // artifact carries it (`ir.json`, the Windows container's name).
     let policy_hash = policy::hash::policy_hash(&policy);
-    for os in oses {
-        let mut l = lower_to_apply(&policy, opts, os).map_err(|mut f| {
-            let mut all = diags.clone();
-            all.append(&mut f.diagnostics);
-            Failure {
-                diagnostics: all,
-                exit_code: f.exit_code,
-            }
-        })?;
+    let lane = |&os: &Os| -> Result<Lane, Failure> {
+        let mut l = lower_to_apply(&policy, opts, os)?;
         if targets
             .iter()
             .any(|t| t.os() == os && matches!(t, Target::Ir | Target::Windows))
@@ -471,12 +473,12 @@ fn compile_each(
             l.ir.ir_hash = lower::ir_hash(&l.ir);
         }
         l.ir.policy_hash = policy_hash.clone();
-        for d in &l.diagnostics {
-            diags.push(d.clone());
-            if !seen.first(&diags, diags.len() - 1) {
-                diags.pop();
-            }
-        }
+        let mut out = Lane {
+            lowered: l.diagnostics,
+            reports: Vec::new(),
+            errors: Vec::new(),
+            warned: Vec::new(),
+        };
         let mut these = Vec::new();
         let mut reports = Vec::new();
         for (i, &t) in targets.iter().enumerate().filter(|(_, t)| t.os() == os) {
@@ -485,33 +487,52 @@ fn compile_each(
                 Ok(p) => {
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
                         let refused = inexact(&p, t, &policy, &layers);
-                        errors.extend(refused.into_iter().map(|d| (i, d)));
+                        out.errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
                     // `warn` is not given the advisory lines: they are
                     // about sbx's own protections, which no warning is
                     // about, and at 100,000 rules they are most of the
                     // memory (one per absent protection and report).
-                    match (warn.is_some(), keep) {
-                        (true, true) => {
-                            reports.extend(p.iter().filter(|l| !l.advisory).cloned());
-                            precision[i] = p;
-                        }
-                        (true, false) => reports.extend(p.into_iter().filter(|l| !l.advisory)),
-                        (false, true) => precision[i] = p,
-                        (false, false) => {}
+                    if warn.is_some() {
+                        reports.extend(p.iter().filter(|l| !l.advisory).cloned());
+                    }
+                    if keep {
+                        out.reports.push((i, p));
                     }
                 }
-                Err(e) => errors.push((i, emit_error(&e, &policy, &layers))),
+                Err(e) => out.errors.push((i, emit_error(&e, &policy, &layers))),
             }
         }
         if let Some(warn) = warn {
-            for d in warn(&l.ir, &policy, &layers, &these, &reports) {
-                diags.push(d);
-                if !seen.first(&diags, diags.len() - 1) {
-                    diags.pop();
-                }
+            out.warned = warn(&l.ir, &policy, &layers, &these, &reports);
+        }
+        Ok(out)
+    };
+    let lanes = each_on_threads(&oses, lane);
+    let mut seen = Seen::default();
+    for i in 0..diags.len() {
+        seen.first(&diags, i);
+    }
+    let mut precision = vec![Vec::new(); targets.len()];
+    let mut errors = Vec::new();
+    for lane in lanes {
+        let lane = lane.map_err(|mut f| {
+            diags.append(&mut f.diagnostics);
+            Failure {
+                diagnostics: std::mem::take(&mut diags),
+                exit_code: f.exit_code,
+            }
+        })?;
+        for d in lane.lowered.into_iter().chain(lane.warned) {
+            diags.push(d);
+            if !seen.first(&diags, diags.len() - 1) {
+                diags.pop();
             }
         }
+        for (i, p) in lane.reports {
+            precision[i] = p;
+        }
+        errors.extend(lane.errors);
     }
     if !errors.is_empty() {
         errors.sort_by_key(|&(i, _)| i);
@@ -522,6 +543,43 @@ fn compile_each(
         });
     }
     Ok((precision, diags))
+}
+
+/// `f` of each item, in order, on at most as many threads at once as
+/// there are cores (one item runs on this thread). A panic in `f` is
+/// raised again here.
+pub(crate) fn each_on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.min(items.len());
+    if workers <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let work = || loop {
+        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(item) = items.get(k) else { break };
+        let r = f(item);
+        *results[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    };
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        work();
+        for h in others {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every item was taken by a worker")
+        })
+        .collect()
 }
 
 /// Which diagnostics a list already holds, by hash with the indices that
@@ -593,4 +651,51 @@ pub fn stage_atomic(path: &Utf8Path) -> std::io::Result<crate::atomic::Staged> {
 /// Counts for exit-code decisions.
 pub fn has_errors(d: &[Diagnostic]) -> bool {
     d.iter().any(|d| d.severity == Severity::Error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::each_on_threads;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Results come back in the order of the items, whichever finished
+    /// first, and no more run at once than there are cores.
+    #[test]
+    fn threads_keep_the_order_and_the_core_count() {
+        let running = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let items: Vec<u64> = (0..6).collect();
+        let got = each_on_threads(&items, |&k| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            // The first item finishes last.
+            std::thread::sleep(Duration::from_millis(if k == 0 { 60 } else { 5 }));
+            running.fetch_sub(1, Ordering::SeqCst);
+            k * 10
+        });
+        assert_eq!(got, [0, 10, 20, 30, 40, 50]);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(most.load(Ordering::SeqCst) <= cores.min(items.len()));
+        if cores > 1 {
+            assert!(most.load(Ordering::SeqCst) > 1, "nothing ran at once");
+        }
+    }
+
+    #[test]
+    fn a_panic_on_a_thread_is_raised_by_the_caller() {
+        let items = [1, 2, 3];
+        let r = std::panic::catch_unwind(|| {
+            each_on_threads(&items, |&k| {
+                assert!(k != 3, "item three");
+                k
+            })
+        });
+        let p = r.expect_err("the panic reaches the caller");
+        let text = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+        assert_eq!(text.as_deref(), Some("item three"));
+    }
 }

@@ -339,8 +339,13 @@ fn run_compile(a: CompileArgs) -> i32 {
         compile::compile_warned(&inputs, &targets, &opts, warn)
             .map(|o| (o.diagnostics, Some(o.artifacts)))
     } else {
-        compile::compile_to_warned(&inputs, &targets, &opts, warn, |i, b| outs[i].write(b))
-            .map(|d| (d, None))
+        // Each target is written by the one thread that emits it.
+        let files: Vec<std::sync::Mutex<&mut OutFile>> =
+            outs.iter_mut().map(std::sync::Mutex::new).collect();
+        compile::compile_to_warned(&inputs, &targets, &opts, warn, |i, b| {
+            files[i].lock().unwrap_or_else(|e| e.into_inner()).write(b)
+        })
+        .map(|d| (d, None))
     };
     let (warnings, artifacts) = match compiled {
         Ok(o) => o,

@@ -187,10 +187,11 @@ fn lower_all(
             oses.push(t.os());
         }
     }
+    let lowered = compile::each_on_threads(&oses, |&os| compile::lower_for(policy, opts, os));
     let mut irs = Vec::new();
     let mut seen: Set<Diagnostic> = diags.iter().cloned().collect();
-    for os in oses {
-        let l = compile::lower_for(policy, opts, os).map_err(|f| with(f, diags))?;
+    for (os, l) in oses.into_iter().zip(lowered) {
+        let l = l.map_err(|f| with(f, diags))?;
         for d in l.diagnostics {
             if seen.insert(d.clone()) {
                 diags.push(d);
@@ -213,14 +214,19 @@ pub fn check(
     let irs = lower_all(&policy, opts, &mut diags)?;
     let host = &irs[0].1;
     let mut reports = Vec::new();
-    for t in Target::ALL {
-        let ir = &irs.iter().find(|(o, _)| *o == t.os()).expect("lowered").1;
-        match compile::emit(ir, t) {
-            Ok(e) => {
+    let ir_for = |t: Target| &irs.iter().find(|(o, _)| *o == t.os()).expect("lowered").1;
+    // Only the reports are kept: each text is dropped on its thread.
+    let emitted = compile::each_on_threads(&Target::ALL, |&t| {
+        compile::emit(ir_for(t), t).map(|e| e.precision)
+    });
+    for (t, e) in Target::ALL.into_iter().zip(emitted) {
+        let ir = ir_for(t);
+        match e {
+            Ok(precision) => {
                 if ir.enforcement == Enforcement::Required {
-                    diags.extend(compile::inexact(&e.precision, t, &policy, &layers));
+                    diags.extend(compile::inexact(&precision, t, &policy, &layers));
                 }
-                reports.extend(e.precision);
+                reports.extend(precision);
             }
             Err(e) => diags.push(compile::emit_error(&e, &policy, &layers)),
         }
