@@ -479,11 +479,19 @@ fn compile_each(
             errors: Vec::new(),
             warned: Vec::new(),
         };
-        let mut these = Vec::new();
+        let mine: Vec<(usize, Target)> = targets
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, t)| t.os() == os)
+            .collect();
+        // The targets of one lowering on threads too: the Linux IR has
+        // three, and they are most of the work of `--target all`.
+        let emitted = each_on_threads(&mine, |&(i, t)| emit(i, &l.ir, t));
+        let these: Vec<Target> = mine.iter().map(|&(_, t)| t).collect();
         let mut reports = Vec::new();
-        for (i, &t) in targets.iter().enumerate().filter(|(_, t)| t.os() == os) {
-            these.push(t);
-            match emit(i, &l.ir, t) {
+        for ((i, t), e) in mine.into_iter().zip(emitted) {
+            match e {
                 Ok(p) => {
                     if l.ir.enforcement == crate::ir::Enforcement::Required {
                         let refused = inexact(&p, t, &policy, &layers);
