@@ -4,7 +4,7 @@
 //! Lowering, `sbx approve` and `sbx mount` all go through [`resolve`] and
 //! [`status`], so the three can never disagree about what is approved.
 
-use super::paths::{anchor, canonicalise, join, normalise, Anchor};
+use super::paths::{anchor, canonicalise, join, normalise, Anchor, Resolver};
 use super::Approval;
 use crate::ir::path_within;
 
@@ -43,8 +43,14 @@ pub enum Resolution {
 
 /// Resolve `key` (from [`rule_key`]) against the canonical workspace.
 pub fn resolve(workspace: &str, key: &str) -> Resolution {
+    resolve_with(&mut Resolver::default(), workspace, key)
+}
+
+/// [`resolve`] through lowering's resolver, which walks each directory
+/// once for all rules.
+pub(super) fn resolve_with(r: &mut Resolver, workspace: &str, key: &str) -> Resolution {
     let lexical = join(workspace, key);
-    let (target, exists) = canonicalise(&lexical);
+    let (target, exists) = r.canonicalise(&lexical);
     if !exists {
         let link = std::fs::read_link(&lexical)
             .ok()

@@ -534,7 +534,7 @@ impl Ctx<'_> {
             return Ok(None);
         }
         let ws = self.roots.workspace.clone();
-        let target = match ext::resolve(&ws, &key) {
+        let target = match ext::resolve_with(&mut self.resolver, &ws, &key) {
             Resolution::External(t) => t,
             Resolution::Inside(t) => {
                 return Err(vec![Diagnostic::new(
