@@ -428,3 +428,48 @@ fn sbx_is_linked_at_a_fixed_address() {
     };
     assert_eq!(e_type, want, "ELF type of {}", env!("CARGO_BIN_EXE_sbx"));
 }
+
+/// A person sees at most ten located warnings of a code from `compile`,
+/// then one line with the rest; JSON output and the exit code keep all.
+#[test]
+fn compile_shows_ten_warnings_of_a_code_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let mut policy = String::from("version = 1\n");
+    for k in 0..13 {
+        policy.push_str(&format!(
+            "\n[[fs]]\npath = \"gone{k:02}\"\nread = true\nexternal = true\n"
+        ));
+    }
+    let file = dir.path().join("p.toml");
+    std::fs::write(&file, policy).unwrap();
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "compile".to_string(),
+            file.to_str().unwrap().to_string(),
+            "--target".into(),
+            "linux".into(),
+            "--workspace".into(),
+            ws.to_str().unwrap().into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |a: Vec<String>| sbx(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = run(args(&[]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let dropped = |s: &str| s.matches("does not exist in the workspace").count();
+    assert_eq!(dropped(&r.stderr), 10, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("3 more SBX016 warnings, not listed here"),
+        "{}",
+        r.stderr
+    );
+    // The first ten, in rule order.
+    assert!(r.stderr.contains("\"gone09\"") && !r.stderr.contains("\"gone10\""));
+    let j = run(args(&["--message-format", "json"]));
+    assert_eq!(j.code, 0, "{}", j.stderr);
+    assert_eq!(dropped(&j.stderr), 13, "{}", j.stderr);
+    assert!(!j.stderr.contains("more SBX016"), "{}", j.stderr);
+}

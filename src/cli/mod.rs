@@ -15,7 +15,7 @@ use camino::Utf8PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sbx::atomic::Staged;
 use sbx::compile::{self, Failure, Inputs, Options, Target};
-use sbx::diag::{self, Diagnostic, Files};
+use sbx::diag::{self, Diagnostic, Files, Severity};
 use std::ffi::OsString;
 use std::io::{BufWriter, IsTerminal, Write};
 
@@ -268,9 +268,51 @@ fn report(diags: &[Diagnostic], files: &Files, json: bool) {
     let text = if json {
         diag::render_json(diags)
     } else {
-        diag::render_human(diags, files, std::io::stderr().is_terminal())
+        diag::render_human(&shown(diags), files, std::io::stderr().is_terminal())
     };
     eprint!("{text}");
+}
+
+/// What a person is shown: every error and unlocated line, at most
+/// [`WARNINGS_SHOWN`] located warnings or notes of a code, then a line per
+/// code saying how many were left out. A policy of thousands of rules can
+/// have a warning per rule (external rules not approved), and printing
+/// them all would bury the rest and cost more than compiling.
+fn shown(diags: &[Diagnostic]) -> Vec<Diagnostic> {
+    let mut count: std::collections::BTreeMap<(&'static str, bool), usize> = Default::default();
+    let mut out = Vec::new();
+    for d in diags {
+        if d.severity == Severity::Error || d.location.is_none() {
+            out.push(d.clone());
+            continue;
+        }
+        let n = count
+            .entry((d.code, d.severity == Severity::Warning))
+            .or_default();
+        *n += 1;
+        if *n <= WARNINGS_SHOWN {
+            out.push(d.clone());
+        }
+    }
+    for ((code, warning), n) in count {
+        if n > WARNINGS_SHOWN {
+            let (what, severity) = match warning {
+                true => ("warnings", Severity::Warning),
+                false => ("notes", Severity::Note),
+            };
+            out.push(
+                Diagnostic::new(
+                    code,
+                    format!(
+                        "{} more {code} {what}, not listed here (`sbx check` lists them all)",
+                        n - WARNINGS_SHOWN
+                    ),
+                )
+                .severity(severity),
+            );
+        }
+    }
+    out
 }
 
 /// Warnings of one code that `compile` and `run` print before a summary
