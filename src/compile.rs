@@ -84,6 +84,10 @@ pub struct Options {
     pub portable: bool,
     /// Approved external mounts (RFD D43).
     pub approvals: Vec<Approval>,
+    /// At most this many OSes lowered, or targets emitted, at once; 0: one
+    /// per core. Each lowering alive at once adds its memory: 1 keeps the
+    /// peak lowest.
+    pub jobs: usize,
 }
 
 /// A failed compile: every diagnostic, and the exit code CLI.md gives it.
@@ -441,10 +445,9 @@ struct Lane {
 
 /// Lower for each OS and `emit(i, ir, targets[i])`; the precision reports
 /// (by target, if `keep`) and the warnings. Each OS is lowered and emitted
-/// on its own thread, at most as many at once as there are cores (each
-/// lowering is alive only while its targets are emitted); the results are
-/// merged in the order asked, so the output does not depend on which
-/// finished first.
+/// on its own thread, at most `opts.jobs` at once (each lowering is alive
+/// only while its targets are emitted); the results are merged in the
+/// order asked, so the output does not depend on which finished first.
 fn compile_each(
     inputs: &Inputs,
     targets: &[Target],
@@ -487,7 +490,7 @@ fn compile_each(
             .collect();
         // The targets of one lowering on threads too: the Linux IR has
         // three, and they are most of the work of `--target all`.
-        let emitted = each_on_threads(&mine, |&(i, t)| emit(i, &l.ir, t));
+        let emitted = each_on_threads(&mine, opts.jobs, |&(i, t)| emit(i, &l.ir, t));
         let these: Vec<Target> = mine.iter().map(|&(_, t)| t).collect();
         let mut reports = Vec::new();
         for ((i, t), e) in mine.into_iter().zip(emitted) {
@@ -516,7 +519,7 @@ fn compile_each(
         }
         Ok(out)
     };
-    let lanes = each_on_threads(&oses, lane);
+    let lanes = each_on_threads(&oses, opts.jobs, lane);
     let mut seen = Seen::default();
     for i in 0..diags.len() {
         seen.first(&diags, i);
@@ -553,12 +556,19 @@ fn compile_each(
     Ok((precision, diags))
 }
 
-/// `f` of each item, in order, on at most as many threads at once as
-/// there are cores (one item runs on this thread). A panic in `f` is
-/// raised again here.
-pub(crate) fn each_on_threads<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let workers = cores.min(items.len());
+/// `f` of each item, in order, on at most `jobs` threads at once (0: as
+/// many as there are cores), this one among them. A panic in `f` is raised
+/// again here.
+pub(crate) fn each_on_threads<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let jobs = match jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let workers = jobs.min(items.len());
     if workers <= 1 {
         return items.iter().map(f).collect();
     }
@@ -674,7 +684,7 @@ mod tests {
         let running = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
         let items: Vec<u64> = (0..6).collect();
-        let got = each_on_threads(&items, |&k| {
+        let got = each_on_threads(&items, 0, |&k| {
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(now, Ordering::SeqCst);
             // The first item finishes last.
@@ -691,10 +701,24 @@ mod tests {
     }
 
     #[test]
+    fn one_job_runs_one_at_a_time_on_this_thread() {
+        let here = std::thread::current().id();
+        let running = AtomicUsize::new(0);
+        let got = each_on_threads(&[1, 2, 3], 1, |&k| {
+            assert_eq!(running.fetch_add(1, Ordering::SeqCst), 0);
+            assert_eq!(std::thread::current().id(), here);
+            std::thread::sleep(Duration::from_millis(2));
+            running.fetch_sub(1, Ordering::SeqCst);
+            k
+        });
+        assert_eq!(got, [1, 2, 3]);
+    }
+
+    #[test]
     fn a_panic_on_a_thread_is_raised_by_the_caller() {
         let items = [1, 2, 3];
         let r = std::panic::catch_unwind(|| {
-            each_on_threads(&items, |&k| {
+            each_on_threads(&items, 0, |&k| {
                 assert!(k != 3, "item three");
                 k
             })

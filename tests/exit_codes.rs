@@ -31,6 +31,8 @@ fn usage_errors_exit_2() {
         &["check", VALID, "--format", "xml"],
         &["compile", VALID, "--no-such-flag"],
         &["schema", "extra-argument"],
+        &["compile", VALID, "--jobs", "0"],
+        &["check", VALID, "-j", "many"],
     ] {
         let r = sbx(args);
         assert_eq!(r.code, 2, "sbx {args:?}\n{}", r.stderr);
@@ -334,6 +336,26 @@ fn target_all_writes_every_artifact_or_fails() {
     let mut want: Vec<&str> = sbx::Target::ALL.iter().map(|t| t.file_name()).collect();
     want.sort();
     assert_eq!(listing(&out), want);
+    // One OS at a time (`--jobs 1`) gives the same bytes as one per core.
+    let one = dir.path().join("one");
+    let r = sbx(&[
+        "compile",
+        VALID,
+        "--target",
+        "all",
+        "--portable",
+        "--jobs",
+        "1",
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for t in sbx::Target::ALL {
+        let a = std::fs::read(out.join(t.file_name())).unwrap();
+        let b = std::fs::read(one.join(t.file_name())).unwrap();
+        assert!(a == b, "{}: --jobs 1 differs", t.name());
+    }
+    std::fs::remove_dir_all(&one).unwrap();
     // Written while emitted, each is what stdout (kept whole) gets.
     for t in sbx::Target::ALL {
         let stdout = sbx(&["compile", VALID, "--target", t.name(), "--portable"]).stdout;

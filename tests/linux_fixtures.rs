@@ -16,6 +16,7 @@ fn options(tool: Option<&str>) -> Options {
         tool: tool.map(String::from),
         portable: true,
         approvals: Vec::new(),
+        jobs: 0,
     }
 }
 

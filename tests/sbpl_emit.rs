@@ -22,6 +22,7 @@ fn lower(inputs: &Inputs, tool: Option<&str>, portable: bool) -> Ir {
         tool: tool.map(String::from),
         portable,
         approvals: Vec::new(),
+        jobs: 0,
     };
     let (policy, _) = load(inputs, &opts).unwrap_or_else(|f| panic!("{:?}", f.diagnostics));
     lower_for(&policy, &opts, Os::Macos)

@@ -33,6 +33,7 @@ fn lower(inputs: &Inputs, tool: Option<&str>, portable: bool, ws: &str) -> Optio
         tool: tool.map(String::from),
         portable,
         approvals: Vec::new(),
+        jobs: 0,
     };
     let (policy, _) = load(inputs, &opts).ok()?;
     Some(lower_for(&policy, &opts, Os::Macos).ok()?.ir)

@@ -41,6 +41,8 @@ pub struct CheckArgs {
     explain: Option<String>,
     #[command(flatten)]
     common: PolicyArgs,
+    #[command(flatten)]
+    jobs: super::JobsArg,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -130,6 +132,7 @@ pub fn run(a: CheckArgs) -> i32 {
         }
     };
     let mut opts = options(&a.common, a.portable);
+    opts.jobs = a.jobs.get();
     // A corrupt (or misplaced) approvals store is a warning: it reads as empty.
     let mut first = Vec::new();
     match load_approvals(a.approvals.as_ref(), &opts) {

@@ -147,6 +147,23 @@ struct CompileArgs {
     /// Diagnostics format.
     #[arg(long, value_enum, default_value = "human")]
     message_format: MessageFormat,
+    #[command(flatten)]
+    jobs: JobsArg,
+}
+
+/// `--jobs`, for the commands that lower for several OSes.
+#[derive(Args)]
+pub(crate) struct JobsArg {
+    /// Lower and emit at most N OSes or targets at once (default: one per
+    /// core); each adds its memory, so 1 uses the least.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+}
+
+impl JobsArg {
+    pub(crate) fn get(&self) -> usize {
+        self.jobs.map_or(0, usize::from)
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -258,6 +275,7 @@ fn options(common: &PolicyArgs, portable: bool) -> Options {
         tool: common.tool.clone(),
         portable,
         approvals: Vec::new(),
+        jobs: 0,
     }
 }
 
@@ -349,6 +367,7 @@ fn run_compile(a: CompileArgs) -> i32 {
         return 2;
     }
     let mut opts = options(&a.common, a.portable);
+    opts.jobs = a.jobs.get();
     let mut diags = Vec::new();
     match load_approvals(a.approvals.as_ref(), &opts) {
         Ok((list, warnings)) => {

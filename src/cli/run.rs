@@ -240,6 +240,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
         tool: a.tool.clone(),
         portable: false,
         approvals: Vec::new(),
+        jobs: 0,
     };
     match super::load_approvals(a.approvals.as_ref(), &opts) {
         Ok((list, warnings)) => {

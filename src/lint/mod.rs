@@ -187,7 +187,8 @@ fn lower_all(
             oses.push(t.os());
         }
     }
-    let lowered = compile::each_on_threads(&oses, |&os| compile::lower_for(policy, opts, os));
+    let lowered =
+        compile::each_on_threads(&oses, opts.jobs, |&os| compile::lower_for(policy, opts, os));
     let mut irs = Vec::new();
     let mut seen: Set<Diagnostic> = diags.iter().cloned().collect();
     for (os, l) in oses.into_iter().zip(lowered) {
@@ -216,7 +217,7 @@ pub fn check(
     let mut reports = Vec::new();
     let ir_for = |t: Target| &irs.iter().find(|(o, _)| *o == t.os()).expect("lowered").1;
     // Only the reports are kept: each text is dropped on its thread.
-    let emitted = compile::each_on_threads(&Target::ALL, |&t| {
+    let emitted = compile::each_on_threads(&Target::ALL, opts.jobs, |&t| {
         compile::emit(ir_for(t), t).map(|e| e.precision)
     });
     for (t, e) in Target::ALL.into_iter().zip(emitted) {
