@@ -149,15 +149,18 @@ impl Ctx<'_> {
         let (anchored, relative): (Vec<&str>, Vec<&str>) = user
             .iter()
             .partition(|p| p.starts_with("~/") || p.starts_with('/'));
+        // In path order, so that the protections of the (sorted) roots
+        // come out nearly sorted and cost `protect` little to sort.
+        let mut names: Vec<&str> = IN_WRITABLE
+            .iter()
+            .chain(relative.iter())
+            .map(|e| e.trim_end_matches('/'))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
         // A writable rule at or inside a protected path lifts it; the list
         // is not applied again below it (`.vscode/settings.json/.git/hooks`).
-        let entries = |r: &String| {
-            IN_WRITABLE
-                .iter()
-                .chain(relative.iter())
-                .map(|e| join(r, e.trim_end_matches('/')))
-                .collect::<Vec<_>>()
-        };
+        let entries = |r: &String| names.iter().map(|e| join(r, e)).collect::<Vec<_>>();
         let listed: Set<String> = roots.iter().flat_map(entries).collect();
         roots.retain(|r| {
             let mut p = Some(r.as_str());
@@ -173,8 +176,7 @@ impl Ctx<'_> {
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
         for r in &roots {
-            for e in IN_WRITABLE.iter().chain(relative.iter()) {
-                let e = e.trim_end_matches('/');
+            for &e in &names {
                 out.push(Want {
                     path: join(r, e),
                     entry: e.to_string(),
@@ -393,15 +395,38 @@ impl Ctx<'_> {
                 .help("drop the write rights unless the tool must change this file; if it must, accept the warning with `--allow SBX030`"),
             );
         }
-        let hidden = self.covered(policy, fs, &look);
+        let mut hidden = self.covered(policy, fs, &look);
         // Hidden is stricter than read-only where a user entry names a
         // sensitive path too.
         let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
         add.retain(|g| !hidden_at.contains(g.path.as_str()));
-        fs.extend(add);
-        fs.extend(hidden);
-        fs.sort_by(|a, b| a.path.cmp(&b.path));
+        // Sorted apart and merged: the protections outnumber the rules
+        // five to one, and `fs` is sorted already.
+        add.sort_by(|a, b| a.path.cmp(&b.path));
+        hidden.sort_by(|a, b| a.path.cmp(&b.path));
+        let rules = std::mem::take(fs);
+        *fs = merged(merged(rules, add), hidden);
     }
+}
+
+/// Two lists sorted by path as one, `a`'s first where paths are equal (a
+/// stable sort of `a` then `b` gives the same).
+fn merged(a: Vec<Grant>, b: Vec<Grant>) -> Vec<Grant> {
+    debug_assert!(a.is_sorted_by(|x, y| x.path <= y.path));
+    debug_assert!(b.is_sorted_by(|x, y| x.path <= y.path));
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut b = b.into_iter().peekable();
+    for g in a {
+        while let Some(h) = b.next_if(|h| h.path < g.path) {
+            out.push(h);
+        }
+        out.push(g);
+    }
+    out.extend(b);
+    out
 }
 
 #[cfg(test)]
