@@ -62,8 +62,8 @@ pub const IN_HOME: &[&str] = &[
 struct Want {
     path: String,
     entry: String,
-    /// Known from walking to it: (canonical path, kind).
-    found: Option<(String, PathKind)>,
+    /// Known from walking to it: the kind, `path` being canonical.
+    found: Option<PathKind>,
 }
 
 impl Ctx<'_> {
@@ -78,27 +78,30 @@ impl Ctx<'_> {
         }
     }
 
-    /// `root/entry` for `root` a canonical directory (a grant's path):
-    /// its canonical path and kind with one `lstat` per component of
-    /// `entry`, the full resolver only where a symlink is on the way.
-    /// Most entries do not exist, and there are ten per writable tree.
-    fn under_root(&mut self, root: &str, entry: &str) -> Option<(String, PathKind)> {
-        if !self.resolve {
+    /// The kind of `path`, which is `root/entry` for `root` a canonical
+    /// directory (a grant's path), with one `lstat` per component of
+    /// `entry`; `None` where a symlink is on the way (the full resolver
+    /// decides) or `path` is not spelled so. Most entries do not exist,
+    /// and there are ten per writable tree.
+    fn under_root(&self, root: &str, path: &str) -> Option<PathKind> {
+        if !self.resolve || path.as_bytes().get(root.len()) != Some(&b'/') {
             return None;
         }
-        let path = join(root, entry);
-        let parts: Vec<&str> = entry.split('/').filter(|c| !c.is_empty()).collect();
-        let mut cur = root.to_string();
-        for (k, c) in parts.iter().enumerate() {
-            cur = join(&cur, c);
-            let last = k + 1 == parts.len();
-            match std::fs::symlink_metadata(&cur) {
+        let rel = path.get(root.len() + 1..)?;
+        let ends = rel
+            .match_indices('/')
+            .map(|(i, _)| root.len() + 1 + i)
+            .chain([path.len()]);
+        let mut ends = ends.peekable();
+        while let Some(end) = ends.next() {
+            let last = ends.peek().is_none();
+            match std::fs::symlink_metadata(&path[..end]) {
                 Ok(m) if m.file_type().is_symlink() => return None,
-                Ok(m) if m.is_dir() && last => return Some((path, PathKind::Dir)),
+                Ok(m) if m.is_dir() && last => return Some(PathKind::Dir),
                 Ok(m) if m.is_dir() => {}
-                Ok(_) if last => return Some((path, PathKind::File)),
+                Ok(_) if last => return Some(PathKind::File),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Some((path, PathKind::Missing))
+                    return Some(PathKind::Missing)
                 }
                 _ => return None,
             }
@@ -160,27 +163,37 @@ impl Ctx<'_> {
         names.dedup();
         // A writable rule at or inside a protected path lifts it; the list
         // is not applied again below it (`.vscode/settings.json/.git/hooks`).
-        let entries = |r: &String| names.iter().map(|e| join(r, e)).collect::<Vec<_>>();
-        let listed: Set<String> = roots.iter().flat_map(entries).collect();
-        roots.retain(|r| {
-            let mut p = Some(r.as_str());
-            while let Some(q) = p {
-                if listed.contains(q) {
-                    return false;
+        let joined: Vec<Vec<String>> = roots
+            .iter()
+            .map(|r| names.iter().map(|e| join(r, e)).collect())
+            .collect();
+        let listed: Set<&str> = joined.iter().flatten().map(String::as_str).collect();
+        let keep: Vec<bool> = roots
+            .iter()
+            .map(|r| {
+                let mut p = Some(r.as_str());
+                while let Some(q) = p {
+                    if listed.contains(q) {
+                        return false;
+                    }
+                    p = parent(q);
                 }
-                p = parent(q);
-            }
-            true
-        });
+                true
+            })
+            .collect();
+        drop(listed);
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
-        for r in &roots {
-            for &e in &names {
+        for ((r, paths), keep) in roots.iter().zip(joined).zip(keep) {
+            if !keep {
+                continue;
+            }
+            for (path, &e) in paths.into_iter().zip(&names) {
                 out.push(Want {
-                    path: join(r, e),
+                    found: self.under_root(r, &path),
+                    path,
                     entry: e.to_string(),
-                    found: self.under_root(r, e),
                 });
             }
             if self.resolve {
@@ -286,8 +299,8 @@ impl Ctx<'_> {
         if self.resolve {
             let mut extra = Vec::new();
             for w in &wanted {
-                let canon = match &w.found {
-                    Some((c, _)) => c.clone(),
+                let canon = match w.found {
+                    Some(_) => continue,
                     None => self.resolver.resolve(&w.path).0,
                 };
                 if canon != w.path {
@@ -334,7 +347,7 @@ impl Ctx<'_> {
             }
             add.push(Grant {
                 kind: match w.found {
-                    Some((_, k)) => k,
+                    Some(k) => k,
                     None => self.kind_of(&w.path),
                 },
                 aliases: aliases_below(g, &w.path),
