@@ -646,15 +646,25 @@ fn linux_precision(
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
     let mut absent = AbsentProtections::default();
+    // The rules above the last grant's directory: the next grant is often
+    // its sibling (a writable tree's protections are ten).
+    let mut above: Option<(&str, Vec<usize>)> = None;
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
         // emitted rule at or above it.
-        let covering: Vec<&Rule> = index
-            .covering(&g.path)
-            .into_iter()
-            .map(|i| &rules[i])
-            .collect();
+        let found = match g.path.rfind('/').filter(|&k| k > 0) {
+            Some(k) => {
+                let dir = &g.path[..k];
+                if above.as_ref().is_none_or(|(d, _)| *d != dir) {
+                    above = Some((dir, index.covering(dir)));
+                }
+                let (_, up) = above.as_ref().expect("set above");
+                index.covering_below(up, &g.path)
+            }
+            None => index.covering(&g.path),
+        };
+        let covering: Vec<&Rule> = found.into_iter().map(|i| &rules[i]).collect();
         let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
         let label = g.source.label();
         if g.kind == PathKind::Missing {

@@ -50,6 +50,28 @@ impl<'a> Index<'a> {
         out.dedup();
         out
     }
+
+    /// [`Index::covering`] of `path`, given `above`: that of `path` up to
+    /// its last `/` (not the first byte). Siblings share it, so a
+    /// directory's entries are looked up once, not once per entry.
+    pub fn covering_below(&self, above: &[usize], path: &str) -> Vec<usize> {
+        let k = path
+            .rfind('/')
+            .filter(|&k| k > 0)
+            .expect("a path with a parent");
+        let mut out = above.to_vec();
+        let with_slash = &path[..k + 1];
+        let new = [with_slash, path]
+            .into_iter()
+            .filter(|c| self.slash_ends || !c.ends_with('/') || *c == path)
+            .filter_map(|c| self.by_path.get(c))
+            .flatten()
+            .copied();
+        out.extend(new);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +129,10 @@ mod tests {
                 .filter(|&i| path_within(p, rules[i]))
                 .collect();
             assert_eq!(idx.covering(p), want, "{p}");
+            if let Some(k) = p.rfind('/').filter(|&k| k > 0) {
+                let above = idx.covering(&p[..k]);
+                assert_eq!(idx.covering_below(&above, p), want, "{p} below");
+            }
         }
     }
 }
