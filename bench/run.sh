@@ -11,8 +11,9 @@
 # Environment: COUNTS (rules per policy, default "10000 100000"), SHAPES
 # (bench/gen_policy.py's shapes, default all), TARGETS (default "all
 # check": `compile --target all` and `check`; any compile target works),
-# RUNS (sbx run samples, default 1000), SBX (binary; default: a fresh
-# release build).
+# RUNS (sbx run samples, default 1000), JOBS (`--jobs` for compile and
+# check; default: one per core), SBX (binary; default: a fresh release
+# build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -71,6 +72,7 @@ compile_bench() {
           args="$SBX compile $gen --target $what -o $d/out/$what"
           [ "$what" = all ] && args="$SBX compile $gen --target all -o $d/out"
         fi
+        [ -n "${JOBS:-}" ] && args="$args --jobs $JOBS"
         # `commands` resolves its programs through PATH.
         PATH="$d/bin:$PATH" hyperfine -N --warmup 1 --runs "$runs" --export-json "$work/h.json" \
           "$args" >/dev/null 2>&1
