@@ -319,36 +319,26 @@ fn output_onto_a_device_keeps_the_device() {
     assert_eq!(listing(dir.path()), ["null", "stdout"]);
 }
 
+/// `sbx compile POLICY --target all --portable EXTRA… -o DIR`.
+fn compile_all(policy: &str, extra: &[&str], dir: &Path) -> common::Run {
+    let mut args = vec!["compile", policy, "--target", "all", "--portable"];
+    args.extend(extra);
+    args.extend(["-o", dir.to_str().unwrap()]);
+    sbx(&args)
+}
+
 #[test]
 fn target_all_writes_every_artifact_or_fails() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let r = sbx(&[
-        "compile",
-        VALID,
-        "--target",
-        "all",
-        "--portable",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let r = compile_all(VALID, &[], &out);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut want: Vec<&str> = sbx::Target::ALL.iter().map(|t| t.file_name()).collect();
     want.sort();
     assert_eq!(listing(&out), want);
     // One OS at a time (`--jobs 1`) gives the same bytes as one per core.
     let one = dir.path().join("one");
-    let r = sbx(&[
-        "compile",
-        VALID,
-        "--target",
-        "all",
-        "--portable",
-        "--jobs",
-        "1",
-        "-o",
-        one.to_str().unwrap(),
-    ]);
+    let r = compile_all(VALID, &["--jobs", "1"], &one);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for t in sbx::Target::ALL {
         let a = std::fs::read(out.join(t.file_name())).unwrap();
@@ -374,16 +364,7 @@ fn target_all_writes_every_artifact_or_fails() {
     let p = policy.to_str().unwrap();
     let r = sbx(&["compile", p, "--target", "macos", "--portable"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let failed = dir.path().join("failed");
-    let r = sbx(&[
-        "compile",
-        p,
-        "--target",
-        "all",
-        "--portable",
-        "-o",
-        failed.to_str().unwrap(),
-    ]);
+    let r = compile_all(p, &[], &dir.path().join("failed"));
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("SBX013"), "{}", r.stderr);
     assert_eq!(listing(dir.path()), ["out", "required.toml"]);
