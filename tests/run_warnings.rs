@@ -97,12 +97,30 @@ fn required_and_protections_with_and_without_namespaces() {
         !lines.iter().any(|l| l.contains("protected .git/hooks")),
         "{lines:#?}"
     );
+    // Said once: by the artifact's report, not again by the loader.
+    let vscode: Vec<&String> = lines.iter().filter(|l| l.contains("/.vscode")).collect();
+    assert_eq!(vscode.len(), 1, "{lines:#?}");
     assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("wider") && l.contains("protected .vscode")),
+        vscode[0].contains("wider") && vscode[0].contains("protected .vscode"),
         "{lines:#?}"
     );
+    // Control: a protected path that existed when compiled and is gone at
+    // launch is news to the artifact, and the loader says it.
+    std::fs::create_dir(h.ws.join(".idea")).unwrap();
+    let file = h.root.join("p.toml");
+    std::fs::write(&file, WS).unwrap();
+    let art = h.root.join("linux.json");
+    let (p, a) = (file.to_str().unwrap(), art.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::remove_dir(h.ws.join(".idea")).unwrap();
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--report", "--", "sh"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("cannot open [TMP]/ws/.idea at launch"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot open [TMP]/ws/.vscode"), "{err}");
 }
 
 /// A policy with `[[fs]]` rules but none on the workspace: a command

@@ -89,6 +89,11 @@ pub struct MountRule {
     /// `required` run (`Precision::advisory`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub protection: bool,
+    /// Such a protection whose path did not exist when compiled: the
+    /// artifact's precision report says so already, and the loader, finding
+    /// it still absent, does not say it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub absent: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

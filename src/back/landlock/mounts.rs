@@ -125,6 +125,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
         let own = carve.get(&g.path).copied();
         let beneath = beneath_carve_out(carve, &g.path);
         let protection = is_protection(g);
+        let absent = protection && g.kind == PathKind::Missing;
         let rule = match own {
             Some(Fix::Hide) => MountRule {
                 path: escape(&g.path),
@@ -132,6 +133,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
                 read_only: true,
                 noexec: true,
                 protection,
+                absent,
             },
             Some(Fix::Bind { read_only, noexec }) => MountRule {
                 path: escape(&g.path),
@@ -139,6 +141,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
                 read_only,
                 noexec,
                 protection,
+                absent,
             },
             // Beneath a carve-out: its own mount, so the carve-out's
             // flags do not reach it. Landlock still decides its rights.
@@ -148,6 +151,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
                 read_only: false,
                 noexec: false,
                 protection,
+                absent,
             },
             None => continue,
         };

@@ -67,6 +67,7 @@ fn narrowing_under_a_broader_grant_is_exact_with_namespaces_only() {
             read_only: true,
             noexec: false,
             protection: false,
+            absent: false,
         }]
     );
     // Landlock alone: the landlockconfig target, or namespaces turned off.
@@ -234,6 +235,34 @@ fn absent_protections_are_one_advisory_line_per_name() {
             target == TARGET
         );
     }
+    // The artifact marks the mounts of those paths, so that the loader,
+    // finding them still absent, does not report them a second time; a
+    // protection that exists is mounted and not marked.
+    let mut ir = ir;
+    ir.fs.push(Grant {
+        source: Source::Protected {
+            entry: ".idea".into(),
+        },
+        ..grant(0, "/a/.idea", Access::READ, PathKind::Dir)
+    });
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let marks: Vec<(String, bool)> = build(&ir)
+        .unwrap()
+        .namespaces
+        .mounts
+        .iter()
+        .map(|m| (m.path.clone(), m.absent))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("/a/.envrc".to_string(), true),
+            ("/a/.idea".to_string(), false),
+            ("/a/.vscode".to_string(), true),
+            ("/b/.vscode".to_string(), true),
+            ("/c/.vscode".to_string(), true),
+        ]
+    );
 }
 
 #[test]

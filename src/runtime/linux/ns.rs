@@ -77,7 +77,9 @@ pub fn plan_mounts<F>(
                     absent.push(path.clone());
                 }
                 let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
-                if carve {
+                // Absent when compiled too: the artifact's report says it.
+                let said = m.absent && e.kind() == io::ErrorKind::NotFound;
+                if carve && !said {
                     let then = if m.protection && e.kind() == io::ErrorKind::NotFound {
                         "the command can create it with the rights of the rule above it, and \
                          sbx moves what it created aside when the run ends (NAME.sbx-blocked)"
@@ -150,6 +152,7 @@ pub fn run_file_mounts<F>(
                 read_only: true,
                 noexec: false,
                 protection: false,
+                absent: false,
             });
         }
     }

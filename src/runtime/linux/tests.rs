@@ -565,7 +565,8 @@ fn namespaces_are_used_where_the_policy_needs_them() {
 
 /// A carve-out missing at launch is not mounted over, and the run says
 /// its path gets the rights of the rule above; a missing plain bind (a
-/// rule beneath a carve-out) needs no line.
+/// rule beneath a carve-out) needs no line, nor a protection the
+/// artifact already reports as absent when compiled.
 #[test]
 fn carve_outs_missing_at_launch_are_reported() {
     use crate::back::landlock::{MountKind, MountRule};
@@ -576,6 +577,7 @@ fn carve_outs_missing_at_launch_are_reported() {
             read_only: true,
             noexec: false,
             protection: false,
+            absent: false,
         },
         MountRule {
             path: "${WORKSPACE}/.git/objects".into(),
@@ -583,6 +585,7 @@ fn carve_outs_missing_at_launch_are_reported() {
             read_only: false,
             noexec: false,
             protection: false,
+            absent: false,
         },
         MountRule {
             path: "${WORKSPACE}/.vscode".into(),
@@ -590,6 +593,15 @@ fn carve_outs_missing_at_launch_are_reported() {
             read_only: true,
             noexec: false,
             protection: true,
+            absent: false,
+        },
+        MountRule {
+            path: "${WORKSPACE}/.idea".into(),
+            kind: MountKind::Bind,
+            read_only: true,
+            noexec: false,
+            protection: true,
+            absent: true,
         },
         MountRule {
             path: "/w".into(),
@@ -597,12 +609,16 @@ fn carve_outs_missing_at_launch_are_reported() {
             read_only: true,
             noexec: true,
             protection: false,
+            absent: false,
         },
     ];
     let planned = super::ns::plan_mounts(&rules, &values(), &mut fake(&["/w"], &[])).unwrap();
     let (mounts, lines) = (planned.mounts, planned.lines);
     // Only sbx's own protections are moved aside after the run.
-    assert_eq!(planned.absent_protections, ["/home/u/ws/.vscode"]);
+    assert_eq!(
+        planned.absent_protections,
+        ["/home/u/ws/.vscode", "/home/u/ws/.idea"]
+    );
     assert_eq!(mounts.len(), 1);
     assert_eq!(mounts[0].path, "/w");
     assert!(mounts[0].is_carve_out());
