@@ -411,8 +411,10 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
         }
     };
     for g in &ir.fs {
-        let label = g.source.label();
-        check_path(ir.mode, &g.path, &label)?;
+        check_path(ir.mode, &g.path).map_err(|message| EmitError {
+            rule: g.source.label(),
+            message,
+        })?;
         if g.kind == PathKind::Missing {
             continue;
         }
@@ -423,7 +425,7 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
                 path: g.path.clone(),
                 rights,
                 access,
-                label,
+                label: g.source.label(),
             });
         }
     }
@@ -439,7 +441,10 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
     for c in ir.commands.iter().flatten() {
         if let (Some(p), false) = (&c.path, granted.contains(c.name.as_str())) {
             let label = format!("commands.{}", c.name);
-            check_path(ir.mode, p, &label)?;
+            check_path(ir.mode, p).map_err(|message| EmitError {
+                rule: label.clone(),
+                message,
+            })?;
             // exec opens the file for reading too (open_exec: FMODE_READ).
             add(Rule {
                 path: p.clone(),
@@ -453,13 +458,10 @@ fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
     Ok(out)
 }
 
-fn check_path(mode: PathMode, path: &str, label: &str) -> Result<(), EmitError> {
-    let err = |m: &str| {
-        Err(EmitError {
-            rule: label.to_string(),
-            message: format!("{m}: {path:?}"),
-        })
-    };
+/// Why Landlock cannot take `path`, if it cannot (the caller names the
+/// rule: its label is made only then).
+fn check_path(mode: PathMode, path: &str) -> Result<(), String> {
+    let err = |m: &str| Err(format!("{m}: {path:?}"));
     if path.chars().any(|c| c.is_control()) {
         return err("path contains a NUL or control character");
     }
@@ -666,12 +668,11 @@ fn linux_precision(
         };
         let covering: Vec<&Rule> = found.into_iter().map(|i| &rules[i]).collect();
         let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
-        let label = g.source.label();
         if g.kind == PathKind::Missing {
             let lost = want.minus(got);
             if !lost.is_empty() {
                 out.push(line(
-                    label.clone(),
+                    g.source.label(),
                     target,
                     Status::Dropped,
                     format!(
@@ -699,7 +700,7 @@ fn linux_precision(
             let lost = dir_only.minus(above);
             if !lost.is_empty() {
                 out.push(line(
-                    label.clone(),
+                    g.source.label(),
                     target,
                     Status::Narrower,
                     format!(
@@ -723,7 +724,13 @@ fn linux_precision(
             if g.kind == PathKind::Missing
                 && matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
             {
-                absent.add(&mut out, label, &g.path, access_words(extra), &from);
+                absent.add(
+                    &mut out,
+                    g.source.label(),
+                    &g.path,
+                    access_words(extra),
+                    &from,
+                );
                 continue;
             }
             let alone = format!(
@@ -764,7 +771,7 @@ fn linux_precision(
                     ),
                 ),
             };
-            out.push(line(label, target, status, reason));
+            out.push(line(g.source.label(), target, status, reason));
         }
     }
     absent.finish(&mut out, target);

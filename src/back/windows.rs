@@ -122,28 +122,25 @@ fn err(rule: &str, message: impl Into<String>) -> EmitError {
 
 /// Windows paths cannot hold NUL or control characters; refuse rather than
 /// hand the loader a string it would truncate.
-fn check_path(rule: &str, p: &str) -> Result<(), EmitError> {
+/// (The caller names the rule: its label is made only on an error.)
+fn check_path(p: &str) -> Result<(), String> {
     if let Some(c) = p.chars().find(|c| c.is_control()) {
-        return Err(err(
-            rule,
-            format!(
-                "path {p:?} contains the control character {c:?}, which Windows paths cannot hold"
-            ),
+        return Err(format!(
+            "path {p:?} contains the control character {c:?}, which Windows paths cannot hold"
         ));
     }
     if p.encode_utf16().count() > MAX_PATH_UNITS {
-        return Err(err(
-            rule,
-            format!("path is longer than Windows allows ({MAX_PATH_UNITS} UTF-16 units)"),
+        return Err(format!(
+            "path is longer than Windows allows ({MAX_PATH_UNITS} UTF-16 units)"
         ));
     }
     Ok(())
 }
 
 fn check_paths(ir: &Ir) -> Result<(), EmitError> {
-    check_path("workspace", &ir.roots.workspace)?;
+    check_path(&ir.roots.workspace).map_err(|m| err("workspace", m))?;
     for g in &ir.fs {
-        check_path(&g.source.label(), &g.path)?;
+        check_path(&g.path).map_err(|m| err(&g.source.label(), m))?;
     }
     for pat in ir.env.minimal.iter().chain(&ir.env.allow) {
         if pat.is_empty() || pat.contains('=') || pat.chars().any(|c| c.is_control()) {
