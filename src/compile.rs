@@ -84,9 +84,9 @@ pub struct Options {
     pub portable: bool,
     /// Approved external mounts (RFD D43).
     pub approvals: Vec<Approval>,
-    /// At most this many OSes lowered, or targets emitted, at once; 0: one
-    /// per core. Each lowering alive at once adds its memory: 1 keeps the
-    /// peak lowest.
+    /// At most this many OSes lowered at once, and as many targets of each
+    /// emitted at once; 0: one per core. Each lowering alive at once adds
+    /// its memory: 1 runs all on the calling thread, the peak lowest.
     pub jobs: usize,
 }
 
@@ -504,11 +504,14 @@ fn compile_each(
                     // about sbx's own protections, which no warning is
                     // about, and at 100,000 rules they are most of the
                     // memory (one per absent protection and report).
-                    if warn.is_some() {
-                        reports.extend(p.iter().filter(|l| !l.advisory).cloned());
-                    }
-                    if keep {
-                        out.reports.push((i, p));
+                    match (warn.is_some(), keep) {
+                        (true, true) => {
+                            reports.extend(p.iter().filter(|l| !l.advisory).cloned());
+                            out.reports.push((i, p));
+                        }
+                        (true, false) => reports.extend(p.into_iter().filter(|l| !l.advisory)),
+                        (false, true) => out.reports.push((i, p)),
+                        (false, false) => {}
                     }
                 }
                 Err(e) => out.errors.push((i, emit_error(&e, &policy, &layers))),

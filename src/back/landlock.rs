@@ -648,9 +648,10 @@ fn linux_precision(
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
     let mut absent = AbsentProtections::default();
-    // The rules above the last grant's directory: the next grant is often
-    // its sibling (a writable tree's protections are ten).
-    let mut above: Option<(&str, Vec<usize>)> = None;
+    // The rules covering the last grant's directory: the next grant is
+    // often its sibling (a writable tree's protections are ten). No grant's
+    // directory is "", so the first grant looks its own up.
+    let mut dir_rules: (&str, Vec<usize>) = ("", Vec::new());
     for g in &ir.fs {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
@@ -658,11 +659,10 @@ fn linux_precision(
         let found = match g.path.rfind('/').filter(|&k| k > 0) {
             Some(k) => {
                 let dir = &g.path[..k];
-                if above.as_ref().is_none_or(|(d, _)| *d != dir) {
-                    above = Some((dir, index.covering(dir)));
+                if dir_rules.0 != dir {
+                    dir_rules = (dir, index.covering(dir));
                 }
-                let (_, up) = above.as_ref().expect("set above");
-                index.covering_below(up, &g.path)
+                index.covering_below(&dir_rules.1, &g.path)
             }
             None => index.covering(&g.path),
         };

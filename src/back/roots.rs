@@ -40,15 +40,7 @@ impl<'a> Index<'a> {
 
     /// Indices of the paths `path` lies within, ascending.
     pub fn covering(&self, path: &str) -> Vec<usize> {
-        let mut out: Vec<usize> = candidates(path)
-            .filter(|c| self.slash_ends || c.len() <= 1 || !c.ends_with('/') || *c == path)
-            .filter_map(|c| self.by_path.get(c))
-            .flatten()
-            .copied()
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        self.add_found(Vec::new(), candidates(path), path)
     }
 
     /// [`Index::covering`] of `path`, given `above`: that of `path` up to
@@ -59,15 +51,25 @@ impl<'a> Index<'a> {
             .rfind('/')
             .filter(|&k| k > 0)
             .expect("a path with a parent");
-        let mut out = above.to_vec();
-        let with_slash = &path[..k + 1];
-        let new = [with_slash, path]
-            .into_iter()
-            .filter(|c| self.slash_ends || !c.ends_with('/') || *c == path)
-            .filter_map(|c| self.by_path.get(c))
-            .flatten()
-            .copied();
-        out.extend(new);
+        // `path`'s candidates beyond its directory's (see `candidates`).
+        self.add_found(above.to_vec(), [&path[..k + 1], path].into_iter(), path)
+    }
+
+    /// `out` and the indices of the candidates of `path` that are rule
+    /// paths, ascending.
+    fn add_found<'p>(
+        &self,
+        mut out: Vec<usize>,
+        cands: impl Iterator<Item = &'p str>,
+        path: &str,
+    ) -> Vec<usize> {
+        out.extend(
+            cands
+                .filter(|c| self.slash_ends || c.len() <= 1 || !c.ends_with('/') || *c == path)
+                .filter_map(|c| self.by_path.get(c))
+                .flatten()
+                .copied(),
+        );
         out.sort_unstable();
         out.dedup();
         out

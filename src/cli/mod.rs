@@ -154,8 +154,9 @@ struct CompileArgs {
 /// `--jobs`, for the commands that lower for several OSes.
 #[derive(Args)]
 pub(crate) struct JobsArg {
-    /// Lower and emit at most N OSes or targets at once (default: one per
-    /// core); each adds its memory, so 1 uses the least.
+    /// Lower at most N OSes at once, and emit at most N targets of each at
+    /// once (default: one per core); each adds its memory, so 1 uses the
+    /// least.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     jobs: Option<u16>,
 }
