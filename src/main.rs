@@ -6,6 +6,11 @@
 
 mod cli;
 
+/// The glibc build allocates with mimalloc (Cargo.toml says why).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The static musl build allocates with dlmalloc (Cargo.toml says why).
 #[cfg(all(target_os = "linux", target_env = "musl"))]
 #[global_allocator]
