@@ -26,9 +26,11 @@ pub struct Index<'a> {
 
 impl<'a> Index<'a> {
     pub fn new(paths: impl IntoIterator<Item = &'a str>) -> Index<'a> {
-        let mut by_path: Map<&str, Vec<usize>> = Map::default();
+        let paths = paths.into_iter();
+        let mut by_path: Map<&str, Vec<usize>> =
+            Map::with_capacity_and_hasher(paths.size_hint().0, Default::default());
         let mut slash_ends = false;
-        for (i, p) in paths.into_iter().enumerate() {
+        for (i, p) in paths.enumerate() {
             slash_ends |= p.len() > 1 && p.ends_with('/');
             by_path.entry(p).or_default().push(i);
         }

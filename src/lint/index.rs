@@ -29,8 +29,10 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
 
 impl<'a> Index<'a> {
     pub fn new(ir: &'a Ir) -> Index<'a> {
-        let mut any = Map::default();
-        let mut own = Map::default();
+        // Sized up front: growing rehashes every path key again.
+        let n = ir.fs.len();
+        let mut any = Map::with_capacity_and_hasher(n, Default::default());
+        let mut own = Map::with_capacity_and_hasher(n, Default::default());
         for (i, g) in ir.fs.iter().enumerate() {
             own.insert(g.path.as_str(), i);
             any.insert(g.path.as_str(), i);

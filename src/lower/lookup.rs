@@ -14,7 +14,7 @@ pub(super) struct Lookup {
 
 impl Lookup {
     pub(super) fn new(fs: &[Grant]) -> Lookup {
-        let mut by_path = Map::default();
+        let mut by_path = Map::with_capacity_and_hasher(fs.len(), Default::default());
         for (i, g) in fs.iter().enumerate() {
             for p in std::iter::once(&g.path).chain(&g.aliases) {
                 by_path.entry(p.clone()).or_insert(i);

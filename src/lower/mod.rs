@@ -593,7 +593,8 @@ impl Ctx<'_> {
 /// add up.
 fn finish_grants(grants: Vec<Grant>) -> Vec<Grant> {
     let mut out: Vec<Grant> = Vec::with_capacity(grants.len());
-    let mut at: crate::hashed::Map<String, usize> = crate::hashed::Map::default();
+    let mut at: crate::hashed::Map<String, usize> =
+        crate::hashed::Map::with_capacity_and_hasher(grants.len(), Default::default());
     for g in grants {
         let explicit = |s: &Source| matches!(s, Source::Rule { .. } | Source::Default);
         match at.get(&g.path) {
