@@ -120,6 +120,14 @@ impl Unique {
     }
 }
 
+/// [`Unique::push`] for a grant's few filters, where a scan is cheaper
+/// than hashing.
+fn push_new(list: &mut Vec<String>, f: String) {
+    if !list.contains(&f) {
+        list.push(f);
+    }
+}
+
 impl<'a> Files<'a> {
     /// The grants in emission order, and the parameters.
     pub fn new(ir: &'a Ir, program: &[String]) -> Result<Files<'a>, EmitError> {
@@ -145,8 +153,14 @@ impl<'a> Files<'a> {
                 spellings,
             });
         }
-        nodes.sort_by(|a, b| (a.depth, &a.grant.path).cmp(&(b.depth, &b.grant.path)));
-        let mut by_text = Map::default();
+        // Lowering leaves the grants in path order; then a stable sort by
+        // depth alone gives (depth, path) order without comparing paths.
+        if nodes.is_sorted_by(|a, b| a.grant.path <= b.grant.path) {
+            nodes.sort_by_key(|n| n.depth);
+        } else {
+            nodes.sort_by(|a, b| (a.depth, &a.grant.path).cmp(&(b.depth, &b.grant.path)));
+        }
+        let mut by_text = Map::with_capacity_and_hasher(nodes.len(), Default::default());
         for (i, n) in nodes.iter().enumerate() {
             for s in &n.spellings {
                 by_text.entry(s.text()).or_insert(i);
@@ -246,24 +260,35 @@ impl<'a> Files<'a> {
             }
 
             let lost = inherited.minus(access);
-            let mut comment = Some(format!(
-                "{}: {} ({})",
-                n.label,
-                n.grant.path,
-                rights_text(access)
-            ));
+            let mut comment = Some(
+                [
+                    n.label.as_str(),
+                    ": ",
+                    &n.grant.path,
+                    " (",
+                    &rights_text(access),
+                    ")",
+                ]
+                .concat(),
+            );
             if !lost.is_empty() {
-                let mut filters = Unique::default();
+                let mut filters = Vec::with_capacity(2 * n.spellings.len());
                 for s in &n.spellings {
                     // The literal as well as the subpath: the directory itself
                     // must not be created where it does not exist yet.
-                    filters.push(filter(Match::Literal, s).map_err(node_err(n))?);
-                    filters.push(filter(Match::Subpath, s).map_err(node_err(n))?);
+                    push_new(
+                        &mut filters,
+                        filter(Match::Literal, s).map_err(node_err(n))?,
+                    );
+                    push_new(
+                        &mut filters,
+                        filter(Match::Subpath, s).map_err(node_err(n))?,
+                    );
                 }
                 grant(&Rule {
                     allow: false,
                     ops: deny_ops(lost, access, spell),
-                    filters: filters.list,
+                    filters,
                     comment: comment.take(),
                 })?;
             }
@@ -273,14 +298,14 @@ impl<'a> Files<'a> {
                 } else {
                     Match::Subpath
                 };
-                let mut filters = Unique::default();
+                let mut filters = Vec::with_capacity(n.spellings.len());
                 for s in &n.spellings {
-                    filters.push(filter(m, s).map_err(node_err(n))?);
+                    push_new(&mut filters, filter(m, s).map_err(node_err(n))?);
                 }
                 grant(&Rule {
                     allow: true,
                     ops: allow_ops(access, spell),
-                    filters: filters.list,
+                    filters,
                     comment,
                 })?;
             }
