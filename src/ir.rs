@@ -212,7 +212,7 @@ pub enum PathKind {
 }
 
 /// Where a grant came from, for diagnostics, `explain` and precision reports.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
     /// A rule in a policy file (`fs[index]` of the merged policy).

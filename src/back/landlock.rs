@@ -398,7 +398,7 @@ fn rights_for(access: Access, path: &str, kind: PathKind) -> FsSet {
 /// grants plus the listed executables, merged per path.
 fn rules(ir: &Ir) -> Result<Vec<Rule>, EmitError> {
     let mut out: Vec<Rule> = Vec::new();
-    let mut at: Map<String, usize> = Map::default();
+    let mut at: Map<String, usize> = Map::with_capacity_and_hasher(ir.fs.len(), Default::default());
     let mut add = |r: Rule| match at.get(&r.path) {
         Some(&i) => {
             let o = &mut out[i];
@@ -724,13 +724,7 @@ fn linux_precision(
             if g.kind == PathKind::Missing
                 && matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
             {
-                absent.add(
-                    &mut out,
-                    g.source.label(),
-                    &g.path,
-                    access_words(extra),
-                    &from,
-                );
+                absent.add(&mut out, &g.source, &g.path, extra, from);
                 continue;
             }
             let alone = format!(
@@ -855,38 +849,58 @@ fn linux_precision(
 /// rather than one per writable tree (ten names each), which made the
 /// reports of policies with thousands of writable rules tens of
 /// megabytes of the same sentence.
+/// Tens of thousands of paths in the large policies: each is kept
+/// borrowed and written out once, in `finish`.
 #[derive(Default)]
-struct AbsentProtections {
+struct AbsentProtections<'a> {
     /// label → (index of its line in the report, its paths).
-    groups: Map<String, (usize, Vec<AbsentPath>)>,
+    groups: Map<String, (usize, Vec<AbsentPath<'a>>)>,
+    /// Each source's label, made once per source rather than per path.
+    labels: Map<&'a Source, String>,
 }
 
-struct AbsentPath {
-    path: String,
-    extra: String,
-    from: String,
+struct AbsentPath<'a> {
+    path: &'a str,
+    extra: Access,
+    from: Vec<&'a str>,
 }
 
-impl AbsentProtections {
+impl<'a> AbsentPath<'a> {
+    /// `PATH (RIGHTS from LABELS)`, to `out`.
+    fn write_to(&self, out: &mut String) {
+        out.push_str(self.path);
+        out.push_str(" (");
+        out.push_str(&access_words(self.extra));
+        out.push_str(" from ");
+        out.push_str(&self.from.join(", "));
+        out.push(')');
+    }
+}
+
+impl<'a> AbsentProtections<'a> {
     fn add(
         &mut self,
         out: &mut Vec<Precision>,
-        label: String,
-        path: &str,
-        extra: String,
-        from: &[&str],
+        source: &'a Source,
+        path: &'a str,
+        extra: Access,
+        from: Vec<&'a str>,
     ) {
+        let label = self.labels.entry(source).or_insert_with(|| source.label());
         let at = out.len();
-        let (_, paths) = self.groups.entry(label).or_insert_with_key(|label| {
-            // Filled in by `finish`.
-            out.push(line(label.clone(), "", Status::Wider, String::new()));
-            (at, Vec::new())
-        });
-        paths.push(AbsentPath {
-            path: path.to_string(),
-            extra,
-            from: from.join(", "),
-        });
+        let paths = match self.groups.get_mut(label.as_str()) {
+            Some((_, paths)) => paths,
+            None => {
+                // Filled in by `finish`.
+                out.push(line(label.clone(), "", Status::Wider, String::new()));
+                &mut self
+                    .groups
+                    .entry(label.clone())
+                    .or_insert((at, Vec::new()))
+                    .1
+            }
+        };
+        paths.push(AbsentPath { path, extra, from });
     }
 
     fn finish(self, out: &mut [Precision], target: &str) {
@@ -903,7 +917,9 @@ impl AbsentProtections {
                      an existing path and sbx creates nothing in the workspace, so \
                      {} from {} still apply beneath {} if the command creates it (SBPL \
                      stops its creation by name){moved}. {ABSENT_ADVICE}",
-                    p.extra, p.from, p.path
+                    access_words(p.extra),
+                    p.from.join(", "),
+                    p.path
                 ),
                 _ => {
                     let mut each = String::new();
@@ -911,7 +927,7 @@ impl AbsentProtections {
                         if k > 0 {
                             each.push_str("; ");
                         }
-                        each.push_str(&format!("{} ({} from {})", p.path, p.extra, p.from));
+                        p.write_to(&mut each);
                     }
                     format!(
                         "protection of {} paths that do not exist at launch: a mount needs \
