@@ -78,36 +78,74 @@ impl Ctx<'_> {
         }
     }
 
-    /// The kind of `path`, which is `root/entry` for `root` a canonical
-    /// directory (a grant's path), with one `lstat` per component of
-    /// `entry`; `None` where a symlink is on the way (the full resolver
-    /// decides) or `path` is not spelled so. Most entries do not exist,
-    /// and there are ten per writable tree.
-    fn under_root(&self, root: &str, path: &str) -> Option<PathKind> {
-        if !self.resolve || path.as_bytes().get(root.len()) != Some(&b'/') {
+}
+
+/// A directory's entries and their types, when it has at most
+/// [`LISTED`]: one `readdir` answers the first component of each
+/// protected name (nine, most of them absent) where an `lstat` each
+/// cost twice as much.
+type Listing = Vec<(std::ffi::OsString, std::fs::FileType)>;
+
+const LISTED: usize = 64;
+
+fn listing(dir: &str) -> Option<Listing> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).ok()? {
+        let e = e.ok()?;
+        if out.len() == LISTED {
             return None;
         }
-        let rel = path.get(root.len() + 1..)?;
-        let ends = rel
-            .match_indices('/')
-            .map(|(i, _)| root.len() + 1 + i)
-            .chain([path.len()]);
-        let mut ends = ends.peekable();
-        while let Some(end) = ends.next() {
-            let last = ends.peek().is_none();
-            match std::fs::symlink_metadata(&path[..end]) {
-                Ok(m) if m.file_type().is_symlink() => return None,
-                Ok(m) if m.is_dir() && last => return Some(PathKind::Dir),
-                Ok(m) if m.is_dir() => {}
-                Ok(_) if last => return Some(PathKind::File),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Some(PathKind::Missing)
-                }
-                _ => return None,
-            }
-        }
-        None
+        // The type `readdir` gave, or an `lstat` where it gave none.
+        out.push((e.file_name(), e.file_type().ok()?));
     }
+    Some(out)
+}
+
+/// The kind of `path`, which is `root/entry` for `root` a canonical
+/// directory (a grant's path), with one `lstat` per component of
+/// `entry` (the first looked up in `listed`, `root`'s listing, when
+/// there is one); `None` where a symlink is on the way (the full resolver
+/// decides) or `path` is not spelled so. Most entries do not exist,
+/// and there are ten per writable tree.
+fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKind> {
+    if path.as_bytes().get(root.len()) != Some(&b'/') {
+        return None;
+    }
+    let rel = path.get(root.len() + 1..)?;
+    let ends = rel
+        .match_indices('/')
+        .map(|(i, _)| root.len() + 1 + i)
+        .chain([path.len()]);
+    let mut ends = ends.peekable();
+    let mut listed = listed;
+    while let Some(end) = ends.next() {
+        let last = ends.peek().is_none();
+        let name = &path[root.len() + 1..end];
+        // A listing has no `.` or `..` (entries cannot name them, SBX018).
+        let found = match listed.take().filter(|_| !matches!(name, "" | "." | "..")) {
+            Some(l) => {
+                l.iter()
+                    .find(|(n, _)| n.as_os_str() == name)
+                    .map(|&(_, t)| t)
+                    .ok_or(std::io::ErrorKind::NotFound)
+            }
+            None => std::fs::symlink_metadata(&path[..end])
+                .map(|m| m.file_type())
+                .map_err(|e| e.kind()),
+        };
+        match found {
+            Ok(t) if t.is_symlink() => return None,
+            Ok(t) if t.is_dir() && last => return Some(PathKind::Dir),
+            Ok(t) if t.is_dir() => {}
+            Ok(_) if last => return Some(PathKind::File),
+            Err(std::io::ErrorKind::NotFound) => return Some(PathKind::Missing),
+            _ => return None,
+        }
+    }
+    None
+}
+
+impl Ctx<'_> {
 
     /// Every place §7a names, for the writable trees of `fs`.
     fn wanted(&mut self, policy: &Policy, fs: &[Grant], look: &Lookup) -> Vec<Want> {
@@ -189,9 +227,13 @@ impl Ctx<'_> {
             if !keep {
                 continue;
             }
+            let listed = if self.resolve { listing(r) } else { None };
             for (path, &e) in paths.into_iter().zip(&names) {
                 out.push(Want {
-                    found: self.under_root(r, &path),
+                    found: self
+                        .resolve
+                        .then(|| under_root(r, &path, listed.as_ref()))
+                        .flatten(),
                     path,
                     entry: e.to_string(),
                 });
@@ -313,7 +355,7 @@ impl Ctx<'_> {
             }
             wanted.extend(extra);
         }
-        let mut seen = Set::default();
+        let mut seen = Set::with_capacity_and_hasher(wanted.len(), Default::default());
         let mut add: Vec<Grant> = Vec::new();
         let mut lifted: Vec<(usize, String, String)> = Vec::new();
         for w in wanted {

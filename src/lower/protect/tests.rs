@@ -462,3 +462,40 @@ fn too_many_git_includes_say_so() {
     assert!(!note.advisory);
     assert!(note.reason.contains("includes"), "{}", note.reason);
 }
+
+#[test]
+fn a_roots_listing_gives_the_kinds_its_lstats_give() {
+    use super::{listing, under_root, IN_WRITABLE, LISTED};
+    let h = Host::new();
+    h.mkdir("ws/.vscode/tasks");
+    h.write("ws/.envrc", "export X=1\n");
+    h.write("ws/.git", "gitdir: ../elsewhere\n");
+    h.mkdir("ws/.claude");
+    std::os::unix::fs::symlink(h.p("home"), h.p("ws/.idea")).unwrap();
+    let root = h.p("ws");
+    let listed = listing(&root).expect("a small directory is listed");
+    let names = IN_WRITABLE
+        .iter()
+        .chain(&[".vscode/tasks", ".vscode/tasks/x", ".envrc/x", ".idea/x"])
+        .chain(&["../ws/.envrc", "./.envrc"]);
+    for name in names {
+        let path = format!("{root}/{name}");
+        let walked = under_root(&root, &path, None);
+        assert_eq!(under_root(&root, &path, Some(&listed)), walked, "{name}");
+    }
+    let kind = |name: &str| under_root(&root, &format!("{root}/{name}"), Some(&listed));
+    assert_eq!(kind(".vscode"), Some(PathKind::Dir));
+    assert_eq!(kind(".vscode/tasks"), Some(PathKind::Dir));
+    assert_eq!(kind(".envrc"), Some(PathKind::File));
+    assert_eq!(kind(".codex"), Some(PathKind::Missing));
+    assert_eq!(kind(".git/hooks"), None, "under a file: the resolver decides");
+    assert_eq!(kind(".idea"), None, "a symlink: the resolver decides");
+    assert_eq!(kind("../ws/.envrc"), Some(PathKind::File));
+    // A large directory is not listed: its names are looked up one by one.
+    for i in 0..LISTED {
+        h.write(&format!("ws/many/{i}"), "");
+    }
+    assert!(listing(&h.p("ws/many")).is_some());
+    h.write("ws/many/one-more", "");
+    assert!(listing(&h.p("ws/many")).is_none());
+}
