@@ -463,6 +463,7 @@ fn too_many_git_includes_say_so() {
     assert!(note.reason.contains("includes"), "{}", note.reason);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_roots_listing_gives_the_kinds_its_lstats_give() {
     use super::{listing, under_root, IN_WRITABLE, LISTED};
