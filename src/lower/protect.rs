@@ -77,7 +77,6 @@ impl Ctx<'_> {
             Err(_) => PathKind::Missing,
         }
     }
-
 }
 
 /// A directory's entries and their types, when it has at most
@@ -123,12 +122,11 @@ fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKi
         let name = &path[root.len() + 1..end];
         // A listing has no `.` or `..` (entries cannot name them, SBX018).
         let found = match listed.take().filter(|_| !matches!(name, "" | "." | "..")) {
-            Some(l) => {
-                l.iter()
-                    .find(|(n, _)| n.as_os_str() == name)
-                    .map(|&(_, t)| t)
-                    .ok_or(std::io::ErrorKind::NotFound)
-            }
+            Some(l) => l
+                .iter()
+                .find(|(n, _)| n.as_os_str() == name)
+                .map(|&(_, t)| t)
+                .ok_or(std::io::ErrorKind::NotFound),
             None => std::fs::symlink_metadata(&path[..end])
                 .map(|m| m.file_type())
                 .map_err(|e| e.kind()),
@@ -146,7 +144,6 @@ fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKi
 }
 
 impl Ctx<'_> {
-
     /// Every place §7a names, for the writable trees of `fs`.
     fn wanted(&mut self, policy: &Policy, fs: &[Grant], look: &Lookup) -> Vec<Want> {
         let mut out = Vec::new();

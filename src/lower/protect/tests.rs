@@ -489,7 +489,11 @@ fn a_roots_listing_gives_the_kinds_its_lstats_give() {
     assert_eq!(kind(".vscode/tasks"), Some(PathKind::Dir));
     assert_eq!(kind(".envrc"), Some(PathKind::File));
     assert_eq!(kind(".codex"), Some(PathKind::Missing));
-    assert_eq!(kind(".git/hooks"), None, "under a file: the resolver decides");
+    assert_eq!(
+        kind(".git/hooks"),
+        None,
+        "under a file: the resolver decides"
+    );
     assert_eq!(kind(".idea"), None, "a symlink: the resolver decides");
     assert_eq!(kind("../ws/.envrc"), Some(PathKind::File));
     // A large directory is not listed: its names are looked up one by one.
