@@ -224,9 +224,7 @@ mod tests {
         // A FIFO (what `-o /dev/stdout` is under a pipe): still a FIFO
         // afterwards, and the reader got the bytes.
         let fifo = d.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::testing::mkfifo(&fifo, 0o600);
         let (tx, rx) = std::sync::mpsc::channel();
         {
             let fifo = fifo.clone();

@@ -80,6 +80,8 @@ pub mod lower;
 pub mod policy;
 pub mod runtime;
 pub mod sbpl;
+#[cfg(test)]
+mod testing;
 
 pub use compile::{compile, Inputs, Options, Output, Target};
 pub use ir::Ir;

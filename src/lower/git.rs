@@ -271,9 +271,7 @@ mod tests {
     fn only_small_regular_files_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        crate::testing::mkfifo(&fifo, 0o644);
         assert_eq!(super::open_small(fifo.to_str().unwrap()), Ok(None));
         let big = dir.path().join("big");
         std::fs::write(&big, vec![b'#'; super::MAX_FILE as usize + 1]).unwrap();

@@ -416,9 +416,7 @@ fn rule_paths_are_opened_with_o_path() {
     use std::os::fd::AsRawFd;
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::testing::mkfifo(&fifo, 0o600);
     // With O_RDONLY this open would wait for a writer forever.
     let o = open_path(fifo.to_str().unwrap()).unwrap();
     assert!(!o.is_dir);
