@@ -66,19 +66,6 @@ struct Want {
     found: Option<PathKind>,
 }
 
-impl Ctx<'_> {
-    pub(super) fn kind_of(&self, path: &str) -> PathKind {
-        if !self.resolve {
-            return PathKind::Unknown;
-        }
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => PathKind::Dir,
-            Ok(_) => PathKind::File,
-            Err(_) => PathKind::Missing,
-        }
-    }
-}
-
 /// A directory's entries and their types, when it has at most
 /// [`LISTED`]: one `readdir` answers the first component of each
 /// protected name (nine, most of them absent) where an `lstat` each
@@ -144,6 +131,17 @@ fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKi
 }
 
 impl Ctx<'_> {
+    pub(super) fn kind_of(&self, path: &str) -> PathKind {
+        if !self.resolve {
+            return PathKind::Unknown;
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => PathKind::Dir,
+            Ok(_) => PathKind::File,
+            Err(_) => PathKind::Missing,
+        }
+    }
+
     /// Every place §7a names, for the writable trees of `fs`.
     fn wanted(&mut self, policy: &Policy, fs: &[Grant], look: &Lookup) -> Vec<Want> {
         let mut out = Vec::new();
@@ -224,13 +222,13 @@ impl Ctx<'_> {
             if !keep {
                 continue;
             }
-            let listed = if self.resolve { listing(r) } else { None };
+            // `None` where paths are not resolved (portable).
+            let listed = self.resolve.then(|| listing(r));
             for (path, &e) in paths.into_iter().zip(&names) {
                 out.push(Want {
-                    found: self
-                        .resolve
-                        .then(|| under_root(r, &path, listed.as_ref()))
-                        .flatten(),
+                    found: listed
+                        .as_ref()
+                        .and_then(|l| under_root(r, &path, l.as_ref())),
                     path,
                     entry: e.to_string(),
                 });
