@@ -14,6 +14,8 @@ mod config;
 pub mod include;
 
 use super::paths::join;
+use std::ffi::OsString;
+use std::fs::FileType;
 use std::path::Path;
 
 /// Nested repositories are looked for this many directories below a
@@ -201,8 +203,14 @@ pub fn repo(
 
 /// Directories up to [`NESTED_DEPTH`] below `root` (itself excluded) that
 /// hold a `.git`, in a fixed order. Symlinks and `.git` directories are
-/// not entered. Returns false when the budget ran out first.
-pub fn nested(root: &str, budget: &mut usize, out: &mut Vec<String>) -> bool {
+/// not entered. `top`: `root`'s entries, when the caller has read them
+/// already. Returns false when the budget ran out first.
+pub fn nested(
+    root: &str,
+    top: Option<&[(OsString, FileType)]>,
+    budget: &mut usize,
+    out: &mut Vec<String>,
+) -> bool {
     let mut level = vec![root.to_string()];
     for depth in 0..=NESTED_DEPTH {
         let mut next = Vec::new();
@@ -211,18 +219,22 @@ pub fn nested(root: &str, budget: &mut usize, out: &mut Vec<String>) -> bool {
                 return false;
             }
             *budget -= 1;
-            let Ok(rd) = std::fs::read_dir(d) else {
-                continue;
+            let entries: Box<dyn Iterator<Item = _>> = match top.filter(|_| depth == 0) {
+                Some(l) => Box::new(l.iter().map(|(n, t)| (n.clone(), Some(*t)))),
+                None => match std::fs::read_dir(d) {
+                    Ok(rd) => Box::new(rd.flatten().map(|e| (e.file_name(), e.file_type().ok()))),
+                    Err(_) => continue,
+                },
             };
             let mut dirs = Vec::new();
             let mut repo = false;
-            for e in rd.flatten() {
-                let Ok(name) = e.file_name().into_string() else {
+            for (name, kind) in entries {
+                let Ok(name) = name.into_string() else {
                     continue;
                 };
                 if name == ".git" {
                     repo = true;
-                } else if depth < NESTED_DEPTH && e.file_type().is_ok_and(|t| t.is_dir()) {
+                } else if depth < NESTED_DEPTH && kind.is_some_and(|t| t.is_dir()) {
                     dirs.push(join(d, &name));
                 }
             }

@@ -235,7 +235,8 @@ impl Ctx<'_> {
             }
             if self.resolve {
                 repos.push(r.clone());
-                complete &= git::nested(r, &mut budget, &mut repos);
+                let top = listed.as_ref().and_then(|l| l.as_deref());
+                complete &= git::nested(r, top, &mut budget, &mut repos);
             }
         }
         if writes(&home) {

@@ -504,3 +504,24 @@ fn a_roots_listing_gives_the_kinds_its_lstats_give() {
     h.write("ws/many/one-more", "");
     assert!(listing(&h.p("ws/many")).is_none());
 }
+
+#[test]
+fn the_nested_search_reads_the_same_from_the_listing() {
+    use super::listing;
+    use crate::lower::git::nested;
+    let h = Host::new();
+    h.repo("ws/a");
+    h.repo("ws/b/c");
+    h.mkdir("ws/d/e/f/g/.git");
+    h.write("ws/f", "a file\n");
+    let root = h.p("ws");
+    let search = |top: Option<&[_]>| {
+        let (mut budget, mut out) = (100, Vec::new());
+        let complete = nested(&root, top, &mut budget, &mut out);
+        (complete, budget, out)
+    };
+    let listed = listing(&root).expect("a small directory is listed");
+    let read = search(None);
+    assert_eq!(read.2, [h.p("ws/a"), h.p("ws/b/c")]);
+    assert_eq!(search(Some(&listed)), read);
+}
