@@ -849,6 +849,7 @@ fn linux_precision(
 /// rather than one per writable tree (ten names each), which made the
 /// reports of policies with thousands of writable rules tens of
 /// megabytes of the same sentence.
+///
 /// Tens of thousands of paths in the large policies: each is kept
 /// borrowed and written out once, in `finish`.
 #[derive(Default)]
