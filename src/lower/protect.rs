@@ -160,7 +160,9 @@ impl Ctx<'_> {
                 (g.source.authored() || g.source == Source::Default) && g.access.writes()
             })
         };
-        let mut roots: Vec<String> = fs
+        // Each with whether it was absent when resolved: nothing below it
+        // can exist, so it is neither read nor searched.
+        let mut roots: Vec<(String, bool)> = fs
             .iter()
             .filter(|g| {
                 (g.source.authored() || g.source == Source::Default)
@@ -168,14 +170,15 @@ impl Ctx<'_> {
                     && g.kind != PathKind::File
                     && !parent(&g.path).is_some_and(policy_writes)
             })
-            .map(|g| g.path.clone())
+            .map(|g| (g.path.clone(), self.resolve && g.kind == PathKind::Missing))
             .collect();
+        let is_root = |roots: &[(String, bool)], p: &str| roots.iter().any(|(r, _)| r == p);
         // The workspace when a broader grant makes it writable (a grant on
         // it under another spelling, macOS `/private/tmp`, is there already).
         let ws = &self.roots.workspace;
-        let named = look.at(ws).is_some_and(|i| roots.contains(&fs[i].path));
-        if writes(ws) && !named && !roots.contains(ws) {
-            roots.push(ws.clone());
+        let named = look.at(ws).is_some_and(|i| is_root(&roots, &fs[i].path));
+        if writes(ws) && !named && !is_root(&roots, ws) {
+            roots.push((ws.clone(), false));
         }
         let user: Vec<&str> = policy
             .protected_paths
@@ -198,12 +201,12 @@ impl Ctx<'_> {
         // is not applied again below it (`.vscode/settings.json/.git/hooks`).
         let joined: Vec<Vec<String>> = roots
             .iter()
-            .map(|r| names.iter().map(|e| join(r, e)).collect())
+            .map(|(r, _)| names.iter().map(|e| join(r, e)).collect())
             .collect();
         let listed: Set<&str> = joined.iter().flatten().map(String::as_str).collect();
         let keep: Vec<bool> = roots
             .iter()
-            .map(|r| {
+            .map(|(r, _)| {
                 let mut p = Some(r.as_str());
                 while let Some(q) = p {
                     if listed.contains(q) {
@@ -218,8 +221,16 @@ impl Ctx<'_> {
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
-        for ((r, paths), keep) in roots.iter().zip(joined).zip(keep) {
+        for (((r, absent), paths), keep) in roots.iter().zip(joined).zip(keep) {
             if !keep {
+                continue;
+            }
+            if *absent {
+                out.extend(paths.into_iter().zip(&names).map(|(path, &e)| Want {
+                    path,
+                    entry: e.to_string(),
+                    found: Some(PathKind::Missing),
+                }));
                 continue;
             }
             // `None` where paths are not resolved (portable).
@@ -234,8 +245,11 @@ impl Ctx<'_> {
                 });
             }
             if self.resolve {
-                repos.push(r.clone());
                 let top = listed.as_ref().and_then(|l| l.as_deref());
+                // A listing without `.git` says `git::repo` finds nothing.
+                if top.is_none_or(|l| l.iter().any(|(n, _)| n == ".git")) {
+                    repos.push(r.clone());
+                }
                 complete &= git::nested(r, top, &mut budget, &mut repos);
             }
         }

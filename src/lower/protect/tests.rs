@@ -202,6 +202,33 @@ fn the_search_is_bounded_and_says_so() {
     assert_eq!(note.status, crate::ir::Status::Wider);
 }
 
+/// A writable rule on an absent directory is neither read nor searched:
+/// its protections are absent, and it spends none of the search's budget,
+/// so a repository in an existing tree after a budget's worth of them is
+/// still found.
+#[test]
+fn absent_trees_spend_none_of_the_search() {
+    let h = Host::new();
+    h.repo("ws/real/sub");
+    let mut policy = String::new();
+    for i in 0..crate::lower::git::DIR_BUDGET {
+        policy.push_str(&format!(
+            "[[fs]]\npath = \"gone{i:04}\"\nread = true\nwrite = true\n"
+        ));
+    }
+    policy.push_str("[[fs]]\npath = \"real\"\nread = true\nwrite = true\n");
+    let (ir, _) = h.lower(&policy);
+    assert!(
+        protected(&ir, &h.p("ws/real/sub/.git/hooks")),
+        "{:#?}",
+        ir.precision
+    );
+    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+    let absent = grant(&ir, &h.p("ws/gone0007/.vscode")).expect("protected");
+    assert_eq!(absent.kind, PathKind::Missing);
+    assert!(protected(&ir, &h.p("ws/gone0007/.git/hooks")));
+}
+
 #[test]
 fn user_entries_and_a_writable_home() {
     let h = Host::new();
