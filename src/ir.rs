@@ -250,7 +250,13 @@ impl Source {
                 file,
                 line,
                 column,
-            } => format!("fs[{index}] ({file}:{line}:{column})"),
+            } => {
+                // Sized up front: `format!` grew it twice per rule.
+                use std::fmt::Write;
+                let mut s = String::with_capacity(file.len() + 32);
+                let _ = write!(s, "fs[{index}] ({file}:{line}:{column})");
+                s
+            }
             Source::Default => "default policy".into(),
             // Concatenated, not formatted: labels are made per grant in
             // every back end, and protections are most grants.

@@ -635,6 +635,16 @@ fn access_words(a: Access) -> String {
     a.names().join(", ")
 }
 
+/// `words` joined by ", ", to `out`.
+fn push_joined<'w>(out: &mut String, words: impl Iterator<Item = &'w str>) {
+    for (k, w) in words.enumerate() {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(w);
+    }
+}
+
 /// Precision lines for the Landlock part (both targets) and for what
 /// only the Linux artifact enforces (`target` = `landlockconfig` reports
 /// those as missing). `carve`: the carve-outs `sbx run` mounts (the
@@ -871,9 +881,9 @@ impl<'a> AbsentPath<'a> {
     fn write_to(&self, out: &mut String) {
         out.push_str(self.path);
         out.push_str(" (");
-        out.push_str(&access_words(self.extra));
+        push_joined(out, self.extra.each_name());
         out.push_str(" from ");
-        out.push_str(&self.from.join(", "));
+        push_joined(out, self.from.iter().copied());
         out.push(')');
     }
 }
@@ -923,21 +933,24 @@ impl<'a> AbsentProtections<'a> {
                     p.path
                 ),
                 _ => {
-                    let mut each = String::new();
-                    for (k, p) in paths.iter().enumerate() {
-                        if k > 0 {
-                            each.push_str("; ");
-                        }
-                        p.write_to(&mut each);
-                    }
-                    format!(
+                    // The paths written straight into the reason: at
+                    // 10,000 writable trees it is megabytes long.
+                    let mut r = format!(
                         "protection of {} paths that do not exist at launch: a mount needs \
                          an existing path and sbx creates nothing in the workspace, so the \
                          rights of the grants above each still apply beneath it if the \
                          command creates it (SBPL stops its creation by name){moved}. \
-                         {ABSENT_ADVICE}. The paths, with what still applies: {each}",
+                         {ABSENT_ADVICE}. The paths, with what still applies: ",
                         paths.len()
-                    )
+                    );
+                    r.reserve(paths.iter().map(|p| p.path.len() + 64).sum());
+                    for (k, p) in paths.iter().enumerate() {
+                        if k > 0 {
+                            r.push_str("; ");
+                        }
+                        p.write_to(&mut r);
+                    }
+                    r
                 }
             };
             let l = &mut out[at];

@@ -218,6 +218,7 @@ impl Ctx<'_> {
             })
             .collect();
         drop(listed);
+        out.reserve(roots.len() * names.len());
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
@@ -366,7 +367,7 @@ impl Ctx<'_> {
             wanted.extend(extra);
         }
         let mut seen = Set::with_capacity_and_hasher(wanted.len(), Default::default());
-        let mut add: Vec<Grant> = Vec::new();
+        let mut add: Vec<Grant> = Vec::with_capacity(wanted.len());
         let mut lifted: Vec<(usize, String, String)> = Vec::new();
         for w in wanted {
             if !seen.insert(w.path.clone()) {
