@@ -4,11 +4,14 @@
 
 use crate::hashed::Map;
 use crate::ir::{Access, Grant, Ir};
+use std::cell::OnceCell;
 
 pub struct Index<'a> {
     ir: &'a Ir,
     /// Path or alias → the last grant naming it (as [`Ir::decide`] picks).
-    any: Map<&'a str, usize>,
+    /// Made at the first [`Index::decide`]: the warnings of a compile ask
+    /// only for parents.
+    any: OnceCell<Map<&'a str, usize>>,
     /// Path → grant, aliases left out (the rule structure the lints see).
     own: Map<&'a str, usize>,
 }
@@ -30,23 +33,32 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
 impl<'a> Index<'a> {
     pub fn new(ir: &'a Ir) -> Index<'a> {
         // Sized up front: growing rehashes every path key again.
-        let n = ir.fs.len();
-        let mut any = Map::with_capacity_and_hasher(n, Default::default());
-        let mut own = Map::with_capacity_and_hasher(n, Default::default());
+        let mut own = Map::with_capacity_and_hasher(ir.fs.len(), Default::default());
         for (i, g) in ir.fs.iter().enumerate() {
             own.insert(g.path.as_str(), i);
-            any.insert(g.path.as_str(), i);
-            for a in &g.aliases {
-                any.insert(a.as_str(), i);
-            }
         }
-        Index { ir, any, own }
+        Index {
+            ir,
+            any: OnceCell::new(),
+            own,
+        }
     }
 
     /// Same answer as [`Ir::decide`].
     pub fn decide(&self, path: &str) -> Option<&'a Grant> {
+        let any = self.any.get_or_init(|| {
+            let fs = &self.ir.fs;
+            let mut any = Map::with_capacity_and_hasher(fs.len(), Default::default());
+            for (i, g) in fs.iter().enumerate() {
+                any.insert(g.path.as_str(), i);
+                for a in &g.aliases {
+                    any.insert(a.as_str(), i);
+                }
+            }
+            any
+        });
         prefixes(path)
-            .find_map(|p| self.any.get(p))
+            .find_map(|p| any.get(p))
             .map(|&i| &self.ir.fs[i])
     }
 
