@@ -678,7 +678,10 @@ fn linux_precision(
         };
         let covering: Vec<&Rule> = found.into_iter().map(|i| &rules[i]).collect();
         let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
-        if g.kind == PathKind::Missing {
+        // sbx's own additions are not rules: one that gets nothing here
+        // lies under a rule whose path is missing too, whose line says so.
+        let own = matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
+        if g.kind == PathKind::Missing && !own {
             let lost = want.minus(got);
             if !lost.is_empty() {
                 out.push(line(
@@ -731,9 +734,7 @@ fn linux_precision(
                 .collect();
             // sbx's own additions (POLICY.md §7, §7a) on a path absent at
             // launch: nothing to mount over (`Precision::advisory`).
-            if g.kind == PathKind::Missing
-                && matches!(g.source, Source::Protected { .. } | Source::Covered { .. })
-            {
+            if g.kind == PathKind::Missing && own {
                 absent.add(&mut out, &g.source, &g.path, extra, from);
                 continue;
             }

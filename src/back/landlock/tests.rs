@@ -185,6 +185,30 @@ fn missing_paths_are_dropped_unless_covered() {
     );
 }
 
+/// A writable rule on a missing path is dropped, and says so; the
+/// protections beneath it add no line of their own (they are sbx's, and
+/// are never refused by `enforcement = "required"`).
+#[test]
+fn protections_under_a_missing_rule_add_no_line() {
+    let ir = base(vec![
+        grant(0, "/gone", Access::READ_WRITE, PathKind::Missing),
+        Grant {
+            source: Source::Protected {
+                entry: ".vscode".into(),
+            },
+            ..grant(0, "/gone/.vscode", Access::READ, PathKind::Missing)
+        },
+    ]);
+    for target in [TARGET, TARGET_LANDLOCKCONFIG] {
+        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None);
+        p.retain(|l| l.rule.starts_with("fs[") || l.rule.starts_with("protected"));
+        assert_eq!(
+            statuses(&p),
+            [("fs[0] (policy.toml:3:1)".to_string(), Status::Dropped)]
+        );
+    }
+}
+
 #[test]
 fn absent_protections_are_one_advisory_line_per_name() {
     let protected = |path: &str, entry: &str| Grant {
