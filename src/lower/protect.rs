@@ -226,27 +226,22 @@ impl Ctx<'_> {
             if !keep {
                 continue;
             }
-            if *absent {
-                out.extend(paths.into_iter().zip(&names).map(|(path, &e)| Want {
-                    path,
-                    entry: e.to_string(),
-                    found: Some(PathKind::Missing),
-                }));
-                continue;
-            }
-            // `None` where paths are not resolved (portable).
-            let listed = self.resolve.then(|| listing(r));
+            // `None` where paths are not resolved (portable) or the tree
+            // was absent (nothing to read).
+            let listed = (self.resolve && !absent).then(|| listing(r));
             for (path, &e) in paths.into_iter().zip(&names) {
                 out.push(Want {
-                    found: listed
-                        .as_ref()
-                        .and_then(|l| under_root(r, &path, l.as_ref())),
+                    found: match &listed {
+                        _ if *absent => Some(PathKind::Missing),
+                        Some(l) => under_root(r, &path, l.as_ref()),
+                        None => None,
+                    },
                     path,
                     entry: e.to_string(),
                 });
             }
-            if self.resolve {
-                let top = listed.as_ref().and_then(|l| l.as_deref());
+            if let Some(l) = &listed {
+                let top = l.as_deref();
                 // A listing without `.git` says `git::repo` finds nothing.
                 if top.is_none_or(|l| l.iter().any(|(n, _)| n == ".git")) {
                     repos.push(r.clone());
