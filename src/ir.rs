@@ -6,10 +6,16 @@
 
 use serde::{Deserialize, Serialize};
 
+mod wire;
+pub use wire::Absent;
+
 /// Version of the IR and artifact format (`"sbx": 1` in every JSON artifact).
 pub const FORMAT_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Serialised by hand ([`wire`]): `ir.json` writes absent protections
+/// per writable tree.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "wire::IrIn")]
 pub struct Ir {
     pub sbx: u32,
     /// Hash of the merged policy ([`crate::policy::hash`]): the same in
@@ -17,7 +23,6 @@ pub struct Ir {
     pub policy_hash: String,
     /// Hash of this lowered IR (computed with both hashes empty): differs
     /// by OS, host paths and path mode.
-    #[serde(default)]
     pub ir_hash: String,
     pub enforcement: Enforcement,
     /// `resolved` (host paths, symlinks resolved) or `portable` (placeholders).
@@ -293,6 +298,24 @@ pub struct Grant {
     /// approved symlink; `path` is then the approved canonical target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<External>,
+}
+
+impl Grant {
+    /// The other spellings of `path`, which lies at or below this grant's
+    /// path: each alias with the rest of `path` appended, sorted.
+    pub fn aliases_below(&self, path: &str) -> Vec<String> {
+        let Some(rest) = path.strip_prefix(self.path.as_str()) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = self
+            .aliases
+            .iter()
+            .map(|a| [a.trim_end_matches('/'), rest].concat())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! rights, and §13's run files, kept read-only: both added the way
 //! [`super::protect`] adds protections, relying on most-specific-wins.
 
-use super::lookup::{aliases_below, locate, written, Lookup};
+use super::lookup::{locate, written, Lookup};
 use super::paths::join;
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
@@ -68,7 +68,7 @@ impl Ctx<'_> {
             }
             out.push(Grant {
                 kind,
-                aliases: aliases_below(g, &path),
+                aliases: g.aliases_below(&path),
                 path,
                 access: Access::NONE,
                 source: Source::Covered {
@@ -121,7 +121,7 @@ pub fn run_files(ir: &mut crate::ir::Ir, files: &[String]) {
                 g.source = Source::RunFile;
                 continue;
             }
-            let aliases = aliases_below(g, &path);
+            let aliases = g.aliases_below(&path);
             ir.fs.push(Grant {
                 path,
                 access,

@@ -54,22 +54,6 @@ pub(super) fn parent(p: &str) -> Option<&str> {
     }
 }
 
-/// The spelling of `path` under each of `g`'s aliases (macOS `/tmp` and
-/// `/private/tmp`).
-pub(super) fn aliases_below(g: &Grant, path: &str) -> Vec<String> {
-    let Some(rest) = path.strip_prefix(g.path.as_str()) else {
-        return Vec::new();
-    };
-    let mut v: Vec<String> = g
-        .aliases
-        .iter()
-        .map(|a| format!("{}{rest}", a.trim_end_matches('/')))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
 pub(super) fn locate(policy: &Policy, s: &Source) -> Option<Location> {
     match s {
         Source::Rule { index, .. } => policy.fs.as_ref()?.get(*index)?.loc.clone(),

@@ -14,7 +14,7 @@
 //! `.vscode/`) keeps deciding for itself.
 
 use super::git;
-use super::lookup::{aliases_below, locate, parent, written, Lookup};
+use super::lookup::{locate, parent, written, Lookup};
 use super::paths::join;
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
@@ -398,7 +398,7 @@ impl Ctx<'_> {
                     Some(k) => k,
                     None => self.kind_of(&w.path),
                 },
-                aliases: aliases_below(g, &w.path),
+                aliases: g.aliases_below(&w.path),
                 path: w.path,
                 access,
                 source: Source::Protected { entry: w.entry },

@@ -552,3 +552,32 @@ fn the_nested_search_reads_the_same_from_the_listing() {
     assert_eq!(read.2, [h.p("ws/a"), h.p("ws/b/c")]);
     assert_eq!(search(Some(&listed)), read);
 }
+
+#[test]
+fn ir_json_writes_absent_protections_per_tree_and_reads_them_back() {
+    let h = Host::new();
+    h.repo("ws");
+    h.mkdir("ws/a");
+    h.mkdir("ws/.vscode");
+    let policy = format!(
+        "{RW}[[fs]]\npath = \"{}\"\nread = true\nwrite = true\n",
+        h.p("home/tree")
+    );
+    let (ir, _) = h.lower(&policy);
+    let text = serde_json::to_string(&ir).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let trees: Vec<&str> = v["absent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["root"].as_str().unwrap())
+        .collect();
+    assert_eq!(trees, [h.p("home/tree"), h.p("ws")]);
+    // What exists is a grant of its own: the workspace's `.vscode`.
+    let entries = &v["absent"][1]["entries"];
+    assert!(!entries.as_array().unwrap().contains(&".vscode".into()));
+    assert!(entries.as_array().unwrap().contains(&".envrc".into()));
+    assert!(protected(&ir, &h.p("ws/.vscode")));
+    let back: Ir = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, ir);
+}

@@ -1,0 +1,242 @@
+//! The JSON form of [`Ir`]: the lowered grants as they are, except the
+//! protections (POLICY.md §7a) that did not exist when the paths were
+//! resolved, which are written per writable tree (`absent`). Those are
+//! most grants of a policy with many writable trees (ten names each), and
+//! every one of them is serialised twice (the IR's hash and `ir.json`).
+//!
+//! A grant is written per tree only where every field of it follows from
+//! the tree's grant, so that reading the JSON back gives the same IR:
+//! `root/entry`, missing, protected by `entry`, the tree's rights minus
+//! create, update and delete, the tree's aliases with `/entry` appended.
+
+use super::{Access, Grant, Ir, PathKind, Source};
+use crate::hashed::Map;
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize};
+
+/// The protections absent under one writable tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Absent {
+    /// The path of the tree's grant: the first writable grant at it.
+    pub root: String,
+    /// Protected-path entries (`.git/hooks`), each `root/entry`.
+    pub entries: Vec<String>,
+}
+
+/// `root/entry` as lowering spells it (`/entry` under `/`).
+fn joined(root: &str, entry: &str) -> String {
+    let sep = if root.ends_with('/') { "" } else { "/" };
+    [root, sep, entry].concat()
+}
+
+/// The grant `root/entry` stands for, given the tree's grant.
+fn expand(tree: &Grant, entry: &str) -> Grant {
+    let path = joined(&tree.path, entry);
+    Grant {
+        aliases: tree.aliases_below(&path),
+        access: Access {
+            create: false,
+            update: false,
+            delete: false,
+            ..tree.access
+        },
+        kind: PathKind::Missing,
+        source: Source::Protected {
+            entry: entry.to_string(),
+        },
+        external: None,
+        path,
+    }
+}
+
+/// Whether `g` is written per tree, and under which tree (by path): it
+/// must be exactly what [`expand`] makes of that tree's grant.
+fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
+    let Source::Protected { entry } = &g.source else {
+        return None;
+    };
+    if g.kind != PathKind::Missing || g.external.is_some() || entry.starts_with(['~', '/']) {
+        return None;
+    }
+    let rest = g.path.strip_suffix(entry.as_str())?;
+    let root = match rest.strip_suffix('/') {
+        Some("") => "/",
+        Some(r) => r,
+        None => return None,
+    };
+    let tree = writable.get(root)?;
+    (expand(tree, entry) == *g).then_some(root)
+}
+
+/// `ir.fs` split into the grants written as they are and the trees'
+/// absent protections. Only for a list sorted by path with no path twice
+/// among the absent ones, so that [`merge`] puts each back where it was.
+fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Absent>) {
+    let sorted = fs.is_sorted_by(|a, b| a.path <= b.path);
+    // The first writable grant at each path: protections never write, so
+    // the grants written as they are hold the same first one.
+    let mut writable: Map<&str, &Grant> = Map::default();
+    if sorted {
+        for g in fs.iter().filter(|g| g.access.writes()) {
+            writable.entry(g.path.as_str()).or_insert(g);
+        }
+    }
+    let mut plain = Vec::with_capacity(fs.len());
+    let mut trees: Vec<Absent> = Vec::new();
+    let mut at: Map<&str, usize> = Map::default();
+    for (i, g) in fs.iter().enumerate() {
+        let alone = |j: Option<usize>| j.and_then(|j| fs.get(j)).is_none_or(|h| h.path != g.path);
+        let tree = match sorted && alone(i.checked_sub(1)) && alone(Some(i + 1)) {
+            true => tree_of(g, &writable),
+            false => None,
+        };
+        let Some(root) = tree else {
+            plain.push(g);
+            continue;
+        };
+        let Source::Protected { entry } = &g.source else {
+            unreachable!("tree_of takes protections only")
+        };
+        let k = *at.entry(root).or_insert_with(|| {
+            trees.push(Absent {
+                root: root.to_string(),
+                entries: Vec::new(),
+            });
+            trees.len() - 1
+        });
+        trees[k].entries.push(entry.clone());
+    }
+    (plain, trees)
+}
+
+/// The grants `plain` and the trees' absent protections as one list,
+/// sorted by path (`plain` first where paths are equal).
+fn merge(plain: Vec<Grant>, absent: &[Absent]) -> Result<Vec<Grant>, String> {
+    if absent.is_empty() {
+        return Ok(plain);
+    }
+    let mut writable: Map<&str, &Grant> = Map::default();
+    for g in plain.iter().filter(|g| g.access.writes()) {
+        writable.entry(g.path.as_str()).or_insert(g);
+    }
+    let mut extra = Vec::new();
+    for a in absent {
+        let tree = writable
+            .get(a.root.as_str())
+            .ok_or_else(|| format!("absent: no writable grant at {:?}", a.root))?;
+        extra.extend(a.entries.iter().map(|e| expand(tree, e)));
+    }
+    extra.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut out = Vec::with_capacity(plain.len() + extra.len());
+    let mut extra = extra.into_iter().peekable();
+    for g in plain {
+        while let Some(h) = extra.next_if(|h| h.path < g.path) {
+            out.push(h);
+        }
+        out.push(g);
+    }
+    out.extend(extra);
+    Ok(out)
+}
+
+/// By hand, for `absent`: the members are those of [`Ir`], in its order,
+/// with `absent` after `fs` where there is any.
+impl Serialize for Ir {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Ir {
+            sbx,
+            policy_hash,
+            ir_hash,
+            enforcement,
+            mode,
+            os,
+            roots,
+            fs,
+            net,
+            env,
+            commands,
+            limits,
+            sensitive_paths,
+            macos,
+            linux,
+            windows,
+            precision,
+        } = self;
+        let (plain, absent) = split(fs);
+        let mut st = s.serialize_struct("Ir", 17 + usize::from(!absent.is_empty()))?;
+        st.serialize_field("sbx", sbx)?;
+        st.serialize_field("policy_hash", policy_hash)?;
+        st.serialize_field("ir_hash", ir_hash)?;
+        st.serialize_field("enforcement", enforcement)?;
+        st.serialize_field("mode", mode)?;
+        st.serialize_field("os", os)?;
+        st.serialize_field("roots", roots)?;
+        st.serialize_field("fs", &plain)?;
+        if !absent.is_empty() {
+            st.serialize_field("absent", &absent)?;
+        }
+        st.serialize_field("net", net)?;
+        st.serialize_field("env", env)?;
+        st.serialize_field("commands", commands)?;
+        st.serialize_field("limits", limits)?;
+        st.serialize_field("sensitive_paths", sensitive_paths)?;
+        st.serialize_field("macos", macos)?;
+        st.serialize_field("linux", linux)?;
+        st.serialize_field("windows", windows)?;
+        st.serialize_field("precision", precision)?;
+        st.end()
+    }
+}
+
+/// What `ir.json` holds, read back into an [`Ir`] by [`TryFrom`].
+#[derive(Deserialize)]
+pub(super) struct IrIn {
+    sbx: u32,
+    policy_hash: String,
+    #[serde(default)]
+    ir_hash: String,
+    enforcement: super::Enforcement,
+    mode: super::PathMode,
+    os: super::Os,
+    roots: super::Roots,
+    fs: Vec<Grant>,
+    #[serde(default)]
+    absent: Vec<Absent>,
+    net: super::Net,
+    env: super::Env,
+    commands: Option<Vec<super::Command>>,
+    limits: super::Limits,
+    sensitive_paths: Vec<String>,
+    macos: super::MacosExtras,
+    linux: super::LinuxExtras,
+    windows: super::WindowsExtras,
+    precision: Vec<super::Precision>,
+}
+
+impl TryFrom<IrIn> for Ir {
+    type Error = String;
+    fn try_from(w: IrIn) -> Result<Ir, String> {
+        Ok(Ir {
+            sbx: w.sbx,
+            policy_hash: w.policy_hash,
+            ir_hash: w.ir_hash,
+            enforcement: w.enforcement,
+            mode: w.mode,
+            os: w.os,
+            roots: w.roots,
+            fs: merge(w.fs, &w.absent)?,
+            net: w.net,
+            env: w.env,
+            commands: w.commands,
+            limits: w.limits,
+            sensitive_paths: w.sensitive_paths,
+            macos: w.macos,
+            linux: w.linux,
+            windows: w.windows,
+            precision: w.precision,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
