@@ -7,13 +7,13 @@
 use serde::{Deserialize, Serialize};
 
 mod wire;
-pub use wire::Absent;
+pub use wire::Protected;
 
 /// Version of the IR and artifact format (`"sbx": 1` in every JSON artifact).
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Serialised by hand ([`wire`]): `ir.json` writes absent protections
-/// per writable tree.
+/// Serialised by hand ([`wire`]): `ir.json` writes the protections at
+/// the top of each writable tree per tree.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "wire::IrIn")]
 pub struct Ir {
@@ -205,7 +205,7 @@ impl Access {
 }
 
 /// What the path was when it was lowered (resolved mode stats it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathKind {
     Dir,

@@ -334,8 +334,9 @@ fn appcontainer(ir: &Ir, req: Requirement) -> AppContainer {
     // Named after the lowered IR, not the policy: one policy used in two
     // workspaces gets two containers, so ACL grants made for one workspace
     // never serve the other.
-    let hash: String = ir
-        .ir_hash
+    // The digest's first 16 hex digits (64 bits), not its `sha256:` label.
+    let digest = ir.ir_hash.rsplit(':').next().unwrap_or_default();
+    let hash: String = digest
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .take(16)

@@ -1,24 +1,26 @@
 //! The JSON form of [`Ir`]: the lowered grants as they are, except the
-//! protections (POLICY.md §7a) that did not exist when the paths were
-//! resolved, which are written per writable tree (`absent`). Those are
-//! most grants of a policy with many writable trees (ten names each), and
-//! every one of them is serialised twice (the IR's hash and `ir.json`).
+//! protections (POLICY.md §7a) at the top of each writable tree, which
+//! are written per tree and kind (`protected`). Those are most grants of a
+//! policy with many writable trees (ten names each), and every one of them
+//! is serialised twice (the IR's hash and `ir.json`).
 //!
 //! A grant is written per tree only where every field of it follows from
 //! the tree's grant, so that reading the JSON back gives the same IR:
-//! `root/entry`, missing, protected by `entry`, the tree's rights minus
-//! create, update and delete, the tree's aliases with `/entry` appended.
+//! `root/entry`, protected by `entry`, the tree's rights minus create,
+//! update and delete, the tree's aliases with `/entry` appended.
 
 use super::{Access, Grant, Ir, PathKind, Source};
 use crate::hashed::Map;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
 
-/// The protections absent under one writable tree.
+/// The protections of one kind at the top of one writable tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Absent {
+pub struct Protected {
     /// The path of the tree's grant: the first writable grant at it.
     pub root: String,
+    /// What each path was when lowered (`missing`: absent).
+    pub kind: PathKind,
     /// Protected-path entries (`.git/hooks`), each `root/entry`.
     pub entries: Vec<String>,
 }
@@ -29,8 +31,8 @@ fn joined(root: &str, entry: &str) -> String {
     [root, sep, entry].concat()
 }
 
-/// The grant `root/entry` stands for, given the tree's grant.
-fn expand(tree: &Grant, entry: &str) -> Grant {
+/// The grant `root/entry` of `kind` stands for, given the tree's grant.
+fn expand(tree: &Grant, entry: &str, kind: PathKind) -> Grant {
     let path = joined(&tree.path, entry);
     Grant {
         aliases: tree.aliases_below(&path),
@@ -40,7 +42,7 @@ fn expand(tree: &Grant, entry: &str) -> Grant {
             delete: false,
             ..tree.access
         },
-        kind: PathKind::Missing,
+        kind,
         source: Source::Protected {
             entry: entry.to_string(),
         },
@@ -55,7 +57,7 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
     let Source::Protected { entry } = &g.source else {
         return None;
     };
-    if g.kind != PathKind::Missing || g.external.is_some() || entry.starts_with(['~', '/']) {
+    if g.external.is_some() || entry.starts_with(['~', '/']) {
         return None;
     }
     let rest = g.path.strip_suffix(entry.as_str())?;
@@ -65,13 +67,13 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
         None => return None,
     };
     let tree = writable.get(root)?;
-    (expand(tree, entry) == *g).then_some(root)
+    (expand(tree, entry, g.kind) == *g).then_some(root)
 }
 
 /// `ir.fs` split into the grants written as they are and the trees'
-/// absent protections. Only for a list sorted by path with no path twice
-/// among the absent ones, so that [`merge`] puts each back where it was.
-fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Absent>) {
+/// protections. Only for a list sorted by path with no path twice among
+/// the protections, so that [`merge`] puts each back where it was.
+fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Protected>) {
     let sorted = fs.is_sorted_by(|a, b| a.path <= b.path);
     // The first writable grant at each path: protections never write, so
     // the grants written as they are hold the same first one.
@@ -82,8 +84,8 @@ fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Absent>) {
         }
     }
     let mut plain = Vec::with_capacity(fs.len());
-    let mut trees: Vec<Absent> = Vec::new();
-    let mut at: Map<&str, usize> = Map::default();
+    let mut trees: Vec<Protected> = Vec::new();
+    let mut at: Map<(&str, PathKind), usize> = Map::default();
     for (i, g) in fs.iter().enumerate() {
         let alone = |j: Option<usize>| j.and_then(|j| fs.get(j)).is_none_or(|h| h.path != g.path);
         let tree = match sorted && alone(i.checked_sub(1)) && alone(Some(i + 1)) {
@@ -97,9 +99,10 @@ fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Absent>) {
         let Source::Protected { entry } = &g.source else {
             unreachable!("tree_of takes protections only")
         };
-        let k = *at.entry(root).or_insert_with(|| {
-            trees.push(Absent {
+        let k = *at.entry((root, g.kind)).or_insert_with(|| {
+            trees.push(Protected {
                 root: root.to_string(),
+                kind: g.kind,
                 entries: Vec::new(),
             });
             trees.len() - 1
@@ -109,10 +112,10 @@ fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Absent>) {
     (plain, trees)
 }
 
-/// The grants `plain` and the trees' absent protections as one list,
-/// sorted by path (`plain` first where paths are equal).
-fn merge(plain: Vec<Grant>, absent: &[Absent]) -> Result<Vec<Grant>, String> {
-    if absent.is_empty() {
+/// The grants `plain` and the trees' protections as one list, sorted by
+/// path (`plain` first where paths are equal).
+fn merge(plain: Vec<Grant>, trees: &[Protected]) -> Result<Vec<Grant>, String> {
+    if trees.is_empty() {
         return Ok(plain);
     }
     let mut writable: Map<&str, &Grant> = Map::default();
@@ -120,11 +123,11 @@ fn merge(plain: Vec<Grant>, absent: &[Absent]) -> Result<Vec<Grant>, String> {
         writable.entry(g.path.as_str()).or_insert(g);
     }
     let mut extra = Vec::new();
-    for a in absent {
+    for t in trees {
         let tree = writable
-            .get(a.root.as_str())
-            .ok_or_else(|| format!("absent: no writable grant at {:?}", a.root))?;
-        extra.extend(a.entries.iter().map(|e| expand(tree, e)));
+            .get(t.root.as_str())
+            .ok_or_else(|| format!("protected: no writable grant at {:?}", t.root))?;
+        extra.extend(t.entries.iter().map(|e| expand(tree, e, t.kind)));
     }
     extra.sort_by(|a, b| a.path.cmp(&b.path));
     let mut out = Vec::with_capacity(plain.len() + extra.len());
@@ -139,8 +142,8 @@ fn merge(plain: Vec<Grant>, absent: &[Absent]) -> Result<Vec<Grant>, String> {
     Ok(out)
 }
 
-/// By hand, for `absent`: the members are those of [`Ir`], in its order,
-/// with `absent` after `fs` where there is any.
+/// By hand, for `protected`: the members are those of [`Ir`], in its
+/// order, with `protected` after `fs` where there is any.
 impl Serialize for Ir {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Ir {
@@ -162,8 +165,8 @@ impl Serialize for Ir {
             windows,
             precision,
         } = self;
-        let (plain, absent) = split(fs);
-        let mut st = s.serialize_struct("Ir", 17 + usize::from(!absent.is_empty()))?;
+        let (plain, trees) = split(fs);
+        let mut st = s.serialize_struct("Ir", 17 + usize::from(!trees.is_empty()))?;
         st.serialize_field("sbx", sbx)?;
         st.serialize_field("policy_hash", policy_hash)?;
         st.serialize_field("ir_hash", ir_hash)?;
@@ -172,8 +175,8 @@ impl Serialize for Ir {
         st.serialize_field("os", os)?;
         st.serialize_field("roots", roots)?;
         st.serialize_field("fs", &plain)?;
-        if !absent.is_empty() {
-            st.serialize_field("absent", &absent)?;
+        if !trees.is_empty() {
+            st.serialize_field("protected", &trees)?;
         }
         st.serialize_field("net", net)?;
         st.serialize_field("env", env)?;
@@ -201,7 +204,7 @@ pub(super) struct IrIn {
     roots: super::Roots,
     fs: Vec<Grant>,
     #[serde(default)]
-    absent: Vec<Absent>,
+    protected: Vec<Protected>,
     net: super::Net,
     env: super::Env,
     commands: Option<Vec<super::Command>>,
@@ -224,7 +227,7 @@ impl TryFrom<IrIn> for Ir {
             mode: w.mode,
             os: w.os,
             roots: w.roots,
-            fs: merge(w.fs, &w.absent)?,
+            fs: merge(w.fs, &w.protected)?,
             net: w.net,
             env: w.env,
             commands: w.commands,

@@ -103,7 +103,7 @@ fn precision_without_appcontainer() {
 fn appcontainer_denies_network_and_narrows_by_deny_ace() {
     let mut ir = base();
     ir.windows.appcontainer = true;
-    ir.ir_hash = "sha256:00ff".into();
+    ir.ir_hash = "sha256:00112233445566778899".into();
     ir.fs.push(Grant {
         path: "${WORKSPACE}/.git".into(),
         access: Access::READ,
@@ -115,7 +115,7 @@ fn appcontainer_denies_network_and_narrows_by_deny_ace() {
     let s = spec(&ir);
     let ac = s.appcontainer.unwrap();
     assert!(ac.capabilities.is_empty());
-    assert_eq!(ac.name, "sbx.sha25600ff");
+    assert_eq!(ac.name, "sbx.0011223344556677");
     assert_eq!(ac.grants[1].allow, Access::READ);
     assert_eq!(
         ac.grants[1].deny,

@@ -29,41 +29,38 @@ fn ir(mut fs: Vec<Grant>, sort: bool) -> Ir {
     ir
 }
 
-/// Written, then read back: the same IR, and the JSON's `absent` member.
+/// Written, then read back: the same IR, and the JSON's `protected` member.
 fn round_trip(ir: &Ir) -> serde_json::Value {
     let text = serde_json::to_string(ir).unwrap();
     let back: Ir = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, ir, "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    v["absent"].clone()
+    v["protected"].clone()
 }
 
 #[test]
-fn absent_protections_are_written_per_tree_and_read_back_in_place() {
+fn protections_are_written_per_tree_and_kind_and_read_back_in_place() {
     let w = tree("/w", Access::READ_WRITE, &["/link/w"]);
     let d = tree("/w-d", Access::READ_WRITE, &[]);
     let mut fs = vec![w.clone(), d.clone()];
     for e in [".vscode", ".git/hooks", ".envrc"] {
-        fs.push(expand(&w, e));
-        fs.push(expand(&d, e));
+        fs.push(expand(&w, e, PathKind::Missing));
+        fs.push(expand(&d, e, PathKind::Missing));
     }
-    // A protection that exists stays a grant of its own.
-    fs.push(Grant {
-        kind: PathKind::Dir,
-        ..expand(&w, ".idea")
-    });
+    fs.push(expand(&w, ".idea", PathKind::Dir));
     let ir = ir(fs, true);
-    let absent = round_trip(&ir);
+    let trees = round_trip(&ir);
     // In the order of their first protection (`/w-d` sorts before `/w/.envrc`).
     assert_eq!(
-        absent,
+        trees,
         serde_json::json!([
-            {"root": "/w-d", "entries": [".envrc", ".git/hooks", ".vscode"]},
-            {"root": "/w", "entries": [".envrc", ".git/hooks", ".vscode"]},
+            {"root": "/w-d", "kind": "missing", "entries": [".envrc", ".git/hooks", ".vscode"]},
+            {"root": "/w", "kind": "missing", "entries": [".envrc", ".git/hooks", ".vscode"]},
+            {"root": "/w", "kind": "dir", "entries": [".idea"]},
         ])
     );
     let text = serde_json::to_string(&ir).unwrap();
-    assert_eq!(text.matches("\"path\"").count(), 3, "{text}");
+    assert_eq!(text.matches("\"path\"").count(), 2, "{text}");
     assert!(!text.contains("/link/w/.vscode"));
     let expanded = &ir.fs[ir.fs.iter().position(|g| g.path == "/w/.vscode").unwrap()];
     assert_eq!(expanded.aliases, ["/link/w/.vscode"]);
@@ -78,51 +75,60 @@ fn a_protection_that_does_not_follow_from_its_tree_stays_a_grant() {
         // Rights other than the tree's minus writing.
         Grant {
             access: Access::NONE,
-            ..expand(&w, ".a")
+            ..expand(&w, ".a", PathKind::Missing)
         },
         // Aliases the tree does not give.
         Grant {
             aliases: vec!["/x/.b".into()],
-            ..expand(&w, ".b")
+            ..expand(&w, ".b", PathKind::Missing)
         },
         // An entry under home, or absolute.
         Grant {
             source: Source::Protected {
                 entry: "~/.c".into(),
             },
-            ..expand(&w, ".c")
+            ..expand(&w, ".c", PathKind::Missing)
         },
         // Under a tree that is not writable.
-        expand(&r, ".d"),
-        // Not missing.
+        expand(&r, ".d", PathKind::Missing),
+        // Not a protection.
         Grant {
-            kind: PathKind::Unknown,
-            ..expand(&w, ".e")
+            source: Source::Default,
+            ..expand(&w, ".e", PathKind::Missing)
         },
     ];
-    let mut fs = vec![w.clone(), r, root.clone(), expand(&root, ".f")];
+    let mut fs = vec![w.clone(), r, root.clone()];
+    fs.push(expand(&root, ".f", PathKind::Unknown));
     fs.extend(odd.iter().cloned());
     let ir = ir(fs, true);
     assert_eq!(
         round_trip(&ir),
-        serde_json::json!([{"root": "/", "entries": [".f"]}])
+        serde_json::json!([{"root": "/", "kind": "unknown", "entries": [".f"]}])
     );
 }
 
 #[test]
 fn an_unsorted_list_or_a_path_twice_is_written_as_it_is() {
     let w = tree("/w", Access::READ_WRITE, &[]);
-    let unsorted = ir(vec![expand(&w, ".b"), w.clone(), expand(&w, ".a")], false);
+    let m = PathKind::Missing;
+    let unsorted = ir(
+        vec![expand(&w, ".b", m), w.clone(), expand(&w, ".a", m)],
+        false,
+    );
     assert_eq!(round_trip(&unsorted), serde_json::Value::Null);
-    let twice = ir(vec![w.clone(), expand(&w, ".a"), expand(&w, ".a")], false);
+    let twice = ir(
+        vec![w.clone(), expand(&w, ".a", m), expand(&w, ".a", m)],
+        false,
+    );
     assert_eq!(round_trip(&twice), serde_json::Value::Null);
 }
 
 #[test]
-fn an_absent_tree_without_its_grant_is_an_error() {
+fn a_tree_without_its_grant_is_an_error() {
     let w = tree("/w", Access::READ_WRITE, &[]);
-    let mut v = serde_json::to_value(ir(vec![w.clone(), expand(&w, ".a")], true)).unwrap();
-    v["absent"][0]["root"] = "/elsewhere".into();
+    let a = expand(&w, ".a", PathKind::Missing);
+    let mut v = serde_json::to_value(ir(vec![w.clone(), a], true)).unwrap();
+    v["protected"][0]["root"] = "/elsewhere".into();
     let e = serde_json::from_value::<Ir>(v).unwrap_err().to_string();
     assert!(e.contains("no writable grant at \"/elsewhere\""), "{e}");
 }

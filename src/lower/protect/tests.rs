@@ -554,10 +554,9 @@ fn the_nested_search_reads_the_same_from_the_listing() {
 }
 
 #[test]
-fn ir_json_writes_absent_protections_per_tree_and_reads_them_back() {
+fn ir_json_writes_protections_per_tree_and_reads_them_back() {
     let h = Host::new();
     h.repo("ws");
-    h.mkdir("ws/a");
     h.mkdir("ws/.vscode");
     let policy = format!(
         "{RW}[[fs]]\npath = \"{}\"\nread = true\nwrite = true\n",
@@ -566,17 +565,29 @@ fn ir_json_writes_absent_protections_per_tree_and_reads_them_back() {
     let (ir, _) = h.lower(&policy);
     let text = serde_json::to_string(&ir).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let trees: Vec<&str> = v["absent"]
+    let trees: Vec<(&str, &str, usize)> = v["protected"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| a["root"].as_str().unwrap())
+        .map(|t| {
+            let n = t["entries"].as_array().unwrap().len();
+            (t["root"].as_str().unwrap(), t["kind"].as_str().unwrap(), n)
+        })
         .collect();
-    assert_eq!(trees, [h.p("home/tree"), h.p("ws")]);
-    // What exists is a grant of its own: the workspace's `.vscode`.
-    let entries = &v["absent"][1]["entries"];
-    assert!(!entries.as_array().unwrap().contains(&".vscode".into()));
-    assert!(entries.as_array().unwrap().contains(&".envrc".into()));
+    let (tree, ws) = (h.p("home/tree"), h.p("ws"));
+    // The absent tree's ten; in the workspace, `.git/config` (a file),
+    // `.git/hooks` and `.vscode` (directories) and the seven absent ones.
+    assert_eq!(
+        trees,
+        [
+            (tree.as_str(), "missing", 10),
+            (ws.as_str(), "missing", 7),
+            (ws.as_str(), "file", 1),
+            (ws.as_str(), "dir", 2),
+        ]
+    );
+    assert!(text.contains(&format!("\"path\":\"{ws}\"")));
+    assert!(!text.contains(&format!("\"path\":\"{ws}/.vscode\"")));
     assert!(protected(&ir, &h.p("ws/.vscode")));
     let back: Ir = serde_json::from_str(&text).unwrap();
     assert_eq!(back, ir);
