@@ -169,3 +169,41 @@ fn a_current_directory_outside_the_grants_is_announced() {
     assert_eq!(dir, format!("{ws}\n"), "{err}");
     assert!(!err.contains("current directory"), "{err}");
 }
+
+/// The Linux artifact writes the mounts of protections absent when
+/// compiled per directory; `sbx run --artifact` reads them back and
+/// still moves aside what the command created there. Control: a file the
+/// command writes elsewhere in the workspace stays.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_artifact_read_back_moves_planted_files_aside() {
+    let h = Host::new();
+    if !std::path::Path::new("/bin/sh").exists() {
+        panic!("/bin/sh is needed to write in the sandbox");
+    }
+    let file = h.root.join("p.toml");
+    std::fs::write(&file, WS).unwrap();
+    let art = h.root.join("linux.json");
+    let (p, a) = (file.to_str().unwrap(), art.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&art).unwrap()).unwrap();
+    let dirs: Vec<&str> = json["namespaces"]["absent"]
+        .as_array()
+        .expect("absent protections per directory")
+        .iter()
+        .map(|d| d["dir"].as_str().unwrap())
+        .collect();
+    assert!(dirs.contains(&h.ws.to_str().unwrap()), "{dirs:?}");
+    let ws = h.ws.to_str().unwrap();
+    let script = format!("echo x > {ws}/.envrc && echo y > {ws}/notes");
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--", "/bin/sh", "-c", &script]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!h.ws.join(".envrc").exists(), "{err}");
+    assert!(h.ws.join(".envrc.sbx-blocked").exists(), "{err}");
+    assert!(
+        err.contains("moved it to [TMP]/ws/.envrc.sbx-blocked"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(h.ws.join("notes")).unwrap(), "y\n");
+}

@@ -5,6 +5,8 @@
 use crate::ir::{self, Enforcement, PathMode, Precision};
 use serde::{Deserialize, Serialize};
 
+mod ns_wire;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinuxArtifact {
@@ -41,21 +43,19 @@ pub struct LinuxArtifact {
     pub precision: Vec<Precision>,
 }
 
-/// The namespace layer of `sbx run` (docs/linux.md).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The namespace layer of `sbx run` (docs/linux.md). In JSON the absent
+/// protections' mounts are written per directory ([`ns_wire`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "ns_wire::NsIn")]
 pub struct NsConfig {
-    #[serde(default, skip_serializing_if = "ir::Namespaces::is_auto")]
     pub mode: ir::Namespaces,
     /// Bind mounts made in the child's mount namespace, sorted by path
     /// (templates as in `landlock`): every carve-out Landlock alone
     /// cannot express, and every rule beneath one.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<MountRule>,
     /// Symlinks that led to a rule's path when it was resolved (a
     /// grant's aliases): `sbx run`'s new root holds them too, so the
     /// path as written still works.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<Link>,
 }
 

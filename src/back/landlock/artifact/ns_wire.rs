@@ -1,0 +1,146 @@
+//! The JSON form of [`NsConfig`]: the mounts as they are, except those of
+//! sbx's protections absent when compiled (read-only bind mounts the
+//! loader makes if the path exists by launch, and whose path it moves
+//! aside after the run otherwise), written per directory as `absent`.
+//! A writable tree has ten, and they are most mounts of a policy with
+//! many trees. Reading the JSON back gives the same mounts in the same
+//! order.
+
+use super::{ir, Link, MountKind, MountRule, NsConfig};
+use crate::hashed::Map;
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize};
+
+/// The absent protections' mounts in one directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AbsentIn {
+    dir: String,
+    /// Beneath a noexec carve-out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    noexec: bool,
+    /// Each `dir/name`.
+    names: Vec<String>,
+}
+
+/// The mount a name of [`AbsentIn`] stands for.
+fn absent_mount(path: String, noexec: bool) -> MountRule {
+    MountRule {
+        path,
+        kind: MountKind::Bind,
+        read_only: true,
+        noexec,
+        protection: true,
+        absent: true,
+    }
+}
+
+/// `m`'s directory and name, where `m` is what [`absent_mount`] makes.
+fn dir_name(m: &MountRule) -> Option<(&str, &str)> {
+    let (dir, name) = m.path.rsplit_once('/')?;
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let same = *m == absent_mount(m.path.clone(), m.noexec);
+    (!name.is_empty() && same).then_some((dir, name))
+}
+
+fn joined(dir: &str, name: &str) -> String {
+    let sep = if dir.ends_with('/') { "" } else { "/" };
+    [dir, sep, name].concat()
+}
+
+/// The mounts written as they are, and the absent ones per directory.
+/// Only for mounts sorted by path, none twice, so that reading them back
+/// puts each where it was.
+fn split(mounts: &[MountRule]) -> (Vec<&MountRule>, Vec<AbsentIn>) {
+    let ordered = mounts.is_sorted_by(|a, b| a.path < b.path);
+    let mut plain = Vec::with_capacity(mounts.len());
+    let mut dirs: Vec<AbsentIn> = Vec::new();
+    let mut at: Map<(&str, bool), usize> = Map::default();
+    for m in mounts {
+        let Some((dir, name)) = dir_name(m).filter(|_| ordered) else {
+            plain.push(m);
+            continue;
+        };
+        let k = *at.entry((dir, m.noexec)).or_insert_with(|| {
+            dirs.push(AbsentIn {
+                dir: dir.to_string(),
+                noexec: m.noexec,
+                names: Vec::new(),
+            });
+            dirs.len() - 1
+        });
+        dirs[k].names.push(name.to_string());
+    }
+    (plain, dirs)
+}
+
+impl Serialize for NsConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let NsConfig {
+            mode,
+            mounts,
+            links,
+        } = self;
+        let (plain, absent) = split(mounts);
+        let mut st = s.serialize_struct("NsConfig", 4)?;
+        if !mode.is_auto() {
+            st.serialize_field("mode", mode)?;
+        }
+        if !plain.is_empty() {
+            st.serialize_field("mounts", &plain)?;
+        }
+        if !absent.is_empty() {
+            st.serialize_field("absent", &absent)?;
+        }
+        if !links.is_empty() {
+            st.serialize_field("links", links)?;
+        }
+        st.end()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NsIn {
+    #[serde(default)]
+    mode: ir::Namespaces,
+    #[serde(default)]
+    mounts: Vec<MountRule>,
+    #[serde(default)]
+    absent: Vec<AbsentIn>,
+    #[serde(default)]
+    links: Vec<Link>,
+}
+
+impl TryFrom<NsIn> for NsConfig {
+    type Error = String;
+    fn try_from(w: NsIn) -> Result<NsConfig, String> {
+        let mut extra = Vec::new();
+        for d in &w.absent {
+            for n in &d.names {
+                if n.is_empty() || n.contains('/') {
+                    return Err(format!("absent: {n:?} in {:?} is not a name", d.dir));
+                }
+                extra.push(absent_mount(joined(&d.dir, n), d.noexec));
+            }
+        }
+        extra.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut mounts = Vec::with_capacity(w.mounts.len() + extra.len());
+        let mut extra = extra.into_iter().peekable();
+        for m in w.mounts {
+            while let Some(x) = extra.next_if(|x| x.path < m.path) {
+                mounts.push(x);
+            }
+            mounts.push(m);
+        }
+        mounts.extend(extra);
+        Ok(NsConfig {
+            mode: w.mode,
+            mounts,
+            links: w.links,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
