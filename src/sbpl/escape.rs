@@ -37,6 +37,13 @@ pub fn escape_into(s: &str, out: &mut String) -> Result<(), EscapeError> {
     }
     out.reserve(s.len() + 2);
     out.push('"');
+    // Nearly every path: nothing to escape or refuse, copied whole after
+    // a byte scan rather than a decode of each character.
+    if printable_ascii(s, b"\"\\") {
+        out.push_str(s);
+        out.push('"');
+        return Ok(());
+    }
     // Copied in runs: a path rarely has anything to escape.
     let mut run = 0;
     for (offset, ch) in s.char_indices() {
@@ -54,6 +61,12 @@ pub fn escape_into(s: &str, out: &mut String) -> Result<(), EscapeError> {
     out.push_str(&s[run..]);
     out.push('"');
     Ok(())
+}
+
+/// Every byte of `s` is printable ASCII (space to `~`) and none of `but`.
+pub fn printable_ascii(s: &str, but: &[u8]) -> bool {
+    s.bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && !but.contains(&b))
 }
 
 #[cfg(test)]

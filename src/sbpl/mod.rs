@@ -11,6 +11,6 @@ mod pattern;
 
 pub use check::{check, check_file, check_source, has_errors, Finding, Severity};
 pub use datum::{Datum, DatumKind, Span};
-pub use escape::{escape_into, escape_string, EscapeError, MAX_LITERAL_BYTES};
+pub use escape::{escape_into, escape_string, printable_ascii, EscapeError, MAX_LITERAL_BYTES};
 pub use eval::{Action, Connect, Decision, FileOp, Profile, ProfileError};
 pub use parse::{parse, SyntaxError, MAX_DEPTH};

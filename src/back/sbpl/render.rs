@@ -101,8 +101,8 @@ pub(super) fn comment(s: &str) -> Value {
 /// [`comment`]'s text, appended to `out`.
 pub(super) fn comment_text(s: &str, out: &mut String) {
     let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-    // Nearly always none: copied whole.
-    if !s.contains(bad) {
+    // Nearly always none: copied whole (printable ASCII has none of them).
+    if crate::sbpl::printable_ascii(s, b"") || !s.contains(bad) {
         out.push_str(s);
         return;
     }
