@@ -31,7 +31,8 @@ fn joined(root: &str, entry: &str) -> String {
     [root, sep, entry].concat()
 }
 
-/// The grant `root/entry` of `kind` stands for, given the tree's grant.
+/// The grant `root/entry` of `kind` stands for, given the tree's grant
+/// ([`tree_of`] checks the same without making it).
 fn expand(tree: &Grant, entry: &str, kind: PathKind) -> Grant {
     let path = joined(&tree.path, entry);
     Grant {
@@ -61,13 +62,27 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
         return None;
     }
     let rest = g.path.strip_suffix(entry.as_str())?;
+    // `joined` puts one `/` between: `//x` is not `/` and `x`.
     let root = match rest.strip_suffix('/') {
         Some("") => "/",
-        Some(r) => r,
-        None => return None,
+        Some(r) if !r.ends_with('/') => r,
+        _ => return None,
     };
     let tree = writable.get(root)?;
-    (expand(tree, entry, g.kind) == *g).then_some(root)
+    // What `expand` would make, compared field by field: `path` is
+    // `root/entry` by the split above, and aliases are made only where
+    // the tree has any.
+    let access = Access {
+        create: false,
+        update: false,
+        delete: false,
+        ..tree.access
+    };
+    let aliases = match tree.aliases.is_empty() {
+        true => g.aliases.is_empty(),
+        false => g.aliases == tree.aliases_below(&g.path),
+    };
+    (g.access == access && aliases).then_some(root)
 }
 
 /// `ir.fs` split into the grants written as they are and the trees'

@@ -91,6 +91,11 @@ fn a_protection_that_does_not_follow_from_its_tree_stays_a_grant() {
         },
         // Under a tree that is not writable.
         expand(&r, ".d", PathKind::Missing),
+        // Not spelled `root/entry`.
+        Grant {
+            path: "//.g".into(),
+            ..expand(&root, ".g", PathKind::Missing)
+        },
         // Not a protection.
         Grant {
             source: Source::Default,
