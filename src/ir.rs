@@ -593,6 +593,25 @@ impl Ir {
     }
 }
 
+/// Two lists sorted by `key` as one, `a`'s first where keys are equal (a
+/// stable sort of `a` then `b` gives the same). Lists that are not sorted
+/// give some order, the same for the same lists.
+pub fn merge_sorted<T>(a: Vec<T>, b: Vec<T>, key: impl Fn(&T) -> &str) -> Vec<T> {
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut b = b.into_iter().peekable();
+    for x in a {
+        while let Some(y) = b.next_if(|y| key(y) < key(&x)) {
+            out.push(y);
+        }
+        out.push(x);
+    }
+    out.extend(b);
+    out
+}
+
 /// [`Ir::decide`] over any list of grants.
 pub fn decide_in<'a>(fs: &'a [Grant], path: &str) -> Option<&'a Grant> {
     fs.iter()

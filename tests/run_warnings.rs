@@ -21,6 +21,18 @@ fn run(h: &Host, policy: &str, extra: &[&str]) -> (i32, Vec<String>) {
 
 const WS: &str = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
 
+/// `policy` compiled for Linux (`linux.json` in the host's root).
+#[cfg(target_os = "linux")]
+fn linux_artifact(h: &Host, policy: &str) -> std::path::PathBuf {
+    let file = h.root.join("p.toml");
+    std::fs::write(&file, policy).unwrap();
+    let art = h.root.join("linux.json");
+    let (p, a) = (file.to_str().unwrap(), art.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
+    assert_eq!(code, 0, "{err}");
+    art
+}
+
 #[test]
 fn one_line_each_and_quiet_silences_them() {
     let h = Host::new();
@@ -107,12 +119,8 @@ fn required_and_protections_with_and_without_namespaces() {
     // Control: a protected path that existed when compiled and is gone at
     // launch is news to the artifact, and the loader says it.
     std::fs::create_dir(h.ws.join(".idea")).unwrap();
-    let file = h.root.join("p.toml");
-    std::fs::write(&file, WS).unwrap();
-    let art = h.root.join("linux.json");
-    let (p, a) = (file.to_str().unwrap(), art.to_str().unwrap());
-    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
-    assert_eq!(code, 0, "{err}");
+    let art = linux_artifact(&h, WS);
+    let a = art.to_str().unwrap();
     std::fs::remove_dir(h.ws.join(".idea")).unwrap();
     let (code, _, err) = h.sbx(&["run", "--artifact", a, "--report", "--", "sh"]);
     assert_eq!(code, 0, "{err}");
@@ -181,12 +189,8 @@ fn an_artifact_read_back_moves_planted_files_aside() {
     if !std::path::Path::new("/bin/sh").exists() {
         panic!("/bin/sh is needed to write in the sandbox");
     }
-    let file = h.root.join("p.toml");
-    std::fs::write(&file, WS).unwrap();
-    let art = h.root.join("linux.json");
-    let (p, a) = (file.to_str().unwrap(), art.to_str().unwrap());
-    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
-    assert_eq!(code, 0, "{err}");
+    let art = linux_artifact(&h, WS);
+    let a = art.to_str().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&art).unwrap()).unwrap();
     let dirs: Vec<&str> = json["namespaces"]["absent"]
         .as_array()

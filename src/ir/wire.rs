@@ -145,16 +145,7 @@ fn merge(plain: Vec<Grant>, trees: &[Protected]) -> Result<Vec<Grant>, String> {
         extra.extend(t.entries.iter().map(|e| expand(tree, e, t.kind)));
     }
     extra.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut out = Vec::with_capacity(plain.len() + extra.len());
-    let mut extra = extra.into_iter().peekable();
-    for g in plain {
-        while let Some(h) = extra.next_if(|h| h.path < g.path) {
-            out.push(h);
-        }
-        out.push(g);
-    }
-    out.extend(extra);
-    Ok(out)
+    Ok(super::merge_sorted(plain, extra, |g| &g.path))
 }
 
 /// By hand, for `protected`: the members are those of [`Ir`], in its

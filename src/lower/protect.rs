@@ -475,19 +475,7 @@ impl Ctx<'_> {
 fn merged(a: Vec<Grant>, b: Vec<Grant>) -> Vec<Grant> {
     debug_assert!(a.is_sorted_by(|x, y| x.path <= y.path));
     debug_assert!(b.is_sorted_by(|x, y| x.path <= y.path));
-    if b.is_empty() {
-        return a;
-    }
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let mut b = b.into_iter().peekable();
-    for g in a {
-        while let Some(h) = b.next_if(|h| h.path < g.path) {
-            out.push(h);
-        }
-        out.push(g);
-    }
-    out.extend(b);
-    out
+    crate::ir::merge_sorted(a, b, |g| &g.path)
 }
 
 #[cfg(test)]

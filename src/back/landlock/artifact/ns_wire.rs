@@ -125,18 +125,9 @@ impl TryFrom<NsIn> for NsConfig {
             }
         }
         extra.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut mounts = Vec::with_capacity(w.mounts.len() + extra.len());
-        let mut extra = extra.into_iter().peekable();
-        for m in w.mounts {
-            while let Some(x) = extra.next_if(|x| x.path < m.path) {
-                mounts.push(x);
-            }
-            mounts.push(m);
-        }
-        mounts.extend(extra);
         Ok(NsConfig {
             mode: w.mode,
-            mounts,
+            mounts: ir::merge_sorted(w.mounts, extra, |m| &m.path),
             links: w.links,
         })
     }
