@@ -25,6 +25,12 @@ pub struct Protected {
     pub entries: Vec<String>,
 }
 
+/// A relative path of plain components, as lowering leaves an entry of
+/// the protected list: nothing read back names a place outside its tree.
+fn entry_ok(entry: &str) -> bool {
+    entry.split('/').all(|c| !matches!(c, "" | "." | "..")) && !entry.starts_with('~')
+}
+
 /// `root/entry` as lowering spells it (`/entry` under `/`).
 fn joined(root: &str, entry: &str) -> String {
     let sep = if root.ends_with('/') { "" } else { "/" };
@@ -58,7 +64,7 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
     let Source::Protected { entry } = &g.source else {
         return None;
     };
-    if g.external.is_some() || entry.starts_with(['~', '/']) {
+    if g.external.is_some() || !entry_ok(entry) {
         return None;
     }
     let rest = g.path.strip_suffix(entry.as_str())?;
@@ -142,6 +148,12 @@ fn merge(plain: Vec<Grant>, trees: &[Protected]) -> Result<Vec<Grant>, String> {
         let tree = writable
             .get(t.root.as_str())
             .ok_or_else(|| format!("protected: no writable grant at {:?}", t.root))?;
+        if let Some(e) = t.entries.iter().find(|e| !entry_ok(e)) {
+            return Err(format!(
+                "protected: {e:?} under {:?} is not a relative path",
+                t.root
+            ));
+        }
         extra.extend(t.entries.iter().map(|e| expand(tree, e, t.kind)));
     }
     extra.sort_by(|a, b| a.path.cmp(&b.path));

@@ -91,6 +91,14 @@ fn a_protection_that_does_not_follow_from_its_tree_stays_a_grant() {
         },
         // Under a tree that is not writable.
         expand(&r, ".d", PathKind::Missing),
+        // An entry with a `..` component stays as it is.
+        Grant {
+            path: "/w/../x".into(),
+            source: Source::Protected {
+                entry: "../x".into(),
+            },
+            ..expand(&w, ".h", PathKind::Missing)
+        },
         // Not spelled `root/entry`.
         Grant {
             path: "//.g".into(),
@@ -132,8 +140,18 @@ fn an_unsorted_list_or_a_path_twice_is_written_as_it_is() {
 fn a_tree_without_its_grant_is_an_error() {
     let w = tree("/w", Access::READ_WRITE, &[]);
     let a = expand(&w, ".a", PathKind::Missing);
-    let mut v = serde_json::to_value(ir(vec![w.clone(), a], true)).unwrap();
-    v["protected"][0]["root"] = "/elsewhere".into();
-    let e = serde_json::from_value::<Ir>(v).unwrap_err().to_string();
+    let v = serde_json::to_value(ir(vec![w.clone(), a], true)).unwrap();
+    let mut elsewhere = v.clone();
+    elsewhere["protected"][0]["root"] = "/elsewhere".into();
+    let e = serde_json::from_value::<Ir>(elsewhere)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no writable grant at \"/elsewhere\""), "{e}");
+    // An entry that would name a place outside its tree.
+    for bad in ["../etc", "/etc", "a//b", "~/x", ""] {
+        let mut v = v.clone();
+        v["protected"][0]["entries"][0] = bad.into();
+        let e = serde_json::from_value::<Ir>(v).unwrap_err().to_string();
+        assert!(e.contains("is not a relative path"), "{bad}: {e}");
+    }
 }

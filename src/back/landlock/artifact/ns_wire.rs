@@ -40,7 +40,12 @@ fn dir_name(m: &MountRule) -> Option<(&str, &str)> {
     let (dir, name) = m.path.rsplit_once('/')?;
     let dir = if dir.is_empty() { "/" } else { dir };
     let same = *m == absent_mount(m.path.clone(), m.noexec);
-    (!name.is_empty() && same).then_some((dir, name))
+    (name_ok(name) && same).then_some((dir, name))
+}
+
+/// One component that names an entry of its directory.
+fn name_ok(name: &str) -> bool {
+    !matches!(name, "" | "." | "..") && !name.contains('/')
 }
 
 fn joined(dir: &str, name: &str) -> String {
@@ -118,7 +123,7 @@ impl TryFrom<NsIn> for NsConfig {
         let mut extra = Vec::new();
         for d in &w.absent {
             for n in &d.names {
-                if n.is_empty() || n.contains('/') {
+                if !name_ok(n) {
                     return Err(format!("absent: {n:?} in {:?} is not a name", d.dir));
                 }
                 extra.push(absent_mount(joined(&d.dir, n), d.noexec));

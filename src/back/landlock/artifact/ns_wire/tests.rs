@@ -81,12 +81,14 @@ fn unsorted_mounts_are_written_as_they_are() {
 }
 
 #[test]
-fn a_name_with_a_slash_or_an_unknown_member_is_an_error() {
-    let bad = r#"{"absent": [{"dir": "/w", "names": ["../x"]}]}"#;
-    let e = serde_json::from_str::<NsConfig>(bad)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("is not a name"), "{e}");
+fn a_name_that_is_not_one_component_or_an_unknown_member_is_an_error() {
+    for name in ["../x", "..", ".", ""] {
+        let bad = format!(r#"{{"absent": [{{"dir": "/w", "names": ["{name}"]}}]}}"#);
+        let e = serde_json::from_str::<NsConfig>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a name"), "{name}: {e}");
+    }
     let unknown = r#"{"mount": []}"#;
     assert!(serde_json::from_str::<NsConfig>(unknown).is_err());
 }
