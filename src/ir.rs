@@ -172,6 +172,16 @@ impl Access {
             execute: self.execute || o.execute,
         }
     }
+    /// `self` without create, update and delete: what a protection keeps
+    /// of the grant that covers it.
+    pub fn without_writes(self) -> Access {
+        Access {
+            create: false,
+            update: false,
+            delete: false,
+            ..self
+        }
+    }
     /// Rights in `self` that `o` lacks.
     pub fn minus(self, o: Access) -> Access {
         Access {
@@ -591,6 +601,14 @@ impl Ir {
     pub fn access_at(&self, path: &str) -> Access {
         self.decide(path).map(|g| g.access).unwrap_or_default()
     }
+}
+
+/// `dir/name` with one `/` between (`/name` under `/`), as lowering
+/// spells a protected path below its tree; nothing is normalised, so
+/// the JSON forms that store the two parts give back the same path.
+pub fn joined(dir: &str, name: &str) -> String {
+    let sep = if dir.ends_with('/') { "" } else { "/" };
+    [dir, sep, name].concat()
 }
 
 /// Two lists sorted by `key` as one, `a`'s first where keys are equal (a

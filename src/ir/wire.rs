@@ -9,7 +9,7 @@
 //! `root/entry`, protected by `entry`, the tree's rights minus create,
 //! update and delete, the tree's aliases with `/entry` appended.
 
-use super::{Access, Grant, Ir, PathKind, Source};
+use super::{Grant, Ir, PathKind, Source};
 use crate::hashed::Map;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
@@ -31,24 +31,13 @@ fn entry_ok(entry: &str) -> bool {
     entry.split('/').all(|c| !matches!(c, "" | "." | "..")) && !entry.starts_with('~')
 }
 
-/// `root/entry` as lowering spells it (`/entry` under `/`).
-fn joined(root: &str, entry: &str) -> String {
-    let sep = if root.ends_with('/') { "" } else { "/" };
-    [root, sep, entry].concat()
-}
-
 /// The grant `root/entry` of `kind` stands for, given the tree's grant
 /// ([`tree_of`] checks the same without making it).
 fn expand(tree: &Grant, entry: &str, kind: PathKind) -> Grant {
-    let path = joined(&tree.path, entry);
+    let path = super::joined(&tree.path, entry);
     Grant {
         aliases: tree.aliases_below(&path),
-        access: Access {
-            create: false,
-            update: false,
-            delete: false,
-            ..tree.access
-        },
+        access: tree.access.without_writes(),
         kind,
         source: Source::Protected {
             entry: entry.to_string(),
@@ -68,7 +57,7 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
         return None;
     }
     let rest = g.path.strip_suffix(entry.as_str())?;
-    // `joined` puts one `/` between: `//x` is not `/` and `x`.
+    // `ir::joined` puts one `/` between: `//x` is not `/` and `x`.
     let root = match rest.strip_suffix('/') {
         Some("") => "/",
         Some(r) if !r.ends_with('/') => r,
@@ -78,17 +67,11 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
     // What `expand` would make, compared field by field: `path` is
     // `root/entry` by the split above, and aliases are made only where
     // the tree has any.
-    let access = Access {
-        create: false,
-        update: false,
-        delete: false,
-        ..tree.access
-    };
     let aliases = match tree.aliases.is_empty() {
         true => g.aliases.is_empty(),
         false => g.aliases == tree.aliases_below(&g.path),
     };
-    (g.access == access && aliases).then_some(root)
+    (g.access == tree.access.without_writes() && aliases).then_some(root)
 }
 
 /// `ir.fs` split into the grants written as they are and the trees'

@@ -110,12 +110,7 @@ pub fn run_files(ir: &mut crate::ir::Ir, files: &[String]) {
             if !g.access.writes() {
                 continue;
             }
-            let access = Access {
-                create: false,
-                update: false,
-                delete: false,
-                ..g.access
-            };
+            let access = g.access.without_writes();
             if g.path == path {
                 g.access = access;
                 g.source = Source::RunFile;

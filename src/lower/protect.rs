@@ -19,7 +19,7 @@ use super::paths::join;
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
 use crate::hashed::{Map, Set};
-use crate::ir::{Access, Grant, PathKind, Precision, Source, Status};
+use crate::ir::{Grant, PathKind, Precision, Source, Status};
 use crate::policy::Policy;
 
 /// At the top of every writable tree (POLICY.md §7a).
@@ -380,12 +380,7 @@ impl Ctx<'_> {
                 lifted.push((i, w.path, w.entry));
                 continue;
             }
-            let access = Access {
-                create: false,
-                update: false,
-                delete: false,
-                ..g.access
-            };
+            let access = g.access.without_writes();
             if exact {
                 // A preset's or the default policy's grant on the very path.
                 let g = &mut fs[i];

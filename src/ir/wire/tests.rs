@@ -1,5 +1,5 @@
 use super::*;
-use crate::ir::{Os, PathMode, Roots};
+use crate::ir::{Access, Os, PathMode, Roots};
 
 fn tree(path: &str, access: Access, aliases: &[&str]) -> Grant {
     Grant {

@@ -48,11 +48,6 @@ fn name_ok(name: &str) -> bool {
     !matches!(name, "" | "." | "..") && !name.contains('/')
 }
 
-fn joined(dir: &str, name: &str) -> String {
-    let sep = if dir.ends_with('/') { "" } else { "/" };
-    [dir, sep, name].concat()
-}
-
 /// The mounts written as they are, and the absent ones per directory.
 /// Only for mounts sorted by path, none twice, so that reading them back
 /// puts each where it was.
@@ -126,7 +121,7 @@ impl TryFrom<NsIn> for NsConfig {
                 if !name_ok(n) {
                     return Err(format!("absent: {n:?} in {:?} is not a name", d.dir));
                 }
-                extra.push(absent_mount(joined(&d.dir, n), d.noexec));
+                extra.push(absent_mount(ir::joined(&d.dir, n), d.noexec));
             }
         }
         extra.sort_by(|a, b| a.path.cmp(&b.path));
