@@ -98,13 +98,16 @@ fn sbpl_hostile_names_change_strings_only() {
         t
     };
     let hostile: Vec<String> = HOSTILE.iter().map(|s| s.to_string()).collect();
-    // Same nesting, plain names, same sort order of depth.
+    // Same nesting, plain names, same sort order of depth, and on the
+    // same side of the protected names (`.git/hooks`, ...), whose rules
+    // in a row are one.
     let plain: Vec<String> = HOSTILE
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let depth = s.matches('/').count();
-            let mut p = format!("plain{i:02}");
+            let side = if s.as_bytes()[0] < b'.' { "-" } else { "" };
+            let mut p = format!("{side}plain{i:02}");
             for _ in 0..depth {
                 p.push_str("/x");
             }
@@ -248,6 +251,36 @@ fn sbpl_files_are_literals_directories_subpaths() {
     let p = Profile::from_source(&text, &BTreeMap::new()).unwrap();
     assert!(p.decide(FileOp::Read, "/etc/hosts").is_allow());
     assert!(!p.decide(FileOp::Read, "/etc/hosts/x").is_allow());
+}
+
+/// A read-only rule under a writable one leaves its reads to the
+/// writable rule's allow only where that rule lies above every spelling
+/// of it: here the resolved path of `/w/link/sub` lies under no grant.
+#[test]
+fn sbpl_a_read_only_rule_allows_itself_where_a_spelling_has_no_grant_above() {
+    let mut sub = grant("/other/sub", Access::READ);
+    sub.aliases = vec!["/w/link/sub".into()];
+    let mut vscode = grant("/w/.vscode", Access::READ);
+    vscode.source = Source::Protected {
+        entry: ".vscode".into(),
+    };
+    let text = emit(&ir_with(vec![grant("/w", Access::READ_WRITE), vscode]))
+        .unwrap()
+        .text;
+    // The protection's reads are the workspace's: only its deny is written.
+    assert!(
+        !text.contains("(allow file-read* file-test-existence\n  (subpath \"/w/.vscode\"))"),
+        "{text}"
+    );
+    let mut ir = ir_with(vec![grant("/w", Access::READ_WRITE), sub]);
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let text = emit(&ir).unwrap().text;
+    let p = Profile::from_source(&text, &BTreeMap::new()).unwrap();
+    for path in ["/other/sub/f", "/w/link/sub/f"] {
+        assert!(p.decide(FileOp::Read, path).is_allow(), "{path}\n{text}");
+        assert!(!p.decide(FileOp::Write, path).is_allow(), "{path}\n{text}");
+    }
+    assert!(p.decide(FileOp::Write, "/w/f").is_allow(), "{text}");
 }
 
 #[test]

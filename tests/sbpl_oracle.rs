@@ -347,6 +347,33 @@ fn sbpl_absolute_rule_inside_a_parameter_narrows_it() {
     assert!(allow(FileOp::Write, &format!("{ws}/lib/gen/f")));
 }
 
+/// A protection under a parameter's rule keeps its own allow: an absolute
+/// rule the parameter's directory may turn out to be at run time (here
+/// the workspace's value, denied) comes between the workspace's rules and
+/// the protection's, and would otherwise take back the reads the
+/// protection keeps.
+#[test]
+fn sbpl_protection_under_a_parameter_allows_its_reads_itself() {
+    let ws = VALUES[0].1;
+    let toml = format!(
+        "version = 1\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"{ws}\"\nread = false\n"
+    );
+    let inputs = Inputs::from_text("policy.toml", &toml);
+    let (ir, text) = compile(&inputs, None, true, "/unused");
+    assert_agrees("protection under a parameter", &ir, &text);
+    let o = Oracle::new(&ir, &text);
+    let allow = |op, p: &str| o.profile.decide(op, p).is_allow();
+    let vscode = format!("{ws}/.vscode/settings.json");
+    assert!(
+        o.ir.decide(&vscode).is_some_and(|g| g.access.read),
+        "{vscode}"
+    );
+    assert!(allow(FileOp::Read, &vscode), "{vscode}");
+    assert!(!allow(FileOp::Write, &vscode), "{vscode}");
+}
+
 /// Rights for one random rule.
 fn rights() -> impl Strategy<Value = Vec<&'static str>> {
     prop::sample::subsequence(

@@ -18,7 +18,7 @@ use super::paths::{filter, Match, Spelling};
 use super::{esc_err, Rule};
 use crate::back::EmitError;
 use crate::hashed::{Map, Set};
-use crate::ir::{Access, Grant, Ir, PathKind, PathMode};
+use crate::ir::{Access, Grant, Ir, PathKind, PathMode, Source};
 
 pub(super) const READ_OPS: &[&str] = &["file-read*", "file-test-existence"];
 pub(super) const EXEC_OPS: &[&str] = &["process-exec*", "file-map-executable"];
@@ -65,7 +65,6 @@ pub(super) struct After {
 
 struct Node<'a> {
     grant: &'a Grant,
-    label: String,
     spellings: Vec<Spelling>,
     /// The first spelling's depth: the emission order's key, counted once.
     depth: usize,
@@ -133,11 +132,10 @@ impl<'a> Files<'a> {
     pub fn new(ir: &'a Ir, program: &[String]) -> Result<Files<'a>, EmitError> {
         let mut nodes = Vec::with_capacity(ir.fs.len());
         for g in &ir.fs {
-            let label = g.source.label();
             let mut spellings = Vec::new();
             for p in std::iter::once(&g.path).chain(&g.aliases) {
                 let s = Spelling::parse(p).ok_or_else(|| EmitError {
-                    rule: label.clone(),
+                    rule: g.source.label(),
                     message: format!(
                         "path {p:?} is neither absolute nor rooted at a portable parameter"
                     ),
@@ -148,7 +146,6 @@ impl<'a> Files<'a> {
             }
             nodes.push(Node {
                 grant: g,
-                label,
                 depth: spellings[0].depth(),
                 spellings,
             });
@@ -193,6 +190,12 @@ impl<'a> Files<'a> {
     ) -> Result<(), EmitError> {
         let index = &self.index;
         let nodes = &index.nodes;
+        // No spelling is decided at run time: the rules that match a path
+        // are those of the grants at and above it, in depth order.
+        let absolute = nodes
+            .iter()
+            .all(|n| n.spellings.iter().all(|s| s.param.is_none()));
+        let mut group: Option<Group> = None;
         // Per grant: it, or a grant above it, uses specific write operations.
         let mut specific = Vec::with_capacity(nodes.len());
         // Rights and specific-ness of the grants emitted so far that may
@@ -211,6 +214,8 @@ impl<'a> Files<'a> {
             // certainly contains this one, plus any that might at run time.
             let mut nearest: Option<usize> = None;
             let mut spell = partial_write(n.grant.access);
+            // Every spelling lies under the same grant, and is this node's.
+            let mut one_above = true;
             for s in &n.spellings {
                 let text = s.text();
                 let above = parent_text(&text)
@@ -218,8 +223,12 @@ impl<'a> Files<'a> {
                     .filter(|&j| j < i);
                 if let Some(j) = above {
                     spell |= specific[j];
+                    one_above &= nearest.is_none_or(|k| k == j);
                     nearest = nearest.max(Some(j));
+                } else {
+                    one_above = false;
                 }
+                one_above &= index.by_text.get(&text) == Some(&i);
             }
             let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
             let rooted = |p: Option<&str>| {
@@ -260,17 +269,34 @@ impl<'a> Files<'a> {
             }
 
             let lost = inherited.minus(access);
-            let mut comment = Some(
-                [
-                    n.label.as_str(),
-                    ": ",
-                    &n.grant.path,
-                    " (",
-                    &rights_text(access),
-                    ")",
-                ]
-                .concat(),
-            );
+            // The allow is left out where it would allow again only what
+            // the grant above allows and this one's deny leaves alone: it
+            // keeps reads and execution the grant above gives, and no
+            // rule between that grant's and this one's matches its paths.
+            let under = nearest.filter(|&j| {
+                let above = nodes[j].grant;
+                absolute
+                    && one_above
+                    && !lost.is_empty()
+                    && !access.writes()
+                    && above.access.contains(access)
+                    && above.kind != PathKind::File
+            });
+            // On the first rule of the grant, made only for one that is written.
+            let mut comment = true;
+            let mut comment_of = || {
+                std::mem::take(&mut comment).then(|| {
+                    [
+                        n.grant.source.label().as_str(),
+                        ": ",
+                        &n.grant.path,
+                        " (",
+                        &rights_text(access),
+                        ")",
+                    ]
+                    .concat()
+                })
+            };
             if !lost.is_empty() {
                 let mut filters = Vec::with_capacity(2 * n.spellings.len());
                 for s in &n.spellings {
@@ -285,12 +311,45 @@ impl<'a> Files<'a> {
                         filter(Match::Subpath, s).map_err(node_err(n))?,
                     );
                 }
-                grant(&Rule {
-                    allow: false,
-                    ops: deny_ops(lost, access, spell),
-                    filters,
-                    comment: comment.take(),
-                })?;
+                let ops = deny_ops(lost, access, spell);
+                let entry = match &n.grant.source {
+                    Source::Protected { entry } => under.map(|j| (j, entry.as_str())),
+                    _ => None,
+                };
+                match (&mut group, entry) {
+                    (Some(g), Some((j, e))) if g.joins(j, access, &ops) => {
+                        g.rule.filters.extend(filters);
+                        g.entries.push(e);
+                    }
+                    (_, entry) => {
+                        if let Some(g) = group.take() {
+                            grant(&g.finish(nodes))?;
+                        }
+                        let rule = Rule {
+                            allow: false,
+                            ops,
+                            filters,
+                            comment: comment_of(),
+                        };
+                        match entry {
+                            Some((j, e)) => {
+                                group = Some(Group {
+                                    rule,
+                                    under: j,
+                                    access,
+                                    entries: vec![e],
+                                })
+                            }
+                            None => grant(&rule)?,
+                        }
+                    }
+                }
+            }
+            if under.is_some() {
+                continue;
+            }
+            if let Some(g) = group.take() {
+                grant(&g.finish(nodes))?;
             }
             if !access.is_empty() {
                 let m = if n.grant.kind == PathKind::File {
@@ -306,9 +365,12 @@ impl<'a> Files<'a> {
                     allow: true,
                     ops: allow_ops(access, spell),
                     filters,
-                    comment,
+                    comment: comment_of(),
                 })?;
             }
+        }
+        if let Some(g) = group {
+            grant(&g.finish(nodes))?;
         }
         Ok(())
     }
@@ -323,8 +385,43 @@ impl<'a> Files<'a> {
     }
 }
 
+/// Protections emitted one after another that lie under the same grant
+/// and only deny: one rule, which is what the rules in a row mean.
+struct Group<'a> {
+    rule: Rule,
+    /// The grant above them, and the rights they keep of it.
+    under: usize,
+    access: Access,
+    entries: Vec<&'a str>,
+}
+
+impl Group<'_> {
+    fn joins(&self, under: usize, access: Access, ops: &[&str]) -> bool {
+        self.under == under && self.access == access && self.rule.ops == ops
+    }
+
+    fn finish(mut self, nodes: &[Node]) -> Rule {
+        if self.entries.len() > 1 {
+            self.rule.comment = Some(
+                [
+                    "protected ",
+                    &self.entries.join(", "),
+                    ": in ",
+                    &nodes[self.under].grant.path,
+                    " (",
+                    &rights_text(self.access),
+                    ")",
+                ]
+                .concat(),
+            );
+        }
+        self.rule
+    }
+}
+
+/// Made only on error: a label per grant is a string per grant.
 fn node_err<'a>(n: &'a Node) -> impl Fn(crate::sbpl::EscapeError) -> EmitError + 'a {
-    esc_err(&n.label)
+    |e| esc_err(&n.grant.source.label())(e)
 }
 
 fn push(v: &mut Vec<String>, f: String) {
@@ -458,8 +555,28 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     let mut seen: Set<String> = Set::default();
     let mut roots = Vec::new();
     let mut text = String::new();
+    // A directory readable by its spelling's grants may still be denied at
+    // run time by an unreadable grant of the other kind of spelling (an
+    // absolute rule on the directory a parameter turns out to be).
+    let unreadable = |param: bool| {
+        index.nodes.iter().any(|n| {
+            !n.grant.access.read
+                && n.spellings.iter().any(|s| {
+                    if param {
+                        s.param.is_some()
+                    } else {
+                        s.may_nest_with_params()
+                    }
+                })
+        })
+    };
+    let (params_unreadable, abs_unreadable) = (unreadable(true), unreadable(false));
     for n in &index.nodes {
         for s in &n.spellings {
+            let other_unreadable = match s.param {
+                Some(_) => abs_unreadable,
+                None => s.may_nest_with_params() && params_unreadable,
+            };
             for rest in s.ancestor_rests() {
                 if s.param.is_none() && rest == "/" {
                     continue;
@@ -470,7 +587,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
                     break;
                 }
                 seen.insert(text.clone());
-                if index.access_at(&text).read {
+                if index.access_at(&text).read && !other_unreadable {
                     continue;
                 }
                 let a = Spelling {

@@ -76,7 +76,14 @@ impl Spelling {
             Some(WORKSPACE_PARAM) => 4,
             Some(_) => 6,
         };
-        base + self.rest.split('/').filter(|c| !c.is_empty()).count()
+        // Non-empty components: where a byte other than `/` starts one.
+        let mut after_slash = true;
+        let mut n = 0;
+        for &c in self.rest.as_bytes() {
+            n += usize::from(after_slash && c != b'/');
+            after_slash = c == b'/';
+        }
+        base + n
     }
 
     /// Strict ancestors, nearest first, as far as they are known: up to

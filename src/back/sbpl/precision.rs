@@ -21,7 +21,12 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         advisory: false,
     };
     let mut presets: Vec<(String, usize)> = Vec::new();
-    let mut same: Map<(String, String), (usize, usize)> = Map::default();
+    // Counted lines: where each is in `out`, its reason and count.
+    let mut counted: Vec<(usize, String, usize)> = Vec::new();
+    let mut same: Map<(String, String), usize> = Map::default();
+    // The protections' counted lines by entry, kind of filter and rights:
+    // no label or reason is made for any but the first of each.
+    let mut protected: Map<(&str, bool, crate::ir::Access), usize> = Map::default();
     for g in &ir.fs {
         if let Source::Command { .. } = g.source {
             continue; // reported with `[commands]` below
@@ -31,6 +36,16 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
                 Some(e) => e.1 += 1,
                 None => presets.push((name.clone(), 1)),
             }
+            continue;
+        }
+        let key = match &g.source {
+            Source::Protected { entry } => {
+                Some((entry.as_str(), g.kind == PathKind::File, g.access))
+            }
+            _ => None,
+        };
+        if let Some(&c) = key.as_ref().and_then(|k| protected.get(k)) {
+            counted[c].2 += 1;
             continue;
         }
         let filter = match g.kind {
@@ -46,19 +61,25 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         if matches!(g.source, Source::Protected { .. } | Source::Covered { .. }) {
             // sbx's own, ten names per writable tree: one line per name
             // and reason, counted, as for presets.
-            let key = (g.source.label(), reason);
-            match same.get_mut(&key) {
-                Some((_, n)) => *n += 1,
+            let label = g.source.label();
+            let c = match same.get(&(label.clone(), reason.clone())) {
+                Some(&c) => c,
                 None => {
-                    same.insert(key.clone(), (out.len(), 1));
-                    out.push(line(key.0, Status::Exact, key.1));
+                    counted.push((out.len(), reason.clone(), 0));
+                    out.push(line(label.clone(), Status::Exact, reason.clone()));
+                    same.insert((label, reason), counted.len() - 1);
+                    counted.len() - 1
                 }
+            };
+            counted[c].2 += 1;
+            if let Some(k) = key {
+                protected.insert(k, c);
             }
             continue;
         }
         out.push(line(g.source.label(), Status::Exact, reason));
     }
-    for ((_, reason), (at, n)) in same {
+    for (at, reason, n) in counted {
         if n > 1 {
             out[at].reason = format!("{reason} ({n} paths)");
         }
