@@ -15,7 +15,7 @@
 
 use super::git;
 use super::lookup::{locate, parent, written, Lookup};
-use super::paths::join;
+use super::paths::{is_normal, join, join_normal};
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
 use crate::hashed::{Map, Set};
@@ -199,25 +199,39 @@ impl Ctx<'_> {
         names.dedup();
         // A writable rule at or inside a protected path lifts it; the list
         // is not applied again below it (`.vscode/settings.json/.git/hooks`).
+        // Normal names under normal roots are joined by concatenation, and
+        // a path is one of them exactly when it ends in `/NAME` after a root.
+        let plain = names.iter().all(|e| !e.starts_with('/') && is_normal(e))
+            && roots.iter().all(|(r, _)| is_normal(r));
         let joined: Vec<Vec<String>> = roots
             .iter()
-            .map(|(r, _)| names.iter().map(|e| join(r, e)).collect())
-            .collect();
-        let listed: Set<&str> = joined.iter().flatten().map(String::as_str).collect();
-        let keep: Vec<bool> = roots
-            .iter()
             .map(|(r, _)| {
-                let mut p = Some(r.as_str());
-                while let Some(q) = p {
-                    if listed.contains(q) {
-                        return false;
-                    }
-                    p = parent(q);
-                }
-                true
+                names
+                    .iter()
+                    .map(|e| if plain { join_normal(r, e) } else { join(r, e) })
+                    .collect()
             })
             .collect();
-        drop(listed);
+        let keep: Vec<bool> = if plain {
+            let tops: Set<&str> = roots.iter().map(|(r, _)| r.as_str()).collect();
+            let listed = |q: &str| {
+                names.iter().any(|e| {
+                    q.strip_suffix(e)
+                        .and_then(|p| p.strip_suffix('/'))
+                        .is_some_and(|p| tops.contains(p))
+                })
+            };
+            roots
+                .iter()
+                .map(|(r, _)| !ancestry(r).any(listed))
+                .collect()
+        } else {
+            let listed: Set<&str> = joined.iter().flatten().map(String::as_str).collect();
+            roots
+                .iter()
+                .map(|(r, _)| !ancestry(r).any(|q| listed.contains(q)))
+                .collect()
+        };
         out.reserve(roots.len() * names.len());
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
@@ -361,11 +375,14 @@ impl Ctx<'_> {
             }
             wanted.extend(extra);
         }
-        let mut seen = Set::with_capacity_and_hasher(wanted.len(), Default::default());
+        // The first of each path, marked without copying the paths.
+        let mut seen: Set<&str> = Set::with_capacity_and_hasher(wanted.len(), Default::default());
+        let first: Vec<bool> = wanted.iter().map(|w| seen.insert(&w.path)).collect();
+        drop(seen);
         let mut add: Vec<Grant> = Vec::with_capacity(wanted.len());
         let mut lifted: Vec<(usize, String, String)> = Vec::new();
-        for w in wanted {
-            if !seen.insert(w.path.clone()) {
+        for (w, first) in wanted.into_iter().zip(first) {
+            if !first {
                 continue;
             }
             let Some(i) = look.decide(&w.path) else {
@@ -463,6 +480,11 @@ impl Ctx<'_> {
         let rules = std::mem::take(fs);
         *fs = merged(merged(rules, add), hidden);
     }
+}
+
+/// `p` and the paths above it, nearest first.
+fn ancestry(p: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(p), |q| parent(q))
 }
 
 /// Two lists sorted by path as one, `a`'s first where paths are equal (a

@@ -592,3 +592,23 @@ fn ir_json_writes_protections_per_tree_and_reads_them_back() {
     let back: Ir = serde_json::from_str(&text).unwrap();
     assert_eq!(back, ir);
 }
+
+/// A writable tree inside a protected path (under a read-only rule
+/// there) is the user's decision: the list is not applied again below
+/// it, while another writable tree still gets it.
+#[test]
+fn no_protections_inside_a_protected_path() {
+    let h = Host::new();
+    h.repo("ws");
+    let policy = format!(
+        "{RW}\n[[fs]]\npath = \".idea\"\nread = true\n\
+         \n[[fs]]\npath = \".idea/cache\"\nread = true\nwrite = true\n\
+         \n[[fs]]\npath = \"build\"\nread = true\n\
+         \n[[fs]]\npath = \"build/out\"\nread = true\nwrite = true\n"
+    );
+    let (ir, _) = h.lower(&policy);
+    assert!(ir.access_at(&h.p("ws/.idea/cache/.envrc")).create);
+    assert!(!protected(&ir, &h.p("ws/.idea/cache/.vscode")));
+    assert!(protected(&ir, &h.p("ws/build/out/.envrc")));
+    assert!(!ir.access_at(&h.p("ws/build/out/.envrc")).create);
+}
