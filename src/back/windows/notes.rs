@@ -2,6 +2,7 @@
 //! that is from what the policy says.
 
 use super::{placement, AppContainer, Placement, Token, TARGET};
+use crate::hashed::Map;
 use crate::ir::{Ir, Ports, Precision, Status};
 
 /// Report lines in insertion order, deduplicated through a map from each
@@ -9,48 +10,47 @@ use crate::ir::{Ir, Ports, Precision, Status};
 /// per line would be quadratic, minutes for 100,000 rules) without a
 /// second copy of every line.
 #[derive(Default)]
-pub(super) struct Notes(
-    pub(super) Vec<Precision>,
-    std::collections::HashMap<u64, Vec<usize>>,
-);
+pub(super) struct Notes(pub(super) Vec<Precision>, Map<u64, Vec<usize>>);
 
 impl Notes {
     /// Presets give several grants one label: report each line once.
-    pub(super) fn add(
-        &mut self,
-        rule: impl Into<String>,
-        status: Status,
-        reason: impl Into<String>,
-    ) {
-        self.push(rule.into(), status, reason.into(), false);
+    pub(super) fn add(&mut self, rule: impl AsRef<str>, status: Status, reason: impl AsRef<str>) {
+        self.push(rule.as_ref(), status, reason.as_ref(), false);
     }
 
     /// [`Notes::add`] for a line `required` does not refuse
     /// (`Precision::advisory`).
     pub(super) fn add_advisory(
         &mut self,
-        rule: impl Into<String>,
+        rule: impl AsRef<str>,
         status: Status,
-        reason: impl Into<String>,
+        reason: impl AsRef<str>,
     ) {
-        self.push(rule.into(), status, reason.into(), true);
+        self.push(rule.as_ref(), status, reason.as_ref(), true);
     }
 
-    fn push(&mut self, rule: String, status: Status, reason: String, advisory: bool) {
-        use std::hash::{Hash, Hasher};
-        let p = Precision {
-            rule,
-            target: TARGET.into(),
-            status,
-            reason,
-            advisory,
-        };
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&p.rule, std::mem::discriminant(&p.status), &p.reason).hash(&mut h);
-        let same = self.1.entry(h.finish()).or_default();
-        if same.iter().all(|&i| self.0[i] != p) {
+    /// A line is copied only when it is new: most repeat (a protection's
+    /// line for every writable tree).
+    fn push(&mut self, rule: &str, status: Status, reason: &str, advisory: bool) {
+        use std::hash::BuildHasher;
+        let h = self
+            .1
+            .hasher()
+            .hash_one((rule, std::mem::discriminant(&status), reason));
+        let same = self.1.entry(h).or_default();
+        let known = same.iter().any(|&i| {
+            let q = &self.0[i];
+            q.rule == rule && q.status == status && q.reason == reason && q.advisory == advisory
+        });
+        if !known {
             same.push(self.0.len());
-            self.0.push(p);
+            self.0.push(Precision {
+                rule: rule.into(),
+                target: TARGET.into(),
+                status,
+                reason: reason.into(),
+                advisory,
+            });
         }
     }
 }
