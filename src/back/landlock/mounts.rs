@@ -81,10 +81,13 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
     // A hidden path is an empty mount: a rule beneath it would have
     // nothing to stand on, so such a deny rule stays as Landlock has it.
     let mut nested: Vec<String> = Vec::new();
-    for g in ir.fs.iter().filter(|g| !g.access.is_empty()) {
-        for above in candidates(&g.path) {
-            if above != g.path && carve.get(above) == Some(&Fix::Hide) {
-                nested.push(above.to_string());
+    if carve.values().any(|&f| f == Fix::Hide) {
+        let slash_ends = slash_ends(&carve);
+        for g in ir.fs.iter().filter(|g| !g.access.is_empty()) {
+            for above in strictly_above(&g.path, slash_ends) {
+                if carve.get(above) == Some(&Fix::Hide) {
+                    nested.push(above.to_string());
+                }
             }
         }
     }
@@ -94,9 +97,23 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
     carve
 }
 
-/// Whether a carve-out lies strictly above `path`.
-fn beneath_carve_out(carve: &Carve, path: &str) -> bool {
-    candidates(path).any(|above| above != path && carve.contains_key(above))
+/// Whether a carve-out lies strictly above `path`. `slash_ends`: that of
+/// `carve` ([`slash_ends`]).
+fn beneath_carve_out(carve: &Carve, path: &str, slash_ends: bool) -> bool {
+    !carve.is_empty() && strictly_above(path, slash_ends).any(|above| carve.contains_key(above))
+}
+
+/// Whether a carve-out's path other than `/` ends with `/`: if none does,
+/// the prefixes of a path that end just after a `/` need no lookup.
+fn slash_ends(carve: &Carve) -> bool {
+    carve.keys().any(|k| k.len() > 1 && k.ends_with('/'))
+}
+
+/// The [`candidates`] of `path` but `path`, less those ending in `/` (but
+/// `/`) unless `slash_ends`.
+fn strictly_above(path: &str, slash_ends: bool) -> impl Iterator<Item = &str> {
+    candidates(path)
+        .filter(move |&c| c != path && (slash_ends || c.len() <= 1 || !c.ends_with('/')))
 }
 
 /// sbx's own protections (POLICY.md §7, §7a).
@@ -117,13 +134,14 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
     };
     let mut out: Vec<MountRule> = Vec::new();
     let mut seen = crate::hashed::Set::default();
+    let slash_ends = slash_ends(carve);
     for g in &ir.fs {
         let skip = g.kind == PathKind::Missing && !is_protection(g);
         if skip || seen.contains(g.path.as_str()) {
             continue;
         }
         let own = carve.get(&g.path).copied();
-        let beneath = beneath_carve_out(carve, &g.path);
+        let beneath = beneath_carve_out(carve, &g.path, slash_ends);
         let protection = is_protection(g);
         let absent = protection && g.kind == PathKind::Missing;
         let rule = match own {
