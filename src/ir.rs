@@ -648,6 +648,13 @@ pub fn decide_in<'a>(fs: &'a [Grant], path: &str) -> Option<&'a Grant> {
         })
 }
 
+/// The index of the last `/` in `s`. A byte scan from the end: the last
+/// component is short, where `rfind`'s word-at-a-time search costs more
+/// to set up than it saves (a parent lookup per rule and prefix).
+pub fn last_slash(s: &str) -> Option<usize> {
+    s.as_bytes().iter().rposition(|&b| b == b'/')
+}
+
 /// `path` equals `root` or lies below it, on component boundaries.
 pub fn path_within(path: &str, root: &str) -> bool {
     if root == "/" {

@@ -666,7 +666,7 @@ fn linux_precision(
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
         // emitted rule at or above it.
-        let found = match g.path.rfind('/').filter(|&k| k > 0) {
+        let found = match ir::last_slash(&g.path).filter(|&k| k > 0) {
             Some(k) => {
                 let dir = &g.path[..k];
                 if dir_rules.0 != dir {

@@ -49,8 +49,7 @@ impl<'a> Index<'a> {
     /// its last `/` (not the first byte). Siblings share it, so a
     /// directory's entries are looked up once, not once per entry.
     pub fn covering_below(&self, above: &[usize], path: &str) -> Vec<usize> {
-        let k = path
-            .rfind('/')
+        let k = crate::ir::last_slash(path)
             .filter(|&k| k > 0)
             .expect("a path with a parent");
         // `path`'s candidates beyond its directory's (see `candidates`).

@@ -21,7 +21,7 @@ fn prefixes(path: &str) -> impl Iterator<Item = &str> {
     let mut next = Some(path);
     std::iter::from_fn(move || {
         let cur = next?;
-        next = match cur.rfind('/') {
+        next = match crate::ir::last_slash(cur) {
             Some(0) if cur != "/" => Some("/"),
             Some(0) | None => None,
             Some(i) => Some(&cur[..i]),

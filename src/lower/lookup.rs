@@ -43,7 +43,10 @@ impl Lookup {
 
 /// `/a/b` → `/a`, `/a` → `/`, `${W}/a` → `${W}`, `C:\a` → `C:\`; `None` at a root.
 pub(super) fn parent(p: &str) -> Option<&str> {
-    let i = p.rfind(['/', '\\'])?;
+    let i = p
+        .as_bytes()
+        .iter()
+        .rposition(|&b| b == b'/' || b == b'\\')?;
     if i + 1 == p.len() {
         return None;
     }

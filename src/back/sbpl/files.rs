@@ -97,7 +97,7 @@ impl Index<'_> {
 
 /// `/a/b` → `/a`, `/a` → `/`, `${W}/a` → `${W}`; `None` at a root.
 fn parent_text(t: &str) -> Option<&str> {
-    match t.rfind('/') {
+    match crate::ir::last_slash(t) {
         Some(0) if t.len() > 1 => Some("/"),
         Some(i) if i > 0 => Some(&t[..i]),
         _ => None,

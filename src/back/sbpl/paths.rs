@@ -105,7 +105,7 @@ impl Spelling {
         let mut rest = Some(self.rest.as_str());
         std::iter::from_fn(move || {
             let r = rest.take()?;
-            let parent = match r.rfind('/') {
+            let parent = match crate::ir::last_slash(r) {
                 Some(0) if absolute => (r != "/").then_some("/")?,
                 Some(i) => &r[..i],
                 None => return None,
