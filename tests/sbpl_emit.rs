@@ -283,6 +283,38 @@ fn sbpl_a_read_only_rule_allows_itself_where_a_spelling_has_no_grant_above() {
     assert!(p.decide(FileOp::Write, "/w/f").is_allow(), "{text}");
 }
 
+/// Where two grants share a spelling (one's alias is another's path), a
+/// rule other than the nearest grant's may match below it: every grant
+/// then keeps its allow. Here the denied `/x`, also spelled `/w`, comes
+/// after the workspace's allow; the protection's own allow keeps its reads.
+#[test]
+fn sbpl_a_shared_spelling_keeps_every_allow() {
+    let mut x = grant("/x", Access::NONE);
+    x.aliases = vec!["/w".into()];
+    let mut vscode = grant("/w/.vscode", Access::READ);
+    vscode.source = Source::Protected {
+        entry: ".vscode".into(),
+    };
+    let ir = ir_with(vec![
+        grant("/", Access::READ),
+        grant("/w", Access::READ_WRITE),
+        vscode,
+        x,
+    ]);
+    let text = emit(&ir).unwrap().text;
+    let p = Profile::from_source(&text, &BTreeMap::new()).unwrap();
+    assert!(
+        p.decide(FileOp::Read, "/w/.vscode/settings.json")
+            .is_allow(),
+        "{text}"
+    );
+    assert!(
+        !p.decide(FileOp::Write, "/w/.vscode/settings.json")
+            .is_allow(),
+        "{text}"
+    );
+}
+
 #[test]
 fn sbpl_partial_write_rights_use_the_write_sub_operations() {
     let create_only = Access {

@@ -75,6 +75,9 @@ struct Node<'a> {
 struct Index<'a> {
     nodes: Vec<Node<'a>>,
     by_text: Map<String, usize>,
+    /// Some spelling is two grants' (one's path, another's alias): the
+    /// rules matching a path may then be more than its ancestors' nearest.
+    shared: bool,
 }
 
 impl Index<'_> {
@@ -158,9 +161,10 @@ impl<'a> Files<'a> {
             nodes.sort_by(|a, b| (a.depth, &a.grant.path).cmp(&(b.depth, &b.grant.path)));
         }
         let mut by_text = Map::with_capacity_and_hasher(nodes.len(), Default::default());
+        let mut shared = false;
         for (i, n) in nodes.iter().enumerate() {
             for s in &n.spellings {
-                by_text.entry(s.text()).or_insert(i);
+                shared |= *by_text.entry(s.text()).or_insert(i) != i;
             }
         }
         let mut params = Vec::new();
@@ -178,7 +182,11 @@ impl<'a> Files<'a> {
             params.push(super::PROGRAM_PARAM);
         }
         Ok(Files {
-            index: Index { nodes, by_text },
+            index: Index {
+                nodes,
+                by_text,
+                shared,
+            },
             params,
         })
     }
@@ -190,11 +198,13 @@ impl<'a> Files<'a> {
     ) -> Result<(), EmitError> {
         let index = &self.index;
         let nodes = &index.nodes;
-        // No spelling is decided at run time: the rules that match a path
-        // are those of the grants at and above it, in depth order.
-        let absolute = nodes
-            .iter()
-            .all(|n| n.spellings.iter().all(|s| s.param.is_none()));
+        // No spelling is decided at run time, nor shared by two grants: the
+        // rules that match a path are those of the grants at and above it,
+        // in depth order.
+        let absolute = !index.shared
+            && nodes
+                .iter()
+                .all(|n| n.spellings.iter().all(|s| s.param.is_none()));
         let mut group: Option<Group> = None;
         // Per grant: it, or a grant above it, uses specific write operations.
         let mut specific = Vec::with_capacity(nodes.len());
