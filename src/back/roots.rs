@@ -16,6 +16,19 @@ pub fn candidates(path: &str) -> impl Iterator<Item = &str> {
     std::iter::once(path).chain(cuts.map(move |i| &path[..i]))
 }
 
+/// A path other than `/` that ends with `/`. The [`candidates`] that
+/// end so (but `/`) need no lookup among paths of which none is one.
+pub fn slash_end(p: &str) -> bool {
+    p.len() > 1 && p.ends_with('/')
+}
+
+/// The [`candidates`] of `path` worth looking up among paths of which
+/// some [`slash_end`] only if `slash_ends`: all of them then, else those
+/// that do not, and `path` itself.
+pub fn lookups(path: &str, slash_ends: bool) -> impl Iterator<Item = &str> {
+    candidates(path).filter(move |&c| slash_ends || !slash_end(c) || c == path)
+}
+
 /// Rule paths, for finding the rules that cover a path.
 pub struct Index<'a> {
     by_path: Map<&'a str, Vec<usize>>,
@@ -31,7 +44,7 @@ impl<'a> Index<'a> {
             Map::with_capacity_and_hasher(paths.size_hint().0, Default::default());
         let mut slash_ends = false;
         for (i, p) in paths.enumerate() {
-            slash_ends |= p.len() > 1 && p.ends_with('/');
+            slash_ends |= slash_end(p);
             by_path.entry(p).or_default().push(i);
         }
         Index {
@@ -66,7 +79,7 @@ impl<'a> Index<'a> {
     ) -> Vec<usize> {
         out.extend(
             cands
-                .filter(|c| self.slash_ends || c.len() <= 1 || !c.ends_with('/') || *c == path)
+                .filter(|&c| self.slash_ends || !slash_end(c) || c == path)
                 .filter_map(|c| self.by_path.get(c))
                 .flatten()
                 .copied(),

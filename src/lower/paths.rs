@@ -85,14 +85,6 @@ fn is_root_marker(s: &str) -> bool {
     (s.starts_with("${") && s.ends_with('}')) || is_drive_path(s) && s.len() == 2
 }
 
-/// [`join`] of a root and a relative part that are both [`is_normal`]
-/// (`rel` not starting with `/`): their concatenation is normal too, so
-/// nothing is checked again (ten joins per writable tree).
-pub(super) fn join_normal(root: &str, rel: &str) -> String {
-    debug_assert!(is_normal(root) && is_normal(rel) && !rel.starts_with('/'));
-    [root, "/", rel].concat()
-}
-
 /// Join a root and a relative part, then normalise.
 pub fn join(root: &str, rel: &str) -> String {
     if rel.is_empty() || rel == "." {

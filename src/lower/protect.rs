@@ -15,7 +15,7 @@
 
 use super::git;
 use super::lookup::{locate, parent, written, Lookup};
-use super::paths::{is_normal, join, join_normal};
+use super::paths::{is_normal, join};
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
 use crate::hashed::{Map, Set};
@@ -199,8 +199,10 @@ impl Ctx<'_> {
         names.dedup();
         // A writable rule at or inside a protected path lifts it; the list
         // is not applied again below it (`.vscode/settings.json/.git/hooks`).
-        // Normal names under normal roots are joined by concatenation, and
-        // a path is one of them exactly when it ends in `/NAME` after a root.
+        // A normal name under a normal root is normal as `ir::joined` puts
+        // them together (what `join` would check again, ten times per tree),
+        // and a path is one of them exactly when it ends in `/NAME` after a
+        // root.
         let plain = names.iter().all(|e| !e.starts_with('/') && is_normal(e))
             && roots.iter().all(|(r, _)| is_normal(r));
         let joined: Vec<Vec<String>> = roots
@@ -208,7 +210,13 @@ impl Ctx<'_> {
             .map(|(r, _)| {
                 names
                     .iter()
-                    .map(|e| if plain { join_normal(r, e) } else { join(r, e) })
+                    .map(|e| {
+                        if plain {
+                            crate::ir::joined(r, e)
+                        } else {
+                            join(r, e)
+                        }
+                    })
                     .collect()
             })
             .collect();

@@ -10,7 +10,7 @@
 
 use super::{policy_access, Rule};
 use crate::back::landlock::{escape_portable, escape_template, Link, MountKind, MountRule};
-use crate::back::roots::{candidates, Index};
+use crate::back::roots::{lookups, slash_end, Index};
 use crate::hashed::Map;
 use crate::ir::{Access, Ir, PathKind, PathMode, Source};
 
@@ -103,17 +103,14 @@ fn beneath_carve_out(carve: &Carve, path: &str, slash_ends: bool) -> bool {
     !carve.is_empty() && strictly_above(path, slash_ends).any(|above| carve.contains_key(above))
 }
 
-/// Whether a carve-out's path other than `/` ends with `/`: if none does,
-/// the prefixes of a path that end just after a `/` need no lookup.
+/// Whether a carve-out's path [`slash_end`]s.
 fn slash_ends(carve: &Carve) -> bool {
-    carve.keys().any(|k| k.len() > 1 && k.ends_with('/'))
+    carve.keys().any(|k| slash_end(k))
 }
 
-/// The [`candidates`] of `path` but `path`, less those ending in `/` (but
-/// `/`) unless `slash_ends`.
+/// The [`lookups`] of `path` but `path` itself.
 fn strictly_above(path: &str, slash_ends: bool) -> impl Iterator<Item = &str> {
-    candidates(path)
-        .filter(move |&c| c != path && (slash_ends || c.len() <= 1 || !c.ends_with('/')))
+    lookups(path, slash_ends).filter(move |&c| c != path)
 }
 
 /// sbx's own protections (POLICY.md §7, §7a).

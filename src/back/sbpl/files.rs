@@ -224,7 +224,7 @@ impl<'a> Files<'a> {
             // certainly contains this one, plus any that might at run time.
             let mut nearest: Option<usize> = None;
             let mut spell = partial_write(n.grant.access);
-            // Every spelling lies under the same grant, and is this node's.
+            // Every spelling lies under the same grant.
             let mut one_above = true;
             for s in &n.spellings {
                 let text = s.text();
@@ -238,7 +238,6 @@ impl<'a> Files<'a> {
                 } else {
                     one_above = false;
                 }
-                one_above &= index.by_text.get(&text) == Some(&i);
             }
             let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
             let rooted = |p: Option<&str>| {

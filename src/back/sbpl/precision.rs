@@ -3,6 +3,7 @@
 use super::{files, net, TARGET};
 use crate::hashed::Map;
 use crate::ir::{Ir, PathKind, Precision, Source, Status};
+use std::collections::hash_map::Entry;
 
 pub(super) fn report(ir: &Ir) -> Vec<Precision> {
     // Lowering notes, except the network ones: those are restated below
@@ -61,14 +62,13 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
         if matches!(g.source, Source::Protected { .. } | Source::Covered { .. }) {
             // sbx's own, ten names per writable tree: one line per name
             // and reason, counted, as for presets.
-            let label = g.source.label();
-            let c = match same.get(&(label.clone(), reason.clone())) {
-                Some(&c) => c,
-                None => {
+            let c = match same.entry((g.source.label(), reason)) {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    let (label, reason) = v.key().clone();
                     counted.push((out.len(), reason.clone(), 0));
-                    out.push(line(label.clone(), Status::Exact, reason.clone()));
-                    same.insert((label, reason), counted.len() - 1);
-                    counted.len() - 1
+                    out.push(line(label, Status::Exact, reason));
+                    *v.insert(counted.len() - 1)
                 }
             };
             counted[c].2 += 1;
