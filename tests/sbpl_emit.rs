@@ -253,6 +253,16 @@ fn sbpl_files_are_literals_directories_subpaths() {
     assert!(!p.decide(FileOp::Read, "/etc/hosts/x").is_allow());
 }
 
+/// `/w/.vscode` as lowering protects it under a writable `/w`.
+fn protected_vscode() -> Grant {
+    Grant {
+        source: Source::Protected {
+            entry: ".vscode".into(),
+        },
+        ..grant("/w/.vscode", Access::READ)
+    }
+}
+
 /// A read-only rule under a writable one leaves its reads to the
 /// writable rule's allow only where that rule lies above every spelling
 /// of it: here the resolved path of `/w/link/sub` lies under no grant.
@@ -260,10 +270,7 @@ fn sbpl_files_are_literals_directories_subpaths() {
 fn sbpl_a_read_only_rule_allows_itself_where_a_spelling_has_no_grant_above() {
     let mut sub = grant("/other/sub", Access::READ);
     sub.aliases = vec!["/w/link/sub".into()];
-    let mut vscode = grant("/w/.vscode", Access::READ);
-    vscode.source = Source::Protected {
-        entry: ".vscode".into(),
-    };
+    let vscode = protected_vscode();
     let text = emit(&ir_with(vec![grant("/w", Access::READ_WRITE), vscode]))
         .unwrap()
         .text;
@@ -291,10 +298,7 @@ fn sbpl_a_read_only_rule_allows_itself_where_a_spelling_has_no_grant_above() {
 fn sbpl_a_shared_spelling_keeps_every_allow() {
     let mut x = grant("/x", Access::NONE);
     x.aliases = vec!["/w".into()];
-    let mut vscode = grant("/w/.vscode", Access::READ);
-    vscode.source = Source::Protected {
-        entry: ".vscode".into(),
-    };
+    let vscode = protected_vscode();
     let ir = ir_with(vec![
         grant("/", Access::READ),
         grant("/w", Access::READ_WRITE),
