@@ -306,8 +306,10 @@ pub struct Grant {
     pub aliases: Vec<String>,
     /// RFD D43: set when the rule reaches outside the workspace through an
     /// approved symlink; `path` is then the approved canonical target.
+    /// Boxed: few grants have one, and every pass over the grants moves
+    /// them (a grant is 112 bytes with it boxed, 152 without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub external: Option<External>,
+    pub external: Option<Box<External>>,
 }
 
 impl Grant {

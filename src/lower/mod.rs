@@ -579,10 +579,10 @@ impl Ctx<'_> {
         };
         // Only the canonical target: no other spelling may widen the boundary.
         g.aliases.clear();
-        g.external = Some(ir::External {
+        g.external = Some(Box::new(ir::External {
             rule_path: key,
             canonical_target: target,
-        });
+        }));
         Ok(Some(g))
     }
 }

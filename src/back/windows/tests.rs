@@ -144,10 +144,10 @@ fn approved_external_target_gets_an_acl_grant() {
         kind: PathKind::Dir,
         source: source.clone(),
         aliases: vec![],
-        external: Some(External {
+        external: Some(Box::new(External {
             rule_path: "fork".into(),
             canonical_target: target.into(),
-        }),
+        })),
     });
     // The same directory without an approval stays outside the ACL set.
     let mut plain = ir.clone();
