@@ -33,7 +33,15 @@ pub struct Staged {
     tmp: Option<PathBuf>,
     file: File,
     done: bool,
+    /// Bytes written since writeback was last started (Linux).
+    unsent: usize,
 }
+
+/// Writeback of a temp file is started every this many bytes, so that
+/// the disk writes while the compile goes on and the fsync at commit
+/// finds little left (at 10,000 rules it waited 25 ms for 27 MB).
+#[cfg(target_os = "linux")]
+const SEND_EVERY: usize = 4 << 20;
 
 impl Staged {
     /// Start replacing `path`; a new file gets `mode` (Unix permissions).
@@ -48,6 +56,7 @@ impl Staged {
                     tmp: None,
                     file,
                     done: false,
+                    unsent: 0,
                 });
             }
         }
@@ -65,6 +74,7 @@ impl Staged {
             tmp: Some(tmp),
             file,
             done: false,
+            unsent: 0,
         })
     }
 
@@ -94,7 +104,20 @@ fn parent(path: &Path) -> PathBuf {
 
 impl Write for Staged {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
+        let n = self.file.write(buf)?;
+        self.unsent += n;
+        #[cfg(target_os = "linux")]
+        if self.unsent >= SEND_EVERY && self.tmp.is_some() {
+            self.unsent = 0;
+            use std::os::fd::AsRawFd;
+            // Only starts writeback (it waits for nothing); the fsync at
+            // commit still decides. An error here changes nothing.
+            // SAFETY: a descriptor this value owns; no pointers.
+            unsafe {
+                libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
