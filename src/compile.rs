@@ -317,6 +317,11 @@ pub fn emit_to(
     out: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<Precision>, EmitError> {
     match target {
+        // Hashed here where the lowering left it unhashed: on this
+        // target's thread, beside the other targets' work.
+        Target::Ir if ir.ir_hash.is_empty() => {
+            Ok(back::ir_json::emit_hashed_to(ir, &lower::ir_hash(ir), out))
+        }
         Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
         Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
         Target::Linux => back::landlock::emit_to(ir, out),
@@ -465,13 +470,15 @@ fn compile_each(
         }
     }
     // The same for every OS: hashed once. The IR's own hash only where an
-    // artifact carries it (`ir.json`, the Windows container's name).
+    // artifact carries it: the Windows container's name, taken before the
+    // lane's targets are emitted, and `ir.json`, whose `emit_to` takes it
+    // on its own thread when the IR does not hold it yet.
     let policy_hash = policy::hash::policy_hash(&policy);
     let lane = |&os: &Os| -> Result<Lane, Failure> {
         let mut l = lower_to_apply(&policy, opts, os)?;
         if targets
             .iter()
-            .any(|t| t.os() == os && matches!(t, Target::Ir | Target::Windows))
+            .any(|t| t.os() == os && matches!(t, Target::Windows))
         {
             l.ir.ir_hash = lower::ir_hash(&l.ir);
         }

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 mod wire;
+pub(crate) use wire::Hashes;
 pub use wire::Protected;
 
 /// Version of the IR and artifact format (`"sbx": 1` in every JSON artifact).

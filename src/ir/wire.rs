@@ -147,10 +147,30 @@ fn merge(plain: Vec<Grant>, trees: &[Protected]) -> Result<Vec<Grant>, String> {
 /// order, with `protected` after `fs` where there is any.
 impl Serialize for Ir {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Hashes {
+            ir: self,
+            policy_hash: &self.policy_hash,
+            ir_hash: &self.ir_hash,
+        }
+        .serialize(s)
+    }
+}
+
+/// An [`Ir`] serialised with these hash members instead of its own: the
+/// IR's hash is taken with both empty, and `ir.json` can carry a hash
+/// taken while the IR already holds its policy's.
+pub(crate) struct Hashes<'a> {
+    pub ir: &'a Ir,
+    pub policy_hash: &'a str,
+    pub ir_hash: &'a str,
+}
+
+impl Serialize for Hashes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Ir {
             sbx,
-            policy_hash,
-            ir_hash,
+            policy_hash: _,
+            ir_hash: _,
             enforcement,
             mode,
             os,
@@ -165,12 +185,12 @@ impl Serialize for Ir {
             linux,
             windows,
             precision,
-        } = self;
+        } = self.ir;
         let (plain, trees) = split(fs);
         let mut st = s.serialize_struct("Ir", 17 + usize::from(!trees.is_empty()))?;
         st.serialize_field("sbx", sbx)?;
-        st.serialize_field("policy_hash", policy_hash)?;
-        st.serialize_field("ir_hash", ir_hash)?;
+        st.serialize_field("policy_hash", self.policy_hash)?;
+        st.serialize_field("ir_hash", self.ir_hash)?;
         st.serialize_field("enforcement", enforcement)?;
         st.serialize_field("mode", mode)?;
         st.serialize_field("os", os)?;

@@ -317,12 +317,14 @@ fn root_in(r: &mut Resolver, p: &str, os: Os, resolve: bool) -> (String, Option<
     }
 }
 
-/// sha256 of the IR's JSON with empty hash fields: same inputs, same hash.
-/// The `ir_hash` of an IR whose `ir_hash` and `policy_hash` are still
-/// empty (as [`lower_unhashed`] leaves them).
+/// sha256 of the IR's JSON with empty hash fields (whatever the IR holds
+/// in them): same inputs, same hash.
 pub fn ir_hash(ir: &Ir) -> String {
-    debug_assert!(ir.ir_hash.is_empty() && ir.policy_hash.is_empty());
-    crate::policy::hash::sha256_json(ir)
+    crate::policy::hash::sha256_json(&crate::ir::Hashes {
+        ir,
+        policy_hash: "",
+        ir_hash: "",
+    })
 }
 
 fn rule_source(index: usize, loc: &Option<Location>) -> Source {
