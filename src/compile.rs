@@ -316,6 +316,17 @@ pub fn emit_to(
     target: Target,
     out: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<Precision>, EmitError> {
+    emit_lines_to(ir, target, out, true)
+}
+
+/// [`emit_to`], the report's advisory lines only if `advisory` (and
+/// only where the artifact does not carry them).
+fn emit_lines_to(
+    ir: &Ir,
+    target: Target,
+    out: &mut dyn FnMut(&[u8]),
+    advisory: bool,
+) -> Result<Vec<Precision>, EmitError> {
     match target {
         // Hashed here where the lowering left it unhashed: on this
         // target's thread, beside the other targets' work.
@@ -325,7 +336,7 @@ pub fn emit_to(
         Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
         Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
         Target::Linux => back::landlock::emit_to(ir, out),
-        Target::Landlockconfig => back::landlock::emit_landlockconfig_to(ir, out),
+        Target::Landlockconfig => back::landlock::landlockconfig_to(ir, out, advisory),
         Target::Windows => back::windows::emit_to(ir, out),
     }
 }
@@ -431,11 +442,13 @@ pub fn compile_to_warned(
         .map(|(_, diagnostics)| diagnostics)
 }
 
-/// `emit_to` of target `i` into `out(i, piece)`.
+/// `emit_to` of target `i` into `out(i, piece)`. The reports are not
+/// kept, so no advisory line is made that the artifact does not carry:
+/// neither `enforcement = "required"` nor `warn` reads one.
 fn emit_each(
     out: impl Fn(usize, &[u8]) + Sync,
 ) -> impl Fn(usize, &Ir, Target) -> Result<Vec<Precision>, EmitError> + Sync {
-    move |i, ir, t| emit_to(ir, t, &mut |s| out(i, s))
+    move |i, ir, t| emit_lines_to(ir, t, &mut |s| out(i, s), false)
 }
 
 /// What one OS's lowering gave: its warnings, and for each of its targets
@@ -739,5 +752,55 @@ mod tests {
             .cloned()
             .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
         assert_eq!(text.as_deref(), Some("item three"));
+    }
+
+    /// Writing out (`compile_to`: reports not kept, so no advisory line
+    /// is made that an artifact does not carry) gives the same artifacts,
+    /// and `warn` the same report lines, as `compile`, whose landlockconfig
+    /// report has advisory lines (a writable tree's absent protections).
+    #[test]
+    fn writing_out_gives_what_compile_gives() {
+        use super::*;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Utf8PathBuf::from_path_buf(dir.path().join("ws")).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::create_dir_all(ws.join("home")).unwrap();
+        let text = "version = 1\n\
+                    [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
+                    [[fs]]\npath = \"sub\"\nread = true\n\
+                    [[fs]]\npath = \"gone\"\nread = true\n";
+        let inputs = Inputs::from_text("p.toml", text);
+        let opts = Options {
+            workspace: Some(ws.clone()),
+            home: Some(ws.join("home")),
+            ..Options::default()
+        };
+        let warn: Warn = &|_, _, _, targets, reports| {
+            reports
+                .iter()
+                .map(|l| {
+                    let m = format!("{targets:?} {} {:?} {}", l.rule, l.status, l.reason);
+                    Diagnostic::new(codes::IO, m)
+                })
+                .collect()
+        };
+        let whole = compile_warned(&inputs, &Target::ALL, &opts, warn).unwrap();
+        let texts: Vec<std::sync::Mutex<Vec<u8>>> =
+            Target::ALL.iter().map(|_| Default::default()).collect();
+        let diags = compile_to_warned(&inputs, &Target::ALL, &opts, warn, |i, b| {
+            texts[i].lock().unwrap().extend_from_slice(b)
+        })
+        .unwrap();
+        for (a, t) in whole.artifacts.iter().zip(texts) {
+            assert_eq!(a.text.as_bytes(), t.into_inner().unwrap(), "{:?}", a.target);
+        }
+        assert_eq!(
+            crate::diag::render_json(&diags),
+            crate::diag::render_json(&whole.diagnostics)
+        );
+        assert!(whole.diagnostics.len() > 2);
+        let lc = &whole.artifacts[2];
+        assert_eq!(lc.target, Target::Landlockconfig);
+        assert!(lc.precision.iter().any(|l| l.advisory));
     }
 }

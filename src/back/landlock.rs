@@ -284,7 +284,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     let exact_abi = exact_abi(&landlock);
     let carve = mounts::carve_outs(ir, &rules);
     let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(ir, &rules, TARGET, Some(&carve)));
+    precision.extend(linux_precision(ir, &rules, TARGET, Some(&carve), true));
     Ok(LinuxArtifact {
         sbx: header.sbx,
         policy_hash: header.policy_hash,
@@ -350,10 +350,29 @@ pub fn emit_landlockconfig_to(
     ir: &Ir,
     out: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<Precision>, EmitError> {
+    landlockconfig_to(ir, out, true)
+}
+
+/// [`emit_landlockconfig_to`], with the advisory lines only if
+/// `advisory`: the document does not carry its report, so a caller that
+/// keeps only what `enforcement = "required"` and the linter read (never
+/// an advisory line) need not have them made (at 10,000 writable trees,
+/// megabytes of absent paths).
+pub(crate) fn landlockconfig_to(
+    ir: &Ir,
+    out: &mut dyn FnMut(&[u8]),
+    advisory: bool,
+) -> Result<Vec<Precision>, EmitError> {
     let rules = rules(ir)?;
     let doc = landlock_config(ir, &rules)?;
     let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(ir, &rules, TARGET_LANDLOCKCONFIG, None));
+    precision.extend(linux_precision(
+        ir,
+        &rules,
+        TARGET_LANDLOCKCONFIG,
+        None,
+        advisory,
+    ));
     write_json(&doc, out);
     Ok(precision)
 }
@@ -648,12 +667,13 @@ fn push_joined<'w>(out: &mut String, words: impl Iterator<Item = &'w str>) {
 /// Precision lines for the Landlock part (both targets) and for what
 /// only the Linux artifact enforces (`target` = `landlockconfig` reports
 /// those as missing). `carve`: the carve-outs `sbx run` mounts (the
-/// Linux artifact only).
+/// Linux artifact only). `advisory`: whether to make the advisory lines.
 fn linux_precision(
     ir: &Ir,
     rules: &[Rule],
     target: &str,
     carve: Option<&mounts::Carve>,
+    advisory: bool,
 ) -> Vec<Precision> {
     let mut out = Vec::new();
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
@@ -727,14 +747,18 @@ fn linux_precision(
         }
         let extra = got.minus(want);
         if !extra.is_empty() {
+            // sbx's own additions (POLICY.md §7, §7a) on a path absent at
+            // launch: nothing to mount over (`Precision::advisory`).
+            let absent_own = g.kind == PathKind::Missing && own;
+            if absent_own && !advisory {
+                continue;
+            }
             let from: Vec<&str> = covering
                 .iter()
                 .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
                 .map(|r| r.label.as_str())
                 .collect();
-            // sbx's own additions (POLICY.md §7, §7a) on a path absent at
-            // launch: nothing to mount over (`Precision::advisory`).
-            if g.kind == PathKind::Missing && own {
+            if absent_own {
                 absent.add(&mut out, &g.source, &g.path, extra, from);
                 continue;
             }

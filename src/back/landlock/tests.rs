@@ -200,13 +200,42 @@ fn protections_under_a_missing_rule_add_no_line() {
         },
     ]);
     for target in [TARGET, TARGET_LANDLOCKCONFIG] {
-        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None);
+        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None, true);
         p.retain(|l| l.rule.starts_with("fs[") || l.rule.starts_with("protected"));
         assert_eq!(
             statuses(&p),
             [("fs[0] (policy.toml:3:1)".to_string(), Status::Dropped)]
         );
     }
+}
+
+/// A landlockconfig report made without its advisory lines is the full
+/// report less those, line for line: only sbx's own absent protections
+/// are left out, never a line `enforcement = "required"` or the linter
+/// reads.
+#[test]
+fn landlockconfig_without_advisory_lines_keeps_every_other_line() {
+    let protected = Grant {
+        source: Source::Protected {
+            entry: ".vscode".into(),
+        },
+        ..grant(0, "/w/.vscode", Access::READ, PathKind::Missing)
+    };
+    let mut ir = typical();
+    ir.fs.push(protected);
+    // A rule on a missing path and a carve-out: lines that stay.
+    ir.fs
+        .push(grant(1, "/w/gone", Access::READ_WRITE, PathKind::Missing));
+    ir.fs.push(grant(2, "/w/ro", Access::READ, PathKind::Dir));
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    let full = emit_landlockconfig(&ir).unwrap();
+    let mut text = Vec::new();
+    let lean = landlockconfig_to(&ir, &mut |b| text.extend_from_slice(b), false).unwrap();
+    assert_eq!(String::from_utf8(text).unwrap(), full.text);
+    assert!(full.precision.iter().any(|l| l.advisory));
+    assert!(full.precision.iter().filter(|l| !l.advisory).count() >= 3);
+    let kept: Vec<&Precision> = full.precision.iter().filter(|l| !l.advisory).collect();
+    assert_eq!(lean.iter().collect::<Vec<_>>(), kept);
 }
 
 #[test]
@@ -227,7 +256,7 @@ fn absent_protections_are_one_advisory_line_per_name() {
         protected("/c/.vscode", ".vscode"),
     ]);
     for target in [TARGET, TARGET_LANDLOCKCONFIG] {
-        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None);
+        let mut p = linux_precision(&ir, &rules(&ir).unwrap(), target, None, true);
         // landlockconfig adds what it cannot carry (net, env).
         p.retain(|l| l.rule.starts_with("protected"));
         assert_eq!(
