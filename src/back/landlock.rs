@@ -696,8 +696,8 @@ fn linux_precision(
             }
             None => index.covering(&g.path),
         };
-        let covering: Vec<&Rule> = found.into_iter().map(|i| &rules[i]).collect();
-        let got = covering.iter().fold(Access::NONE, |a, r| a.union(r.access));
+        let covering = || found.iter().map(|&i| &rules[i]);
+        let got = covering().fold(Access::NONE, |a, r| a.union(r.access));
         // sbx's own additions are not rules: one that gets nothing here
         // lies under a rule whose path is missing too, whose line says so.
         let own = matches!(g.source, Source::Protected { .. } | Source::Covered { .. });
@@ -721,8 +721,7 @@ fn linux_precision(
             // Removing (or re-creating) a file is checked on its directory:
             // a rule on the file itself cannot grant it. (Presets' device
             // files are written, never removed: no line for those.)
-            let above = covering
-                .iter()
+            let above = covering()
                 .filter(|r| r.path != g.path)
                 .fold(Access::NONE, |a, r| a.union(r.access));
             let dir_only = Access {
@@ -753,8 +752,7 @@ fn linux_precision(
             if absent_own && !advisory {
                 continue;
             }
-            let from: Vec<&str> = covering
-                .iter()
+            let from: Vec<&str> = covering()
                 .filter(|r| r.path != g.path && !r.access.minus(want).is_empty())
                 .map(|r| r.label.as_str())
                 .collect();
@@ -769,7 +767,7 @@ fn linux_precision(
                 g.path
             );
             // `sbx run` mounts what a mount can express (mounts.rs).
-            let fix = carve.and_then(|c| c.get(&g.path).copied());
+            let fix = carve.and_then(|c| c.get(g.path.as_str()).copied());
             let (status, reason) = match fix {
                 Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
                     Status::Exact,

@@ -58,11 +58,11 @@ pub fn fix(want: Access, extra: Access) -> Option<Fix> {
     })
 }
 
-/// Every carve-out a mount makes exact, by path.
-pub(super) type Carve = Map<String, Fix>;
+/// Every carve-out a mount makes exact, by path (the grants').
+pub(super) type Carve<'a> = Map<&'a str, Fix>;
 
 /// Every carve-out a mount makes exact.
-pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
+pub(super) fn carve_outs<'a>(ir: &'a Ir, rules: &[Rule]) -> Carve<'a> {
     let index = Index::new(rules.iter().map(|r| r.path.as_str()));
     let mut carve = Carve::default();
     for g in &ir.fs {
@@ -75,24 +75,24 @@ pub(super) fn carve_outs(ir: &Ir, rules: &[Rule]) -> Carve {
             .into_iter()
             .fold(Access::NONE, |a, i| a.union(rules[i].access));
         if let Some(f) = fix(want, got.minus(want)) {
-            carve.entry(g.path.clone()).or_insert(f);
+            carve.entry(g.path.as_str()).or_insert(f);
         }
     }
     // A hidden path is an empty mount: a rule beneath it would have
     // nothing to stand on, so such a deny rule stays as Landlock has it.
-    let mut nested: Vec<String> = Vec::new();
+    let mut nested: Vec<&str> = Vec::new();
     if carve.values().any(|&f| f == Fix::Hide) {
         let slash_ends = slash_ends(&carve);
         for g in ir.fs.iter().filter(|g| !g.access.is_empty()) {
             for above in strictly_above(&g.path, slash_ends) {
                 if carve.get(above) == Some(&Fix::Hide) {
-                    nested.push(above.to_string());
+                    nested.push(above);
                 }
             }
         }
     }
     for p in nested {
-        carve.remove(&p);
+        carve.remove(p);
     }
     carve
 }
@@ -137,7 +137,7 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
         if skip || seen.contains(g.path.as_str()) {
             continue;
         }
-        let own = carve.get(&g.path).copied();
+        let own = carve.get(g.path.as_str()).copied();
         let beneath = beneath_carve_out(carve, &g.path, slash_ends);
         let protection = is_protection(g);
         let absent = protection && g.kind == PathKind::Missing;
