@@ -41,20 +41,19 @@ def main():
     old, new, args_file = sys.argv[1:4]
     pairs = int(sys.argv[4]) if len(sys.argv) == 5 else 12
     args = open(args_file).read().split()
-    got = {old: [], new: []}
+    builds = {"old": old, "new": new}
+    got = {"old": [], "new": []}
     with tempfile.TemporaryDirectory() as work:
-        outs = {old: os.path.join(work, "old"), new: os.path.join(work, "new")}
         for k in range(pairs):
-            order = [old, new] if k % 2 == 0 else [new, old]
-            for sbx in order:
-                got[sbx].append(run(sbx, args, outs[sbx]))
+            for name in ["old", "new"] if k % 2 == 0 else ["new", "old"]:
+                got[name].append(run(builds[name], args, os.path.join(work, name)))
     med = statistics.median
-    for name, sbx in (("old", old), ("new", new)):
-        walls = [w for w, _ in got[sbx]]
-        cpus = [c for _, c in got[sbx]]
+    for name, sbx in builds.items():
+        walls = [w for w, _ in got[name]]
+        cpus = [c for _, c in got[name]]
         print(f"{name} {sbx}: wall {med(walls):.3f} s, cpu {med(cpus):.3f} s")
-    ratio = med([n[0] / o[0] for o, n in zip(got[old], got[new])])
-    cpu_ratio = med([n[1] / o[1] for o, n in zip(got[old], got[new])])
+    ratio = med([n[0] / o[0] for o, n in zip(got["old"], got["new"])])
+    cpu_ratio = med([n[1] / o[1] for o, n in zip(got["old"], got["new"])])
     print(f"new/old: wall {ratio:.3f}, cpu {cpu_ratio:.3f} (medians of {pairs} pairs)")
 
 
