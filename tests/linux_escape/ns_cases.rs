@@ -499,6 +499,16 @@ pub fn outside_is_invisible(fx: &Fx) -> Result<(), String> {
     expect("read ro", &r(&["read", &fx.path("ro/file")]), "OK")?;
     expect("read /etc", &r(&["read", "/etc/hostname"]), "OK")?;
     expect("write /dev/null", &r(&["write", "/dev/null"]), "OK")?;
+    // `/dev`'s links into the command's own descriptors, which shells
+    // open (`> /dev/stderr`, `<(…)` through `/dev/fd`): there, while
+    // nothing else can be made in `/dev`.
+    expect("write /dev/stderr", &r(&["write", "/dev/stderr"]), "OK")?;
+    expect("read /dev/stdin", &r(&["read", "/dev/stdin"]), "OK")?;
+    let fds = r(&["list", "/dev/fd"]);
+    check(fds.answer().ends_with(" entries"), || {
+        format!("list /dev/fd: {fds:?}")
+    })?;
+    expect("new /dev entry", &r(&["write", "/dev/planted"]), "EROFS")?;
     let out = r(&["exec", "/bin/true"]);
     check(out.code == 0 && out.answer().is_empty(), || {
         format!("exec /bin/true through the /bin symlink: {out:?}")

@@ -356,6 +356,9 @@ pub fn receive_listeners(sock: &OwnedFd, n: usize) -> Vec<std::net::TcpListener>
         .collect()
 }
 
+/// `/dev`'s links into the process's own descriptors.
+const DEV_LINKS: [&str; 4] = ["fd", "stdin", "stdout", "stderr"];
+
 /// The new root's plan: every rule path (opened before the fork), none
 /// beneath another, their ancestors, and the host's top-level symlinks.
 /// A rule path for the new root, opened before the fork.
@@ -437,6 +440,30 @@ pub fn new_root(
     }
     dirs.sort();
     dirs.dedup();
+    // Where only some of `/dev` is visible, its links into the process's
+    // own descriptors as the host has them (`/dev/fd` → `/proc/self/fd`,
+    // `/dev/stderr` …): shells open them for `<(…)` and `> /dev/stderr`.
+    // They reach nothing the command does not hold already, and the fresh
+    // `/proc` is its own; what a descriptor names is checked again when
+    // it is reopened through one.
+    if dirs.binary_search_by(|d| d.as_str().cmp("dev")).is_ok() {
+        for name in DEV_LINKS {
+            let rel = format!("dev/{name}");
+            let taken = paths
+                .iter()
+                .any(|v| crate::ir::path_within(v.rel.to_str().unwrap_or(""), &rel))
+                || links.iter().any(|(p, _)| p.as_bytes() == rel.as_bytes());
+            if taken {
+                continue;
+            }
+            if let Ok(target) = std::fs::read_link(format!("/{rel}")) {
+                let t = target.as_os_str().as_bytes();
+                if t.starts_with(b"/proc/self/") {
+                    links.push((c(rel.as_bytes())?, c(t)?));
+                }
+            }
+        }
+    }
     for e in std::fs::read_dir("/")
         .map_err(|e| format!("/: {e}"))?
         .flatten()
