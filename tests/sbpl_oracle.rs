@@ -480,6 +480,7 @@ fn sbpl_protected_and_covered_paths() {
         ".git/hooks/pre-commit",
         ".git/hooks",
         ".git/config",
+        ".git/commondir",
         ".gitmodules",
         ".envrc",
         ".vscode",

@@ -122,7 +122,7 @@ pub fn repo(
     let mut out = Vec::new();
     // A linked worktree's own gitdir, which holds its `config.worktree`.
     let mut own = None;
-    let common = if meta.is_dir() {
+    let gitdir = if meta.is_dir() {
         dotgit.clone()
     } else {
         // A `.git` file names the repository: it is itself protected, or
@@ -138,20 +138,26 @@ pub fn repo(
         else {
             return out;
         };
-        let common = match read_small(&join(&gitdir, "commondir")) {
-            Some(c) if !c.trim().is_empty() => anchored(&gitdir, c.trim()),
-            _ => gitdir.clone(),
-        };
-        if common != gitdir {
-            // A worktree's own gitdir: where its common dir is named, and
-            // its own config.
-            for f in ["commondir", "config.worktree"] {
-                out.push(found(join(&gitdir, f), "the worktree's gitdir"));
-            }
-            own = Some(gitdir);
-        }
-        common
+        gitdir
     };
+    // git reads every gitdir's `commondir`, a `.git` directory's too: the
+    // directory it names holds the hooks and config git uses. It is
+    // protected whether or not it exists, or the command could write one
+    // that points git at a repository it made.
+    let common = match read_small(&join(&gitdir, "commondir")) {
+        Some(c) if !c.trim().is_empty() => anchored(&gitdir, c.trim()),
+        _ => gitdir.clone(),
+    };
+    if common != gitdir {
+        // A worktree's own gitdir: where its common dir is named, and
+        // its own config.
+        for f in ["commondir", "config.worktree"] {
+            out.push(found(join(&gitdir, f), "the worktree's gitdir"));
+        }
+        own = Some(gitdir);
+    } else {
+        out.push(found(join(&gitdir, "commondir"), ".git/commondir"));
+    }
     for f in ["hooks", "config"] {
         out.push(found(join(&common, f), &format!(".git/{f}")));
     }
@@ -179,7 +185,7 @@ pub fn repo(
             names.sort();
             for n in names {
                 let m = join(&modules, &n);
-                for f in ["hooks", "config"] {
+                for f in ["hooks", "config", "commondir"] {
                     out.push(found(join(&m, f), "a submodule's .git/modules"));
                 }
             }

@@ -26,6 +26,8 @@ use crate::policy::Policy;
 pub const IN_WRITABLE: &[&str] = &[
     ".git/hooks",
     ".git/config",
+    // git reads the hooks and config of the repository this names.
+    ".git/commondir",
     ".gitmodules",
     ".envrc",
     ".vscode",
@@ -92,7 +94,7 @@ fn listing(dir: &str) -> Option<Listing> {
 /// `entry` (the first looked up in `listed`, `root`'s listing, when
 /// there is one); `None` where a symlink is on the way (the full resolver
 /// decides) or `path` is not spelled so. Most entries do not exist,
-/// and there are ten per writable tree.
+/// and there are eleven per writable tree.
 fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKind> {
     if path.as_bytes().get(root.len()) != Some(&b'/') {
         return None;

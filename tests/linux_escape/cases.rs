@@ -58,6 +58,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("own_policy_and_artifact_read_only", own_files_read_only),
     ("protected_path_created_is_moved_aside", planted_moved_aside),
     ("git_include_cannot_be_planted", protect::git_include),
+    ("git_commondir_cannot_redirect", protect::git_commondir),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -1505,6 +1506,7 @@ fn planted_moved_aside(fx: &Fx) -> Result<(), String> {
         ("an editor folder", "mkdir", "ws/.vscode"),
         ("an .envrc", "write", "ws/.envrc"),
         ("a hooks directory", "mkdir", "ws/.git/hooks"),
+        ("a gitdir's commondir", "write", "ws/.git/commondir"),
     ] {
         let path = fx.path(rel);
         let out = fx.run(&p, &[], &[op, &path]);

@@ -187,6 +187,45 @@ fn submodules_hooks_path_and_nested_repositories() {
     assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
 }
 
+/// git reads every gitdir's `commondir` and takes the hooks and config of
+/// the directory it names: written into a `.git` directory, it would
+/// point the user's next `git status` at a repository the command made.
+/// So it is protected, absent or not, wherever git would read one; and
+/// one that exists is followed.
+#[test]
+fn a_gitdir_commondir_is_protected_and_followed() {
+    let h = Host::new();
+    h.repo("ws");
+    h.repo("ws/n");
+    h.mkdir("ws/.git/modules/sub/hooks");
+    h.write("ws/sub/.git", "gitdir: ../.git/modules/sub\n");
+    let (ir, _) = h.lower(RW);
+    for p in [
+        "ws/.git/commondir",
+        "ws/n/.git/commondir",
+        "ws/.git/modules/sub/commondir",
+    ] {
+        assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
+    }
+    assert_eq!(
+        grant(&ir, &h.p("ws/.git/commondir")).unwrap().kind,
+        PathKind::Missing
+    );
+    // A `.git` directory that names a common dir: git uses that one's
+    // hooks and config (here deeper than the nested search goes).
+    h.mkdir("ws/a/b/c/d/common.git/hooks");
+    h.write("ws/a/b/c/d/common.git/config", "[core]\n");
+    h.write("ws/.git/commondir", "../a/b/c/d/common.git\n");
+    let (ir, _) = h.lower(RW);
+    for p in [
+        "ws/.git/commondir",
+        "ws/a/b/c/d/common.git/hooks",
+        "ws/a/b/c/d/common.git/config",
+    ] {
+        assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
+    }
+}
+
 #[test]
 fn the_search_is_bounded_and_says_so() {
     let h = Host::new();
@@ -575,13 +614,14 @@ fn ir_json_writes_protections_per_tree_and_reads_them_back() {
         })
         .collect();
     let (tree, ws) = (h.p("home/tree"), h.p("ws"));
-    // The absent tree's ten; in the workspace, `.git/config` (a file),
-    // `.git/hooks` and `.vscode` (directories) and the seven absent ones.
+    // The absent tree's eleven; in the workspace, `.git/config` (a file),
+    // `.git/hooks` and `.vscode` (directories) and the eight absent ones
+    // (`.git/commondir` among them).
     assert_eq!(
         trees,
         [
-            (tree.as_str(), "missing", 10),
-            (ws.as_str(), "missing", 7),
+            (tree.as_str(), "missing", 11),
+            (ws.as_str(), "missing", 8),
             (ws.as_str(), "file", 1),
             (ws.as_str(), "dir", 2),
         ]
