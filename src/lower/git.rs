@@ -172,22 +172,39 @@ pub fn repo(
     if let Some(m) = &main_own {
         out.push(found(m.clone(), ".git/config.worktree"));
     }
-    // Submodules' repositories live in the common dir.
-    let modules = join(&common, "modules");
-    if *budget > 0 {
-        if let Ok(rd) = std::fs::read_dir(&modules) {
-            *budget -= 1;
-            let mut names: Vec<String> = rd
-                .flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect();
-            names.sort();
-            for n in names {
-                let m = join(&modules, &n);
-                for f in ["hooks", "config", "commondir"] {
-                    out.push(found(join(&m, f), "a submodule's .git/modules"));
-                }
+    // Submodules' repositories live in the common dir, and so do the
+    // gitdirs of its linked worktrees (elsewhere on disk): git run there
+    // reads the `commondir` (and `config.worktree`) kept here.
+    for (sub, files, entry) in [
+        (
+            "modules",
+            &["hooks", "config", "commondir"][..],
+            "a submodule's .git/modules",
+        ),
+        (
+            "worktrees",
+            &["commondir", "config.worktree"][..],
+            "a linked worktree's .git/worktrees",
+        ),
+    ] {
+        let d = join(&common, sub);
+        if *budget == 0 {
+            break;
+        }
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        *budget -= 1;
+        let mut names: Vec<String> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        for n in names {
+            let m = join(&d, &n);
+            for f in files {
+                out.push(found(join(&m, f), entry));
             }
         }
     }

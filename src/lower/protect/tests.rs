@@ -199,11 +199,16 @@ fn a_gitdir_commondir_is_protected_and_followed() {
     h.repo("ws/n");
     h.mkdir("ws/.git/modules/sub/hooks");
     h.write("ws/sub/.git", "gitdir: ../.git/modules/sub\n");
+    // A linked worktree elsewhere: git run there reads the commondir kept
+    // in this repository's `.git/worktrees`.
+    h.write("ws/.git/worktrees/wt/commondir", "../..\n");
     let (ir, _) = h.lower(RW);
     for p in [
         "ws/.git/commondir",
         "ws/n/.git/commondir",
         "ws/.git/modules/sub/commondir",
+        "ws/.git/worktrees/wt/commondir",
+        "ws/.git/worktrees/wt/config.worktree",
     ] {
         assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
     }
