@@ -246,10 +246,12 @@ impl Ctx<'_> {
         let mut repos = Vec::new();
         let mut budget = git::DIR_BUDGET;
         let mut complete = true;
+        let mut trees = 0;
         for (((r, absent), paths), keep) in roots.iter().zip(joined).zip(keep) {
             if !keep {
                 continue;
             }
+            trees += 1;
             // `None` where paths are not resolved (portable) or the tree
             // was absent (nothing to read).
             let listed = (self.resolve && !absent).then(|| listing(r));
@@ -308,6 +310,28 @@ impl Ctx<'_> {
                 path,
                 entry: e.to_string(),
                 found: None,
+            });
+        }
+        if trees > 0 {
+            // What no name covers: a repository the command makes or
+            // changes below a tree's top (docs/protected.md).
+            self.notes.push(Precision {
+                rule: "protected paths".into(),
+                target: "ir".into(),
+                status: Status::Wider,
+                reason: format!(
+                    "a git repository the command makes or changes below the top of a \
+                     writable tree (git init sub) is protected by no name while the run \
+                     lasts; git would run its hooks and config outside the sandbox later \
+                     (a git status there, or at the top through a submodule entry). On \
+                     Linux, sbx run moves aside what changed in such repositories up to \
+                     {} directories below each top when the run ends (at most {} \
+                     directories listed); deeper ones, and on macOS and Windows every one, \
+                     stay as the command left them",
+                    git::NESTED_DEPTH,
+                    git::DIR_BUDGET
+                ),
+                advisory: true,
             });
         }
         let mut stopped = Vec::new();

@@ -59,6 +59,10 @@ pub const ALL: &[(&str, Case)] = &[
     ("protected_path_created_is_moved_aside", planted_moved_aside),
     ("git_include_cannot_be_planted", protect::git_include),
     ("git_commondir_cannot_redirect", protect::git_commondir),
+    (
+        "git_repository_made_in_the_run_is_swept",
+        protect::git_nested_repo_made_in_the_run,
+    ),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),

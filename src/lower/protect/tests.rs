@@ -114,12 +114,22 @@ fn the_workspace_repository_is_read_only_where_it_runs_code() {
     assert!(d.is_empty(), "{d:?}");
     // Home is not writable here: its start-up files are left alone.
     assert!(grant(&ir, &h.p("home/.bashrc")).is_none());
+    // What no name covers is said, and never refused (advisory).
+    let made = |ir: &Ir| {
+        ir.precision
+            .iter()
+            .filter(|p| p.rule == "protected paths" && p.reason.contains("git init sub"))
+            .map(|p| (p.status, p.advisory))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(made(&ir), [(crate::ir::Status::Wider, true)]);
     // A read-only workspace needs no protection.
     let (ir, _) = h.lower("[[fs]]\npath = \".\"\nread = true\n");
     assert!(!ir
         .fs
         .iter()
         .any(|g| matches!(g.source, Source::Protected { .. })));
+    assert!(made(&ir).is_empty());
 }
 
 #[test]
@@ -184,7 +194,10 @@ fn submodules_hooks_path_and_nested_repositories() {
     }
     // Deeper than the documented bound (3 directories): not searched.
     assert!(grant(&ir, &h.p("ws/a/b/c/d/.git/hooks")).is_none());
-    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+    assert!(!ir
+        .precision
+        .iter()
+        .any(|p| p.rule == "protected paths" && !p.advisory));
 }
 
 /// git reads every gitdir's `commondir` and takes the hooks and config of
@@ -241,7 +254,7 @@ fn the_search_is_bounded_and_says_so() {
     let note = ir
         .precision
         .iter()
-        .find(|p| p.rule == "protected paths")
+        .find(|p| p.rule == "protected paths" && !p.advisory)
         .expect("a note when the search stops");
     assert_eq!(note.status, crate::ir::Status::Wider);
 }
@@ -267,7 +280,10 @@ fn absent_trees_spend_none_of_the_search() {
         "{:#?}",
         ir.precision
     );
-    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+    assert!(!ir
+        .precision
+        .iter()
+        .any(|p| p.rule == "protected paths" && !p.advisory));
     let absent = grant(&ir, &h.p("ws/gone0007/.vscode")).expect("protected");
     assert_eq!(absent.kind, PathKind::Missing);
     assert!(protected(&ir, &h.p("ws/gone0007/.git/hooks")));
@@ -505,7 +521,10 @@ fn git_includes_in_a_writable_grant_are_protected() {
     // Outside every writable grant: left as it is.
     assert!(grant(&ir, &h.p("home/outside.inc")).is_none());
     assert!(grant(&ir, &h.p("home/.gitconfig.d/x")).is_none());
-    assert!(!ir.precision.iter().any(|p| p.rule == "protected paths"));
+    assert!(!ir
+        .precision
+        .iter()
+        .any(|p| p.rule == "protected paths" && !p.advisory));
     assert!(d.is_empty(), "{d:?}");
     // The workspace is home: the global config's include is protected.
     let policy = format!("{RW}\n[[fs]]\npath = \"~\"\nread = true\nwrite = true\n");
@@ -527,7 +546,7 @@ fn too_many_git_includes_say_so() {
     let note = ir
         .precision
         .iter()
-        .find(|p| p.rule == "protected paths")
+        .find(|p| p.rule == "protected paths" && !p.advisory)
         .expect("a note when the includes stop");
     assert_eq!(note.status, crate::ir::Status::Wider);
     assert!(!note.advisory);

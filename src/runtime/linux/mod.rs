@@ -12,6 +12,7 @@ mod plan;
 mod planted;
 mod program;
 mod report;
+mod repos;
 mod seccomp;
 mod wait;
 
@@ -279,7 +280,11 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     mount_rules.extend(ns::run_file_mounts(&plan.rules, &opts.own_files));
     let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
-    let (mounts, absent_protections) = (planned.mounts, planned.absent_protections);
+    let (mounts, absent_protections, repo_tops) = (
+        planned.mounts,
+        planned.absent_protections,
+        planned.repo_tops,
+    );
     plan.lines.extend(planned.lines);
     let carve_outs: Vec<String> = mounts
         .iter()
@@ -480,6 +485,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // SAFETY: plain prctl on ourselves.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let not_ours = wait::own_children();
+    // Whatever the command changes has a ctime from here on.
+    let since = repos::Stamp::now();
 
     let mut spawned = child::spawn(&prepared);
     if let Err(child::SpawnError {
@@ -608,6 +615,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     eprint!("{}", served.finish());
     // The tree is gone: nothing re-creates what is moved aside.
     planted::move_aside(&absent_protections);
+    let swept = repos::sweep(
+        &repo_tops,
+        since,
+        crate::lower::git::NESTED_DEPTH,
+        crate::lower::git::DIR_BUDGET,
+    );
+    repos::report(&swept, crate::lower::git::DIR_BUDGET);
     Ok(wait::exit_code(out.status))
 }
 

@@ -58,10 +58,18 @@ pub fn plan_mounts<F>(
     let mut out = Vec::new();
     let mut lines = Vec::new();
     let mut absent = Vec::new();
+    let mut tops: Vec<String> = Vec::new();
     for m in mounts {
         let path = expand_template(&m.path, &lookup)?;
         if !path.starts_with('/') {
             return Err(format!("mount path {path:?} is not absolute"));
+        }
+        if m.protection {
+            // The repository at a writable tree's top, or one the nested
+            // search found: where the sweep after the run starts.
+            if let Some(top) = path.strip_suffix("/.git/hooks") {
+                tops.push(if top.is_empty() { "/" } else { top }.to_string());
+            }
         }
         match open(&path) {
             Ok(o) => out.push(MountPlan {
@@ -101,10 +109,20 @@ pub fn plan_mounts<F>(
             }
         }
     }
+    // Only the outermost: the sweep looks below each.
+    tops.sort();
+    tops.dedup();
+    let mut repo_tops: Vec<String> = Vec::new();
+    for t in tops {
+        if !repo_tops.iter().any(|o| crate::ir::path_within(&t, o)) {
+            repo_tops.push(t);
+        }
+    }
     Ok(PlannedMounts {
         mounts: out,
         lines,
         absent_protections: absent,
+        repo_tops,
     })
 }
 
@@ -116,6 +134,10 @@ pub struct PlannedMounts<F> {
     /// sbx's own protections whose path did not exist at launch: the run
     /// moves aside whatever the command creates there (`planted`).
     pub absent_protections: Vec<String>,
+    /// The tops of the writable trees sbx protects (each protected
+    /// `.git/hooks`'s worktree, the outermost only): after the run,
+    /// repositories made or changed below them are swept (`repos`).
+    pub repo_tops: Vec<String>,
 }
 
 /// POLICY.md §13: the files this run was read from (the artifact of

@@ -37,7 +37,7 @@ pub fn move_aside(absent: &[String]) {
 /// `Ok(None)` when `path` does not exist. The parent is opened through no
 /// symlink, and the rename happens inside that directory: a symlink the
 /// command put above the path cannot make sbx move a file elsewhere.
-fn move_one(path: &str) -> io::Result<Option<String>> {
+pub(super) fn move_one(path: &str) -> io::Result<Option<String>> {
     let (dir, name) = match path.rsplit_once('/') {
         Some(("", n)) => ("/", n),
         Some((d, n)) if !n.is_empty() => (d, n),

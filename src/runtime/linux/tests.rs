@@ -629,3 +629,28 @@ fn carve_outs_missing_at_launch_are_reported() {
     assert_eq!(lines[1].rule, "/home/u/ws/.vscode");
     assert!(lines[1].advisory);
 }
+
+/// The sweep after the run starts at each protected repository's
+/// worktree, the outermost only, whether its hooks exist or not; a
+/// user's own read-only `.git/hooks` rule is not sbx's protection.
+#[test]
+fn repositories_are_swept_from_each_protected_top() {
+    use crate::back::landlock::{MountKind, MountRule};
+    let rule = |path: &str, protection: bool| MountRule {
+        path: path.into(),
+        kind: MountKind::Bind,
+        read_only: true,
+        noexec: false,
+        protection,
+        absent: false,
+    };
+    let rules = [
+        rule("${WORKSPACE}/.git/config", true),
+        rule("${WORKSPACE}/.git/hooks", true),
+        rule("${WORKSPACE}/a/b/.git/hooks", true),
+        rule("/srv/tree/.git/hooks", true),
+        rule("/x/.git/hooks", false),
+    ];
+    let planned = super::ns::plan_mounts(&rules, &values(), &mut fake(&[], &[])).unwrap();
+    assert_eq!(planned.repo_tops, ["/home/u/ws", "/srv/tree"]);
+}

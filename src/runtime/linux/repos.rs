@@ -1,0 +1,179 @@
+//! Git repositories the command made or changed below a writable tree's
+//! top (docs/protected.md, "Repositories made during the run"). Only
+//! the names at each tree's top are protected before the run; a
+//! repository created below it (`git init sub`, `cargo new app`) is not,
+//! and git would run its hooks and config outside the sandbox later: on
+//! the next `git status` there, or at the top, which recurses into a
+//! submodule entry. Once the tree has ended, `sbx run` looks to the
+//! nested search's depth and moves aside what of them changed during
+//! the run, as `planted` does for the protections absent at launch.
+
+use super::planted;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+
+/// What in a git directory makes git run something: hooks, and the
+/// config (and the files that name where git finds them).
+const PARTS: [&str; 4] = ["hooks", "config", "config.worktree", "commondir"];
+
+/// A moment, as file timestamps give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(i64, i64);
+
+impl Stamp {
+    /// Now, by the coarse clock file timestamps are taken from: anything
+    /// changed from here on has a ctime at least this (a fine-grained
+    /// ctime is never below the coarse clock). ctime cannot be set back.
+    pub fn now() -> Stamp {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut t) };
+        Stamp(t.tv_sec, t.tv_nsec)
+    }
+
+    fn of(m: &fs::Metadata) -> Stamp {
+        Stamp(m.ctime(), m.ctime_nsec())
+    }
+}
+
+/// What the sweep did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// (path, where it went): moved aside.
+    pub moved: Vec<(String, String)>,
+    /// (path, error): changed, but it could not be moved.
+    pub failed: Vec<(String, String)>,
+    /// The directory budget ran out before every tree was looked at.
+    pub stopped: bool,
+}
+
+/// Look through each of `tops` to `depth` directories below it (at most
+/// `budget` directories listed in all, never through a symlink) for git
+/// directories (`.git`, or one holding `HEAD`, `objects` and `refs`) and
+/// `.git` files or links, and move aside each part changed since `since`.
+pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swept {
+    let mut out = Swept::default();
+    let mut left = budget;
+    let mut todo: Vec<(String, usize)> = tops.iter().rev().map(|t| (t.clone(), 0)).collect();
+    while let Some((dir, level)) = todo.pop() {
+        if left == 0 {
+            out.stopped = true;
+            break;
+        }
+        left -= 1;
+        let Ok(rd) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut subdirs = Vec::new();
+        let (mut head, mut objects, mut refs) = (false, false, false);
+        for e in rd.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            let name = e.file_name();
+            let Some(name) = name.to_str() else {
+                // Not UTF-8: no git directory is named so; still searched.
+                if t.is_dir() && level < depth {
+                    if let Some(p) = e.path().to_str() {
+                        subdirs.push(p.to_string());
+                    }
+                }
+                continue;
+            };
+            let path = join(&dir, name);
+            match name {
+                ".git" if t.is_dir() => look_in(&path, since, &mut out),
+                // A gitdir file, or a link to a git directory.
+                ".git" => moved_if_changed(&path, since, &mut out),
+                "HEAD" => head = t.is_file(),
+                "objects" => objects = t.is_dir(),
+                "refs" => refs = t.is_dir(),
+                _ if t.is_dir() && level < depth => subdirs.push(path),
+                _ => {}
+            }
+        }
+        // A bare repository, or a gitdir kept outside its worktree: git
+        // takes a directory with these three for a git directory.
+        if head && objects && refs {
+            look_in(&dir, since, &mut out);
+        }
+        subdirs.sort();
+        todo.extend(subdirs.into_iter().rev().map(|d| (d, level + 1)));
+    }
+    out
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The parts of git directory `g` changed since `since`. `hooks` counts
+/// as changed when it or any entry in it is (an existing hook rewritten
+/// in place changes only its own ctime), and is moved aside whole.
+fn look_in(g: &str, since: Stamp, out: &mut Swept) {
+    for part in PARTS {
+        let p = join(g, part);
+        let Ok(m) = fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let changed = Stamp::of(&m) >= since
+            || (part == "hooks"
+                && m.is_dir()
+                && fs::read_dir(&p).is_ok_and(|rd| {
+                    rd.flatten().any(|e| {
+                        fs::symlink_metadata(e.path()).is_ok_and(|m| Stamp::of(&m) >= since)
+                    })
+                }));
+        if changed {
+            move_aside(p, out);
+        }
+    }
+}
+
+fn moved_if_changed(p: &str, since: Stamp, out: &mut Swept) {
+    if fs::symlink_metadata(p).is_ok_and(|m| Stamp::of(&m) >= since) {
+        move_aside(p.to_string(), out);
+    }
+}
+
+fn move_aside(p: String, out: &mut Swept) {
+    match planted::move_one(&p) {
+        Ok(Some(to)) => out.moved.push((p, to)),
+        Ok(None) => {}
+        Err(e) => out.failed.push((p, e.to_string())),
+    }
+}
+
+/// One stderr line per path moved or not movable, and one if the
+/// search stopped early.
+pub fn report(s: &Swept, budget: usize) {
+    for (p, to) in &s.moved {
+        eprintln!(
+            "sbx: warning: the command created or changed {p}, in a git repository below \
+             a writable tree's top (git would run it outside the sandbox later): moved it \
+             to {to}. Review it, then rename it back"
+        );
+    }
+    for (p, e) in &s.failed {
+        eprintln!(
+            "sbx: warning: the command created or changed {p}, in a git repository below \
+             a writable tree's top, and it could not be moved aside ({e}): review it before \
+             running git there"
+        );
+    }
+    if s.stopped {
+        eprintln!(
+            "sbx: warning: the search for git repositories changed during the run stopped \
+             after {budget} directories: review repositories below the workspace before \
+             running git there"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+use super::*;
+use std::path::{Path, PathBuf};
+
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(name: &str) -> Tree {
+        let t = std::env::temp_dir().join(format!("sbx-repos-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&t);
+        fs::create_dir_all(&t).unwrap();
+        Tree(t)
+    }
+    fn p(&self, rel: &str) -> String {
+        self.0.join(rel).to_str().unwrap().to_string()
+    }
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.0.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+    /// A git directory at `rel` as `git init` lays one out.
+    fn gitdir(&self, rel: &str) {
+        for d in ["objects", "refs/heads", "hooks"] {
+            fs::create_dir_all(self.0.join(rel).join(d)).unwrap();
+        }
+        self.write(&format!("{rel}/HEAD"), "ref: refs/heads/main\n");
+        self.write(&format!("{rel}/config"), "[core]\n");
+        self.write(&format!("{rel}/hooks/pre-commit.sample"), "#!/bin/sh\n");
+    }
+    fn exists(&self, rel: &str) -> bool {
+        Path::new(&self.p(rel)).exists()
+    }
+    /// The moment after everything made so far: what is made after it
+    /// counts as changed during the run.
+    fn start(&self) -> Stamp {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let s = Stamp::now();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        s
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn repositories_made_during_the_run_lose_what_git_would_run() {
+    let t = Tree::new("made");
+    // Before the run: the workspace's repository, a nested one, a file.
+    t.gitdir("ws/.git");
+    t.gitdir("ws/old/.git");
+    t.write("ws/src/main.rs", "fn main() {}\n");
+    let since = t.start();
+    // During it: `git init sub` with a planted fsmonitor, a gitdir file
+    // two levels down, a bare repository, and one four levels down.
+    t.gitdir("ws/sub/.git");
+    t.write("ws/sub/.git/config", "[core]\n\tfsmonitor = x\n");
+    t.write("ws/a/b/.git", "gitdir: ../../elsewhere\n");
+    t.gitdir("ws/vendor/evil.git");
+    t.gitdir("ws/d1/d2/d3/d4/.git");
+    t.write("ws/src/new.rs", "\n");
+    let s = sweep(&[t.p("ws")], since, 3, 100);
+    let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
+    let want = [
+        t.p("ws/a/b/.git"),
+        t.p("ws/sub/.git/hooks"),
+        t.p("ws/sub/.git/config"),
+        t.p("ws/vendor/evil.git/hooks"),
+        t.p("ws/vendor/evil.git/config"),
+    ];
+    assert_eq!(moved, want.iter().map(String::as_str).collect::<Vec<_>>());
+    for (p, to) in &s.moved {
+        assert_eq!(to, &format!("{p}.sbx-blocked"));
+        assert!(Path::new(to).exists() && !Path::new(p).exists());
+    }
+    // What git needs to see a repository stays, and so does everything
+    // older than the run and every ordinary file.
+    for kept in [
+        "ws/sub/.git/HEAD",
+        "ws/sub/.git/objects",
+        "ws/.git/config",
+        "ws/.git/hooks",
+        "ws/old/.git/config",
+        "ws/src/new.rs",
+        // Deeper than the search goes (the launch search's depth too).
+        "ws/d1/d2/d3/d4/.git/config",
+    ] {
+        assert!(t.exists(kept), "{kept}");
+    }
+    assert!(!s.stopped && s.failed.is_empty());
+}
+
+#[test]
+fn changes_in_place_count_and_links_are_not_followed() {
+    let t = Tree::new("inplace");
+    t.gitdir("ws/.git");
+    t.write("ws/.git/hooks/pre-commit", "#!/bin/sh\ntrue\n");
+    t.gitdir("outside/.git");
+    std::os::unix::fs::symlink(t.p("outside"), t.p("ws/link")).unwrap();
+    let since = t.start();
+    // An existing hook rewritten in place: only its own ctime changes.
+    t.write("ws/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n");
+    // Changed, but reached only through a symlink: not the tree's.
+    t.write("outside/.git/config", "[core]\n\tfsmonitor = x\n");
+    let s = sweep(&[t.p("ws")], since, 3, 100);
+    assert_eq!(
+        s.moved,
+        [(t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked"))]
+    );
+    assert!(t.exists("ws/.git/config") && t.exists("outside/.git/config"));
+}
+
+#[test]
+fn the_search_is_bounded_and_says_so() {
+    let t = Tree::new("bounded");
+    for i in 0..5 {
+        fs::create_dir_all(t.0.join(format!("ws/d{i}"))).unwrap();
+    }
+    let since = t.start();
+    t.gitdir("ws/d4/.git");
+    let s = sweep(&[t.p("ws")], since, 3, 4);
+    assert!(s.stopped);
+    assert!(t.exists("ws/d4/.git/config"));
+    let s = sweep(&[t.p("ws")], since, 3, 6);
+    assert!(!s.stopped);
+    assert_eq!(s.moved.len(), 2);
+}
