@@ -112,27 +112,44 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// The parts of git directory `g` changed since `since`. `hooks` counts
-/// as changed when it or any entry in it is (an existing hook rewritten
-/// in place changes only its own ctime), and is moved aside whole.
+/// The parts of git directory `g` changed since `since`.
 fn look_in(g: &str, since: Stamp, out: &mut Swept) {
     for part in PARTS {
         let p = join(g, part);
         let Ok(m) = fs::symlink_metadata(&p) else {
             continue;
         };
-        let changed = Stamp::of(&m) >= since
-            || (part == "hooks"
-                && m.is_dir()
-                && fs::read_dir(&p).is_ok_and(|rd| {
-                    rd.flatten().any(|e| {
-                        fs::symlink_metadata(e.path()).is_ok_and(|m| Stamp::of(&m) >= since)
-                    })
-                }));
+        let changed = if part == "hooks" && m.is_dir() {
+            hooks_changed(&p, &m, since)
+        } else {
+            Stamp::of(&m) >= since
+        };
         if changed {
             move_aside(p, out);
         }
     }
+}
+
+/// A hooks directory counts as changed when a hook in it did (one
+/// rewritten in place changes only its own ctime), or when it did and
+/// holds any hook (a directory of old scripts renamed into place). git
+/// runs a hook only by its exact name, never a `*.sample` (what `git
+/// init` puts there): those alone change nothing. It moves whole.
+fn hooks_changed(p: &str, m: &fs::Metadata, since: Stamp) -> bool {
+    let Ok(rd) = fs::read_dir(p) else {
+        return Stamp::of(m) >= since;
+    };
+    let mut any = false;
+    for e in rd.flatten() {
+        if e.file_name().as_encoded_bytes().ends_with(b".sample") {
+            continue;
+        }
+        any = true;
+        if fs::symlink_metadata(e.path()).is_ok_and(|m| Stamp::of(&m) >= since) {
+            return true;
+        }
+    }
+    any && Stamp::of(m) >= since
 }
 
 fn moved_if_changed(p: &str, since: Stamp, out: &mut Swept) {

@@ -58,6 +58,7 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
     // two levels down, a bare repository, and one four levels down.
     t.gitdir("ws/sub/.git");
     t.write("ws/sub/.git/config", "[core]\n\tfsmonitor = x\n");
+    t.write("ws/sub/.git/hooks/post-checkout", "#!/bin/sh\n");
     t.write("ws/a/b/.git", "gitdir: ../../elsewhere\n");
     t.gitdir("ws/vendor/evil.git");
     t.gitdir("ws/d1/d2/d3/d4/.git");
@@ -68,7 +69,6 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
         t.p("ws/a/b/.git"),
         t.p("ws/sub/.git/hooks"),
         t.p("ws/sub/.git/config"),
-        t.p("ws/vendor/evil.git/hooks"),
         t.p("ws/vendor/evil.git/config"),
     ];
     assert_eq!(moved, want.iter().map(String::as_str).collect::<Vec<_>>());
@@ -81,6 +81,8 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
     for kept in [
         "ws/sub/.git/HEAD",
         "ws/sub/.git/objects",
+        // Only the samples `git init` writes, which git never runs.
+        "ws/vendor/evil.git/hooks/pre-commit.sample",
         "ws/.git/config",
         "ws/.git/hooks",
         "ws/old/.git/config",
@@ -126,5 +128,22 @@ fn the_search_is_bounded_and_says_so() {
     assert!(t.exists("ws/d4/.git/config"));
     let s = sweep(&[t.p("ws")], since, 3, 6);
     assert!(!s.stopped);
-    assert_eq!(s.moved.len(), 2);
+    // Its config; its hooks hold only a sample.
+    assert_eq!(s.moved.len(), 1);
+}
+
+#[test]
+fn a_hooks_directory_renamed_into_place_counts() {
+    let t = Tree::new("renamed");
+    t.gitdir("ws/.git");
+    t.write("ws/scripts/pre-commit", "#!/bin/sh\n");
+    fs::remove_dir_all(t.0.join("ws/.git/hooks")).unwrap();
+    let since = t.start();
+    // Old scripts (old ctimes) put where git looks for hooks.
+    fs::rename(t.0.join("ws/scripts"), t.0.join("ws/.git/hooks")).unwrap();
+    let s = sweep(&[t.p("ws")], since, 3, 100);
+    assert_eq!(
+        s.moved,
+        [(t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked"))]
+    );
 }
