@@ -123,14 +123,28 @@ EOF
   "$SBX" compile "$work/never.toml" --workspace "$work/ws" --target linux -o "$work/never.json" 2>/dev/null
   grep -v -e '^\[\[net\]\]' -e '^host' -e '^scheme' "$work/typical.toml" >"$work/nonet.toml"
   "$SBX" compile "$work/nonet.toml" --workspace "$work/ws" --target linux -o "$work/nonet.json" 2>/dev/null
+  # With a port rule instead of the host rule: mount and PID namespaces
+  # only (the carve-out), on the host's network.
+  sed -e '/^host/d' -e 's/^scheme = .*/port = 443/' "$work/typical.toml" >"$work/port.toml"
+  "$SBX" compile "$work/port.toml" --workspace "$work/ws" --target linux -o "$work/port.json" 2>/dev/null
   local cmds=(
     "/bin/true"
     "$SBX run $work/typical.toml --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/typical.json --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/never.json --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/nonet.json --workspace $work/ws -- /bin/true"
+    "$SBX run --artifact $work/port.json --workspace $work/ws -- /bin/true"
   )
-  local names=("bare exec" "sbx run POLICY" "sbx run --artifact" "--artifact, namespaces = never" "--artifact, no [[net]]")
+  local names=("bare exec" "sbx run POLICY" "sbx run --artifact" "--artifact, namespaces = never" "--artifact, no [[net]]" "--artifact, port rule")
+  # The kernel's own price of the namespaces (bwrap --unshare-net pays the
+  # network one too): util-linux unshare with and without them (the
+  # differences), the network namespace alone and the layer's three with
+  # a fresh /proc.
+  if command -v unshare >/dev/null; then
+    cmds+=("unshare /bin/true" "unshare --net /bin/true"
+      "unshare --net --mount --pid --fork --mount-proc /bin/true")
+    names+=("unshare" "unshare --net" "unshare, the layer's namespaces")
+  fi
   if command -v bwrap >/dev/null; then
     cmds+=("bwrap --ro-bind / / --dev /dev --unshare-net /bin/true")
     names+=("bwrap")
@@ -148,27 +162,46 @@ import json, sys
 for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
     for t in r["times"]:
         print(i, t * 1000)
+    # hyperfine's mean user + system time of the round (the command and
+    # every child it waits for).
+    print("cpu", i, (r["user"] + r["system"]) * 1000)
 EOF
   done
   echo "## sbx run start-up: /bin/true under each, $RUNS runs each (interleaved)"
   echo
   python3 - "$work/all.txt" "${names[@]}" <<'EOF'
 import statistics, sys
-rows = {}
+rows, cpus = {}, {}
 for line in open(sys.argv[1]):
-    i, t = line.split()
-    rows.setdefault(int(i), []).append(float(t))
+    f = line.split()
+    if f[0] == "cpu":
+        cpus.setdefault(int(f[1]), []).append(float(f[2]))
+    else:
+        rows.setdefault(int(f[0]), []).append(float(f[1]))
 names = sys.argv[2:]
 med = {i: statistics.median(v) for i, v in rows.items()}
-base = med[0]
-bw = med.get(names.index("bwrap")) if "bwrap" in names else None
-print("| command | median ms | p10 ms | p90 ms | added over bare exec ms | share of bwrap's added time |")
-print("|---|---:|---:|---:|---:|---:|")
+cpu = {i: statistics.median(v) for i, v in cpus.items()}
+bw = names.index("bwrap") if "bwrap" in names else None
+def share(d, i):
+    return f"{(d[i] - d[0]) / (d[bw] - d[0]):.2f}" if bw is not None and i else "-"
+print("| command | median ms | p10 ms | p90 ms | added ms | share of bwrap's added time | CPU ms | added CPU ms | share of bwrap's added CPU |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for i, v in sorted(rows.items()):
     v = sorted(v)
-    added = med[i] - base
-    share = f"{added / (bw - base):.2f}" if bw and i else "-"
-    print(f"| {names[i]} | {med[i]:.3f} | {v[len(v) // 10]:.3f} | {v[len(v) * 9 // 10]:.3f} | {added:.3f} | {share} |")
+    print(f"| {names[i]} | {med[i]:.3f} | {v[len(v) // 10]:.3f} | {v[len(v) * 9 // 10]:.3f} | "
+          f"{med[i] - med[0]:.3f} | {share(med, i)} | {cpu[i]:.3f} | {cpu[i] - cpu[0]:.3f} | {share(cpu, i)} |")
+# The floor of a run in a private network namespace: sbx's Landlock path
+# alone plus what the kernel charges for the namespaces themselves.
+if bw is not None and "unshare --net" in names:
+    never, u = names.index("--artifact, namespaces = never"), names.index("unshare")
+    print()
+    for what, d in (("wall", med), ("CPU", cpu)):
+        for ns, label in (("unshare --net", "a network namespace"),
+                          ("unshare, the layer's namespaces", "network, mount and PID namespaces and a /proc")):
+            cost = d[names.index(ns)] - d[u]
+            floor = d[never] - d[0] + cost
+            print(f"- {what}: {label} alone cost {cost:.3f} ms ({ns} minus unshare); Landlock alone "
+                  f"plus that is {floor:.3f} ms, {floor / (d[bw] - d[0]):.2f} of bwrap's added time")
 EOF
   echo
   echo "## peak RSS of the loader (sbx run --artifact, /usr/bin/time -v)"
