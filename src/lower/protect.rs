@@ -325,9 +325,10 @@ impl Ctx<'_> {
                      lasts; git would run its hooks and config outside the sandbox later \
                      (a git status there, or at the top through a submodule entry). On \
                      Linux, sbx run moves aside what changed in such repositories up to \
-                     {} directories below each top when the run ends (at most {} \
-                     directories listed); deeper ones, and on macOS and Windows every one, \
-                     stay as the command left them",
+                     {} directories below each top (at most {} directories listed), and \
+                     in each submodule the top's index names, when the run ends; deeper \
+                     ones that no submodule entry names, and on macOS and Windows every \
+                     one, stay as the command left them",
                     git::NESTED_DEPTH,
                     git::DIR_BUDGET
                 ),

@@ -164,9 +164,10 @@ pub fn git_commondir(fx: &Fx) -> Result<(), String> {
 /// sub`) has no protection by name while the run lasts. Its planted
 /// `core.fsmonitor` would run on the user's next `git status` in it, and
 /// at the top too once the top's index has a submodule entry for it
-/// (`git status` recurses into it). After the run its config and hooks
-/// are moved aside; what else the command made stays; put back, the
-/// config runs at the top as in the subdirectory.
+/// (`git status` recurses into it). Here it is five directories down,
+/// deeper than the walk goes, and found through that entry. After the
+/// run its config is moved aside; what else the command made stays; put
+/// back, the config runs at the top as in the subdirectory.
 pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     if !git_repo(fx, "git_repository_made_in_the_run_is_swept")? {
         return Ok(());
@@ -175,9 +176,9 @@ pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     let out = sh(
         fx,
         &format!(
-            "git init -q lib/sub && {} >> lib/sub/.git/config && \
-             git -C lib/sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && \
-             git update-index --add --cacheinfo \"160000,$(git -C lib/sub rev-parse HEAD),lib/sub\" && \
+            "git init -q lib/a/b/c/sub && {} >> lib/a/b/c/sub/.git/config && \
+             git -C lib/a/b/c/sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && \
+             git update-index --add --cacheinfo \"160000,$(git -C lib/a/b/c/sub rev-parse HEAD),lib/a/b/c/sub\" && \
              echo kept > keep.txt && echo planted",
             fsmonitor(&mark)
         ),
@@ -188,22 +189,22 @@ pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     // git ran it inside the sandbox too (commit queries the monitor),
     // where /tmp is writable: only what runs afterwards counts.
     let _ = std::fs::remove_file(&mark);
-    let config = fx.ws.join("lib/sub/.git/config");
-    let aside = fx.ws.join("lib/sub/.git/config.sbx-blocked");
+    let config = fx.ws.join("lib/a/b/c/sub/.git/config");
+    let aside = fx.ws.join("lib/a/b/c/sub/.git/config.sbx-blocked");
     check(!config.exists() && aside.exists(), || {
         format!("the nested config is still in place: {}", out.stderr)
     })?;
     check(
-        out.stderr.contains("lib/sub/.git/config.sbx-blocked"),
+        out.stderr.contains("lib/a/b/c/sub/.git/config.sbx-blocked"),
         || out.stderr.clone(),
     )?;
     // Positive controls: the command's ordinary file and the rest of the
     // new repository stay.
     check(
-        fx.ws.join("keep.txt").exists() && fx.ws.join("lib/sub/.git/HEAD").exists(),
+        fx.ws.join("keep.txt").exists() && fx.ws.join("lib/a/b/c/sub/.git/HEAD").exists(),
         || "the run's other files are gone".into(),
     )?;
-    for dir in ["", "lib/sub"] {
+    for dir in ["", "lib/a/b/c/sub"] {
         let _ = git(fx, dir, &["status", "--short"]).map_err(|e| e.to_string())?;
         check(!Path::new(&mark).exists(), || {
             format!("git status in {dir:?} ran the planted core.fsmonitor")

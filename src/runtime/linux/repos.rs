@@ -101,7 +101,92 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
         subdirs.sort();
         todo.extend(subdirs.into_iter().rev().map(|d| (d, level + 1)));
     }
+    // `git status` at a top recurses into every submodule its index
+    // names, at any depth: those repositories are looked at wherever
+    // they are.
+    for top in tops {
+        let index = fs::read(join(top, ".git/index")).unwrap_or_default();
+        for rel in gitlinks(&index) {
+            // What the walk moved already is no longer there.
+            let dir = join(top, &rel);
+            match fs::symlink_metadata(join(&dir, ".git")) {
+                Ok(m) if m.is_dir() => look_in(&join(&dir, ".git"), since, &mut out),
+                Ok(_) => moved_if_changed(&join(&dir, ".git"), since, &mut out),
+                Err(_) => {}
+            }
+        }
+    }
     out
+}
+
+/// The paths of the submodule entries (gitlinks) in a git index file
+/// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it
+/// cannot be read as one.
+pub fn gitlinks(index: &[u8]) -> Vec<String> {
+    [20, 32]
+        .into_iter()
+        .find_map(|hash| parse_index(index, hash))
+        .unwrap_or_default()
+}
+
+fn parse_index(b: &[u8], hash: usize) -> Option<Vec<String>> {
+    let be32 = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    if b.get(..4)? != b"DIRC" {
+        return None;
+    }
+    let version = be32(4)?;
+    if !(2..=4).contains(&version) {
+        return None;
+    }
+    let entries = be32(8)?;
+    let mut out = Vec::new();
+    let mut pos = 12;
+    let mut prev: Vec<u8> = Vec::new();
+    for _ in 0..entries {
+        let start = pos;
+        let mode = be32(pos + 24)?;
+        pos += 40 + hash;
+        let flags = u16::from_be_bytes(b.get(pos..pos + 2)?.try_into().ok()?);
+        pos += 2;
+        if version >= 3 && flags & 0x4000 != 0 {
+            pos += 2;
+        }
+        let path = if version == 4 {
+            // The length to drop from the previous path (git's offset
+            // varint), then the rest of this one.
+            let mut c = *b.get(pos)?;
+            pos += 1;
+            let mut strip = usize::from(c & 127);
+            while c & 128 != 0 {
+                c = *b.get(pos)?;
+                pos += 1;
+                strip = strip.checked_add(1)?.checked_mul(128)? + usize::from(c & 127);
+            }
+            let end = pos + b.get(pos..)?.iter().position(|&x| x == 0)?;
+            let mut p = prev.get(..prev.len().checked_sub(strip)?)?.to_vec();
+            p.extend_from_slice(&b[pos..end]);
+            pos = end + 1;
+            p
+        } else {
+            let end = pos + b.get(pos..)?.iter().position(|&x| x == 0)?;
+            let p = b[pos..end].to_vec();
+            // NUL-padded to a multiple of eight bytes.
+            pos = start + ((end - start + 8) & !7);
+            p
+        };
+        // The name's length, where it fits in the flags, must agree.
+        let len = usize::from(flags & 0xfff);
+        if len < 0xfff && len != path.len() {
+            return None;
+        }
+        if mode == 0o160000 {
+            out.push(String::from_utf8(path.clone()).ok()?);
+        }
+        prev = path;
+    }
+    Some(out)
 }
 
 fn join(dir: &str, name: &str) -> String {

@@ -147,3 +147,66 @@ fn a_hooks_directory_renamed_into_place_counts() {
         [(t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked"))]
     );
 }
+
+/// `git` in `dir`; `None` where git is missing outside CI (CI installs
+/// it: .ci/prereqs.sh).
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    match std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+    {
+        Ok(o) => {
+            assert!(o.status.success(), "git {args:?}: {o:?}");
+            Some(String::from_utf8(o.stdout).unwrap())
+        }
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("git is not installed ({e}), skipped");
+            None
+        }
+        Err(e) => panic!("git: {e}"),
+    }
+}
+
+/// The submodule entries of index files as git writes them: versions 2,
+/// 3 (an entry with extended flags) and 4 (paths prefix-compressed).
+#[test]
+fn gitlinks_of_every_index_version() {
+    let t = Tree::new("index");
+    let ws = t.0.join("ws");
+    fs::create_dir_all(&ws).unwrap();
+    let Some(_) = git(&ws, &["init", "-q", "."]) else {
+        return;
+    };
+    t.write("ws/a.txt", "a\n");
+    t.write("ws/deep/x/y/z/file", "f\n");
+    git(&ws, &["add", "a.txt", "deep/x/y/z/file"]);
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    for p in ["deep/x/y/z/sub", "s2"] {
+        git(
+            &ws,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{sha},{p}"),
+            ],
+        );
+    }
+    let want = ["deep/x/y/z/sub", "s2"];
+    let index = || fs::read(ws.join(".git/index")).unwrap();
+    assert_eq!(gitlinks(&index()), want, "version 2");
+    t.write("ws/later.txt", "l\n");
+    git(&ws, &["add", "--intent-to-add", "later.txt"]);
+    assert_eq!(index()[7], 3, "git wrote version 3");
+    assert_eq!(gitlinks(&index()), want, "version 3");
+    git(&ws, &["update-index", "--index-version", "4"]);
+    assert_eq!(index()[7], 4);
+    assert_eq!(gitlinks(&index()), want, "version 4");
+    // Not an index, or cut short: nothing.
+    assert!(gitlinks(b"DIRC").is_empty());
+    let i = index();
+    assert!(gitlinks(&i[..i.len() / 2]).is_empty());
+}
