@@ -67,7 +67,10 @@ pub fn plan_mounts<F>(
         if m.protection {
             // The repository at a writable tree's top, or one the nested
             // search found: where the sweep after the run starts.
-            if let Some(top) = path.strip_suffix("/.git/hooks") {
+            let top = path
+                .strip_suffix("/.git/hooks")
+                .or_else(|| path.strip_suffix("/.git/config"));
+            if let Some(top) = top {
                 tops.push(if top.is_empty() { "/" } else { top }.to_string());
             }
         }
@@ -135,7 +138,7 @@ pub struct PlannedMounts<F> {
     /// moves aside whatever the command creates there (`planted`).
     pub absent_protections: Vec<String>,
     /// The tops of the writable trees sbx protects (each protected
-    /// `.git/hooks`'s worktree, the outermost only): after the run,
+    /// `.git/hooks` or `.git/config`'s worktree, the outermost only): after the run,
     /// repositories made or changed below them are swept (`repos`).
     pub repo_tops: Vec<String>,
 }

@@ -48,6 +48,8 @@ pub struct Swept {
     pub failed: Vec<(String, String)>,
     /// The directory budget ran out before every tree was looked at.
     pub stopped: bool,
+    /// Index files too large to read for their submodule entries.
+    pub unread: Vec<String>,
 }
 
 /// Look through each of `tops` to `depth` directories below it (at most
@@ -83,9 +85,7 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
             };
             let path = join(&dir, name);
             match name {
-                ".git" if t.is_dir() => look_in(&path, since, &mut out),
-                // A gitdir file, or a link to a git directory.
-                ".git" => moved_if_changed(&path, since, &mut out),
+                ".git" => dot_git(&dir, since, &mut out),
                 "HEAD" => head = t.is_file(),
                 "objects" => objects = t.is_dir(),
                 "refs" => refs = t.is_dir(),
@@ -105,18 +105,59 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
     // names, at any depth: those repositories are looked at wherever
     // they are.
     for top in tops {
-        let index = fs::read(join(top, ".git/index")).unwrap_or_default();
+        let path = join(top, ".git/index");
+        let index = match fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() && m.len() > MAX_INDEX => {
+                out.unread.push(path);
+                continue;
+            }
+            Ok(m) if m.is_file() => fs::read(&path).unwrap_or_default(),
+            _ => continue,
+        };
         for rel in gitlinks(&index) {
             // What the walk moved already is no longer there.
-            let dir = join(top, &rel);
-            match fs::symlink_metadata(join(&dir, ".git")) {
-                Ok(m) if m.is_dir() => look_in(&join(&dir, ".git"), since, &mut out),
-                Ok(_) => moved_if_changed(&join(&dir, ".git"), since, &mut out),
-                Err(_) => {}
-            }
+            dot_git(&join(top, &rel), since, &mut out);
         }
     }
     out
+}
+
+/// A larger index is not read (its submodule entries are not looked at,
+/// and the run says so).
+const MAX_INDEX: u64 = 64 << 20;
+
+/// The `.git` in worktree `dir`: a git directory, or a gitdir file (moved
+/// aside if it changed, else the git directory it names is looked in),
+/// or a link (moved aside if it changed; never followed).
+fn dot_git(dir: &str, since: Stamp, out: &mut Swept) {
+    let g = join(dir, ".git");
+    let Ok(m) = fs::symlink_metadata(&g) else {
+        return;
+    };
+    if m.is_dir() {
+        look_in(&g, since, out);
+    } else if Stamp::of(&m) >= since {
+        move_aside(g, out);
+    } else if m.is_file() && m.len() <= 64 * 1024 {
+        let text = fs::read_to_string(&g).unwrap_or_default();
+        if let Some(d) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) {
+            let d = d.trim();
+            if !d.is_empty() {
+                let d = if d.starts_with('/') {
+                    d.to_string()
+                } else {
+                    join(dir, d)
+                };
+                // As git finds it (`..` after the links on the way).
+                if let Some(d) = fs::canonicalize(&d)
+                    .ok()
+                    .and_then(|p| p.to_str().map(String::from))
+                {
+                    look_in(&d, since, out);
+                }
+            }
+        }
+    }
 }
 
 /// The paths of the submodule entries (gitlinks) in a git index file
@@ -237,12 +278,6 @@ fn hooks_changed(p: &str, m: &fs::Metadata, since: Stamp) -> bool {
     any && Stamp::of(m) >= since
 }
 
-fn moved_if_changed(p: &str, since: Stamp, out: &mut Swept) {
-    if fs::symlink_metadata(p).is_ok_and(|m| Stamp::of(&m) >= since) {
-        move_aside(p.to_string(), out);
-    }
-}
-
 fn move_aside(p: String, out: &mut Swept) {
     match planted::move_one(&p) {
         Ok(Some(to)) => out.moved.push((p, to)),
@@ -266,6 +301,13 @@ pub fn report(s: &Swept, budget: usize) {
             "sbx: warning: the command created or changed {p}, in a git repository below \
              a writable tree's top, and it could not be moved aside ({e}): review it before \
              running git there"
+        );
+    }
+    for p in &s.unread {
+        eprintln!(
+            "sbx: warning: {p} is larger than {} MiB and was not read: review the \
+             submodules it names before running git there",
+            MAX_INDEX >> 20
         );
     }
     if s.stopped {

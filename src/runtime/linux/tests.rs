@@ -649,8 +649,13 @@ fn repositories_are_swept_from_each_protected_top() {
         rule("${WORKSPACE}/.git/hooks", true),
         rule("${WORKSPACE}/a/b/.git/hooks", true),
         rule("/srv/tree/.git/hooks", true),
+        // `.git/hooks` lifted by a rule: the config still names the top.
+        rule("/srv/lifted/.git/config", true),
         rule("/x/.git/hooks", false),
     ];
     let planned = super::ns::plan_mounts(&rules, &values(), &mut fake(&[], &[])).unwrap();
-    assert_eq!(planned.repo_tops, ["/home/u/ws", "/srv/tree"]);
+    assert_eq!(
+        planned.repo_tops,
+        ["/home/u/ws", "/srv/lifted", "/srv/tree"]
+    );
 }

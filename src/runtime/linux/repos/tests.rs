@@ -102,17 +102,29 @@ fn changes_in_place_count_and_links_are_not_followed() {
     t.write("ws/.git/hooks/pre-commit", "#!/bin/sh\ntrue\n");
     t.gitdir("outside/.git");
     std::os::unix::fs::symlink(t.p("outside"), t.p("ws/link")).unwrap();
+    // An old gitdir file naming a git directory: git run in `wt` reads
+    // that directory's config.
+    t.gitdir("ws/.git/modules/m");
+    t.write("ws/wt/.git", "gitdir: ../.git/modules/m\n");
     let since = t.start();
     // An existing hook rewritten in place: only its own ctime changes.
     t.write("ws/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n");
     // Changed, but reached only through a symlink: not the tree's.
     t.write("outside/.git/config", "[core]\n\tfsmonitor = x\n");
+    t.write("ws/.git/modules/m/config", "[core]\n\tfsmonitor = y\n");
     let s = sweep(&[t.p("ws")], since, 3, 100);
     assert_eq!(
         s.moved,
-        [(t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked"))]
+        [
+            (t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked")),
+            (
+                t.p("ws/.git/modules/m/config"),
+                t.p("ws/.git/modules/m/config.sbx-blocked")
+            ),
+        ]
     );
     assert!(t.exists("ws/.git/config") && t.exists("outside/.git/config"));
+    assert!(t.exists("ws/wt/.git"));
 }
 
 #[test]
