@@ -621,7 +621,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         crate::lower::git::NESTED_DEPTH,
         crate::lower::git::DIR_BUDGET,
     );
-    repos::report(&swept, crate::lower::git::DIR_BUDGET);
+    repos::report(&swept, crate::lower::git::DIR_BUDGET, opts.report);
     Ok(wait::exit_code(out.status))
 }
 

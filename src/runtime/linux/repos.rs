@@ -66,6 +66,19 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
             break;
         }
         left -= 1;
+        if level == depth {
+            // Nothing below is searched: two lookups say what a listing
+            // would (most directories searched are at this level).
+            dot_git(&dir, since, &mut out);
+            if fs::symlink_metadata(join(&dir, "HEAD")).is_ok_and(|m| m.is_file())
+                && ["objects", "refs"]
+                    .iter()
+                    .all(|d| fs::symlink_metadata(join(&dir, d)).is_ok_and(|m| m.is_dir()))
+            {
+                look_in(&dir, since, &mut out);
+            }
+            continue;
+        }
         let Ok(rd) = fs::read_dir(&dir) else {
             continue;
         };
@@ -83,13 +96,12 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
                 }
                 continue;
             };
-            let path = join(&dir, name);
             match name {
                 ".git" => dot_git(&dir, since, &mut out),
                 "HEAD" => head = t.is_file(),
                 "objects" => objects = t.is_dir(),
                 "refs" => refs = t.is_dir(),
-                _ if t.is_dir() && level < depth => subdirs.push(path),
+                _ if t.is_dir() && level < depth => subdirs.push(join(&dir, name)),
                 _ => {}
             }
         }
@@ -286,9 +298,10 @@ fn move_aside(p: String, out: &mut Swept) {
     }
 }
 
-/// One stderr line per path moved or not movable, and one if the
-/// search stopped early.
-pub fn report(s: &Swept, budget: usize) {
+/// One stderr line per path moved or not movable; with `verbose`
+/// (`--report`) one if the search stopped early, which the precision
+/// report's bound says on every run already.
+pub fn report(s: &Swept, budget: usize, verbose: bool) {
     for (p, to) in &s.moved {
         eprintln!(
             "sbx: warning: the command created or changed {p}, in a git repository below \
@@ -310,7 +323,7 @@ pub fn report(s: &Swept, budget: usize) {
             MAX_INDEX >> 20
         );
     }
-    if s.stopped {
+    if s.stopped && verbose {
         eprintln!(
             "sbx: warning: the search for git repositories changed during the run stopped \
              after {budget} directories: review repositories below the workspace before \

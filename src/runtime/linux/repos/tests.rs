@@ -62,11 +62,16 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
     t.write("ws/a/b/.git", "gitdir: ../../elsewhere\n");
     t.gitdir("ws/vendor/evil.git");
     t.gitdir("ws/d1/d2/d3/d4/.git");
+    // At the search's last level: looked up, not listed.
+    t.gitdir("ws/l1/l2/l3/.git");
+    t.gitdir("ws/l1/l2/bare.git");
     t.write("ws/src/new.rs", "\n");
     let s = sweep(&[t.p("ws")], since, 3, 100);
     let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
     let want = [
         t.p("ws/a/b/.git"),
+        t.p("ws/l1/l2/bare.git/config"),
+        t.p("ws/l1/l2/l3/.git/config"),
         t.p("ws/sub/.git/hooks"),
         t.p("ws/sub/.git/config"),
         t.p("ws/vendor/evil.git/config"),
