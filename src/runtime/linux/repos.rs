@@ -30,8 +30,18 @@ impl Stamp {
             tv_nsec: 0,
         };
         // SAFETY: a valid timespec to fill.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut t) };
-        Stamp(t.tv_sec, t.tv_nsec)
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut t) } == 0 {
+            return Stamp(t.tv_sec, t.tv_nsec);
+        }
+        // Without the coarse clock: a second earlier than the fine one,
+        // more than any tick (what changed just before counts too).
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Stamp(
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX) - 1,
+            i64::from(d.subsec_nanos()),
+        )
     }
 
     fn of(m: &fs::Metadata) -> Stamp {
@@ -126,12 +136,23 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
             Ok(m) if m.is_file() => fs::read(&path).unwrap_or_default(),
             _ => continue,
         };
-        for rel in gitlinks(&index) {
+        // The index is the command's to write: only a path git itself
+        // would accept, inside the top (no `..`, `.`, empty or `.git`
+        // component), is looked at.
+        for rel in gitlinks(&index).iter().filter(|r| plain(r)) {
             // What the walk moved already is no longer there.
-            dot_git(&join(top, &rel), since, &mut out);
+            dot_git(&join(top, rel), since, &mut out);
         }
     }
     out
+}
+
+/// A relative path of ordinary components.
+fn plain(rel: &str) -> bool {
+    !rel.is_empty()
+        && rel
+            .split('/')
+            .all(|c| !matches!(c, "" | "." | "..") && !c.eq_ignore_ascii_case(".git"))
 }
 
 /// A larger index is not read (its submodule entries are not looked at,

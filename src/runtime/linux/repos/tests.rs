@@ -227,3 +227,70 @@ fn gitlinks_of_every_index_version() {
     let i = index();
     assert!(gitlinks(&i[..i.len() / 2]).is_empty());
 }
+
+/// The index is the command's to write: a submodule entry that leaves the
+/// top, or names a `.git`, leads nowhere.
+#[test]
+fn only_plain_submodule_paths_are_followed() {
+    for ok in ["sub", "a/b/c/d/sub", "x.git", "a/.gitx"] {
+        assert!(plain(ok), "{ok}");
+    }
+    for bad in [
+        "",
+        "/etc",
+        "../up",
+        "a/../../up",
+        "a//b",
+        "./a",
+        "a/.",
+        ".git/x",
+        "a/.GIT",
+    ] {
+        assert!(!plain(bad), "{bad}");
+    }
+}
+
+/// A version 2 index holding one submodule entry per path, as git lays
+/// entries out (62 bytes before the name, NUL-padded to eight).
+fn index_of(paths: &[&str]) -> Vec<u8> {
+    let mut b = b"DIRC".to_vec();
+    b.extend(2u32.to_be_bytes());
+    b.extend(u32::try_from(paths.len()).unwrap().to_be_bytes());
+    for p in paths {
+        let start = b.len();
+        b.extend([0u8; 24]);
+        b.extend(0o160000u32.to_be_bytes());
+        b.extend([0u8; 12 + 20]);
+        b.extend(u16::try_from(p.len()).unwrap().to_be_bytes());
+        b.extend(p.as_bytes());
+        let len = (b.len() - start + 8) & !7;
+        b.resize(start + len, 0);
+    }
+    b
+}
+
+#[test]
+fn submodule_entries_outside_the_top_are_not_followed() {
+    let t = Tree::new("outside");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/in/deep/er/still/sub/.git");
+    t.gitdir("other/.git");
+    let index = index_of(&["../other", "in/deep/er/still/sub"]);
+    assert_eq!(gitlinks(&index), ["../other", "in/deep/er/still/sub"]);
+    fs::write(t.0.join("ws/.git/index"), index).unwrap();
+    let since = t.start();
+    t.write("other/.git/config", "[user]\n\tname = me\n");
+    t.write(
+        "ws/in/deep/er/still/sub/.git/config",
+        "[core]\n\tfsmonitor = x\n",
+    );
+    let s = sweep(&[t.p("ws")], since, 3, 100);
+    // Found only through its entry (five levels down)…
+    assert_eq!(
+        s.moved.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        [t.p("ws/in/deep/er/still/sub/.git/config")]
+    );
+    // …while a repository outside the top, changed by someone else
+    // meanwhile, is left alone whatever the index says.
+    assert!(t.exists("other/.git/config"));
+}
