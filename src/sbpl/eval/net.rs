@@ -108,7 +108,8 @@ pub(super) fn filter(
     let Some(items) = d.as_list() else {
         return Ok(unknown("a variable or constant filter"));
     };
-    let args = &items[1..];
+    // `()` has no head and no arguments.
+    let args = items.get(1..).unwrap_or_default();
     let nested = |args: &[Datum]| -> Result<Vec<NetFilter>, ProfileError> {
         args.iter().map(|a| filter(a, params)).collect()
     };

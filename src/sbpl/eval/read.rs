@@ -228,7 +228,8 @@ pub(super) fn value(d: &Datum, params: &BTreeMap<String, String>) -> Result<Valu
         }
         _ => return Err(error_at(d, "expected a string value")),
     };
-    let args = &items[1..];
+    // `()` has no head and no arguments.
+    let args = items.get(1..).unwrap_or_default();
     match d.head() {
         Some("param") => match args {
             [name] => {
