@@ -76,6 +76,17 @@ fn read_small(p: &str) -> Option<String> {
     open_small(p).ok().flatten()
 }
 
+/// What the `gitdir:` line of the `.git` file at `dotgit` says, trimmed
+/// (relative to the worktree unless absolute); `None` where there is no
+/// such line or the file cannot be read as [`open_small`] reads it. Also
+/// read by `sbx run`'s sweep after the run.
+pub fn gitdir_line(dotgit: &str) -> Option<String> {
+    read_small(dotgit)?
+        .lines()
+        .find_map(|l| l.strip_prefix("gitdir:"))
+        .map(|g| g.trim().to_string())
+}
+
 /// `rel` against `base` unless it is absolute.
 fn anchored(base: &str, rel: &str) -> String {
     if Path::new(rel).is_absolute() {
@@ -128,14 +139,7 @@ pub fn repo(
         // A `.git` file names the repository: it is itself protected, or
         // the child could point it at a repository it made.
         out.push(found(dotgit.clone(), ".git (a gitdir file)"));
-        let Some(text) = read_small(&dotgit) else {
-            return out;
-        };
-        let Some(gitdir) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("gitdir:"))
-            .map(|g| anchored(dir, g.trim()))
-        else {
+        let Some(gitdir) = gitdir_line(&dotgit).map(|g| anchored(dir, &g)) else {
             return out;
         };
         gitdir

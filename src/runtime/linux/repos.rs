@@ -9,6 +9,7 @@
 //! the run, as `planted` does for the protections absent at launch.
 
 use super::planted;
+use crate::ir::joined as join;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
@@ -99,7 +100,7 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
             let name = e.file_name();
             let Some(name) = name.to_str() else {
                 // Not UTF-8: no git directory is named so; still searched.
-                if t.is_dir() && level < depth {
+                if t.is_dir() {
                     if let Some(p) = e.path().to_str() {
                         subdirs.push(p.to_string());
                     }
@@ -111,7 +112,7 @@ pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swep
                 "HEAD" => head = t.is_file(),
                 "objects" => objects = t.is_dir(),
                 "refs" => refs = t.is_dir(),
-                _ if t.is_dir() && level < depth => subdirs.push(join(&dir, name)),
+                _ if t.is_dir() => subdirs.push(join(&dir, name)),
                 _ => {}
             }
         }
@@ -171,24 +172,18 @@ fn dot_git(dir: &str, since: Stamp, out: &mut Swept) {
         look_in(&g, since, out);
     } else if Stamp::of(&m) >= since {
         move_aside(g, out);
-    } else if m.is_file() && m.len() <= 64 * 1024 {
-        let text = fs::read_to_string(&g).unwrap_or_default();
-        if let Some(d) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) {
-            let d = d.trim();
-            if !d.is_empty() {
-                let d = if d.starts_with('/') {
-                    d.to_string()
-                } else {
-                    join(dir, d)
-                };
-                // As git finds it (`..` after the links on the way).
-                if let Some(d) = fs::canonicalize(&d)
-                    .ok()
-                    .and_then(|p| p.to_str().map(String::from))
-                {
-                    look_in(&d, since, out);
-                }
-            }
+    } else if m.is_file() {
+        let Some(d) = crate::lower::git::gitdir_line(&g).filter(|d| !d.is_empty()) else {
+            return;
+        };
+        let d = if d.starts_with('/') { d } else { join(dir, &d) };
+        // As git finds it (`..` after the links on the way), so not
+        // normalised by hand.
+        if let Some(d) = fs::canonicalize(&d)
+            .ok()
+            .and_then(|p| p.to_str().map(String::from))
+        {
+            look_in(&d, since, out);
         }
     }
 }
@@ -261,14 +256,6 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Vec<String>> {
         prev = path;
     }
     Some(out)
-}
-
-fn join(dir: &str, name: &str) -> String {
-    if dir.ends_with('/') {
-        format!("{dir}{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
 }
 
 /// The parts of git directory `g` changed since `since`.
