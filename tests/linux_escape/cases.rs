@@ -86,6 +86,13 @@ pub const ALL: &[(&str, Case)] = &[
         listen::listen_unchecked_under_another_listener,
     ),
     ("ns_unavailable_fallback", ns::namespaces_unavailable),
+    ("ns_first_mount_refused_fallback", ns::first_mount_refused),
+    ("ns_read_only_grant_metadata", ns::read_only_grant_metadata),
+    ("ns_mounts_nosuid_nodev", ns::mounts_nosuid_nodev),
+    (
+        "ns_never_says_what_it_gives_up",
+        ns::never_says_what_it_gives_up,
+    ),
     (
         "ns_proxy_hook_gets_listeners",
         ns::proxy_hook_gets_listeners,
@@ -197,15 +204,24 @@ fn hard_link_and_rename_out(fx: &Fx) -> Result<(), String> {
 }
 
 fn truncate_read_only(fx: &Fx) -> Result<(), String> {
+    // The policy has no network, so the namespace layer is used and the
+    // read-only grant is a read-only mount: EROFS before Landlock's
+    // EACCES. Without the layer Landlock alone refuses.
     let p = fx.policy("best_effort", "");
     expect(
         "truncate ro",
         &fx.run(&p, &[], &["truncate", &fx.path("ro/file")]),
-        "EACCES",
+        "EROFS",
     )?;
     expect(
         "O_TRUNC ro",
         &fx.run(&p, &[], &["open-trunc", &fx.path("ro/file")]),
+        "EROFS",
+    )?;
+    let never = fx.policy("best_effort", "\n[linux]\nnamespaces = \"never\"\n");
+    expect(
+        "truncate ro, Landlock alone",
+        &fx.run(&never, &[], &["truncate", &fx.path("ro/file")]),
         "EACCES",
     )?;
     expect(
@@ -1249,15 +1265,29 @@ fn swap_race(fx: &Fx) -> Result<(), String> {
     let secret = fx.path("outside/secret");
     let mut leaked = 0;
     let mut errors = Vec::new();
+    let mut refused = 0;
     for _ in 0..50 {
         let out = fx.run(&p, &[], &["read", &secret]);
+        // No run may fall back to Landlock alone because a path changed
+        // during set-up (POLICY.md §13: no silent downgrade).
+        if out.stderr.contains("Landlock alone") {
+            errors.push(format!("fell back: {out:?}"));
+        }
         match out.answer() {
             // ENOENT: with the namespace layer, outside is not even there.
             "EACCES" | "ENOENT" => {}
             "OK" => leaked += 1,
+            // The swap caught during set-up: the run ends, naming the path.
+            "" if out.code == 125
+                && out.stderr.contains("nothing was run")
+                && out.stderr.contains(d.to_str().unwrap()) =>
+            {
+                refused += 1
+            }
             _ => errors.push(format!("{out:?}")),
         }
     }
+    eprintln!("swap race: {refused} of 50 runs refused at set-up");
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     // Leave `d` a directory again for the control.

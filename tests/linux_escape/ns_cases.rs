@@ -339,6 +339,126 @@ pub fn namespaces_unavailable(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// The namespaces are made but their first mount is refused (an LSM
+/// restricting unprivileged user namespaces does this): the host has no
+/// usable namespaces, so best effort goes on with Landlock alone and
+/// says what it gives up; required runs nothing.
+pub fn first_mount_refused(fx: &Fx) -> Result<(), String> {
+    let mark = fx.path("ws/marker");
+    let be = fx.policy("best_effort", RO_SUB);
+    let req = fx.policy("required", RO_SUB);
+    let run = |p: &std::path::Path, probe: &[&str]| {
+        let mut args: Vec<OsString> = vec![
+            "--probe".into(),
+            "no-mounts".into(),
+            sbx_bin().into(),
+            "run".into(),
+            p.into(),
+            "--workspace".into(),
+            fx.ws.clone().into(),
+            "--".into(),
+            std::env::current_exe().unwrap().into(),
+            "--probe".into(),
+        ];
+        args.extend(probe.iter().map(OsString::from));
+        fx.exec_self(&args)
+    };
+    let out = run(&be, &["write", &fx.path("ws/sub/x")]);
+    expect("best effort, mounts refused", &out, "OK")?;
+    check(
+        out.stderr.contains("namespaces are not available")
+            && out.stderr.contains("fresh tmpfs")
+            && out.stderr.contains("gives up"),
+        || out.stderr.clone(),
+    )?;
+    let out = run(&req, &["write", &mark]);
+    check(out.code == 125 && out.answer().is_empty(), || {
+        format!("required, mounts refused: {out:?}")
+    })?;
+    check(!std::path::Path::new(&mark).exists(), || {
+        "the command ran".into()
+    })
+}
+
+/// POLICY.md §13: a grant without write rights is a read-only mount, so
+/// modes, owners and times fail with EROFS even for root, which
+/// Landlock does not check. Root gets the new root even where `auto`
+/// would need no namespace for an unprivileged run (a port rule keeps
+/// the real network and the policy has no carve-out).
+pub fn read_only_grant_metadata(fx: &Fx) -> Result<(), String> {
+    let (ro, data) = (fx.path("ro/file"), fx.path("ws/data"));
+    let mut policies = vec![("no network", fx.policy("best_effort", ""))];
+    if root() {
+        policies.push((
+            "a port rule",
+            fx.policy("best_effort", "\n[[net]]\nhost = \"*\"\nport = 9\n"),
+        ));
+    }
+    for (what, p) in &policies {
+        let r = |args: &[&str]| fx.run(p, &[], args);
+        expect(
+            &format!("chmod ro, {what}"),
+            &r(&["chmod", &ro, "666"]),
+            "EROFS",
+        )?;
+        expect(
+            &format!("chown ro, {what}"),
+            &r(&["chown", &ro, "0", "0"]),
+            "EROFS",
+        )?;
+        expect(&format!("utime ro, {what}"), &r(&["utime", &ro]), "EROFS")?;
+        // Controls: the same calls on a writable grant, a read beside.
+        expect(&format!("read ro, {what}"), &r(&["read", &ro]), "OK")?;
+        expect(
+            &format!("chmod ws, {what}"),
+            &r(&["chmod", &data, "640"]),
+            "OK",
+        )?;
+        expect(&format!("utime ws, {what}"), &r(&["utime", &data]), "OK")?;
+    }
+    let mode = std::fs::metadata(fx.root.join("ro/file")).unwrap();
+    check(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777 != 0o666,
+        || "ro/file's mode changed".into(),
+    )
+}
+
+/// Every mount the command sees is `nosuid`, and `nodev` but for
+/// device grants, which keep working.
+pub fn mounts_nosuid_nodev(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    expect("mount flags", &fx.run(&p, &[], &["mount-flags"]), "OK")?;
+    expect(
+        "write /dev/null",
+        &fx.run(&p, &[], &["write", "/dev/null"]),
+        "OK",
+    )
+}
+
+/// `namespaces = "never"` says in one line what it gives up; a run with
+/// the layer says nothing of the kind.
+pub fn never_says_what_it_gives_up(fx: &Fx) -> Result<(), String> {
+    let never = fx.policy("best_effort", NEVER);
+    let out = fx.run(&never, &[], &["read", &fx.path("ws/data")]);
+    expect("never", &out, "OK")?;
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("namespaces = \"never\""))
+        .collect();
+    check(
+        lines.len() == 1 && lines[0].contains("protected paths") && lines[0].contains("/tmp"),
+        || out.stderr.clone(),
+    )?;
+    let out = fx.run(
+        &fx.policy("best_effort", ""),
+        &[],
+        &["read", &fx.path("ws/data")],
+    );
+    expect("auto", &out, "OK")?;
+    check(!out.stderr.contains("gives up"), || out.stderr.clone())
+}
+
 /// The proxy's hook: listeners bound inside the sandbox's network
 /// namespace reach the callback; the sandbox connects to them (their
 /// ports are added to the Landlock ruleset) and nowhere else.

@@ -131,6 +131,72 @@ unsafe fn no_namespaces() {
     );
 }
 
+/// Refuse the first mount calls with EPERM while namespaces can still be
+/// made: what an LSM that restricts unprivileged user namespaces
+/// (Ubuntu's AppArmor) does to the namespace's mounts.
+unsafe fn no_mounts() {
+    let ld = libc::sock_filter {
+        code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+        jt: 0,
+        jf: 0,
+        k: 0,
+    };
+    let jeq = |k: libc::c_long, jt: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf: 0,
+        k: k as u32,
+    };
+    let ret = |k: u32| libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let prog = [
+        ld,
+        jeq(libc::SYS_fsopen, 3),
+        jeq(libc::SYS_mount, 2),
+        jeq(libc::SYS_open_tree, 1),
+        ret(libc::SECCOMP_RET_ALLOW),
+        ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+    ];
+    let fprog = libc::sock_fprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    libc::syscall(
+        libc::SYS_seccomp,
+        libc::SECCOMP_SET_MODE_FILTER,
+        0,
+        &fprog as *const libc::sock_fprog,
+    );
+}
+
+/// Every mount in this mount namespace is `nosuid`, and `nodev` unless
+/// it is beneath `/dev`: "OK", or the first mount point that is not.
+fn mount_flags() -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for l in info.lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        let (point, opts) = (
+            f.get(4).copied().unwrap_or(""),
+            f.get(5).copied().unwrap_or(""),
+        );
+        let has = |o: &str| opts.split(',').any(|x| x == o);
+        let dev = point == "/dev" || point.starts_with("/dev/");
+        if !has("nosuid") || (!dev && !has("nodev")) {
+            return format!("{point} {opts}");
+        }
+    }
+    if info.is_empty() {
+        "no mountinfo".into()
+    } else {
+        "OK".into()
+    }
+}
+
 /// Run one operation; returns what to print.
 unsafe fn op(args: &[String]) -> String {
     let a = |i: usize| args[i].as_str();
@@ -833,6 +899,21 @@ unsafe fn op(args: &[String]) -> String {
         // Run `a(1)` with the rest as its arguments under a seccomp
         // filter that refuses every new namespace (EPERM), as a
         // container without user namespaces does.
+        "mount-flags" => mount_flags(),
+        "chown" => res(libc::lchown(c(a(1)).as_ptr(), num::<u32>(a(2)), num::<u32>(a(3))).into()),
+        "utime" => {
+            res(libc::utimensat(libc::AT_FDCWD, c(a(1)).as_ptr(), std::ptr::null(), 0).into())
+        }
+        // As no-namespaces, but the namespaces are made and their first
+        // mount is refused.
+        "no-mounts" => {
+            no_mounts();
+            let argv: Vec<CString> = args[1..].iter().map(|x| c(x)).collect();
+            let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|x| x.as_ptr()).collect();
+            ptrs.push(std::ptr::null());
+            libc::execv(ptrs[0], ptrs.as_ptr());
+            res(-1)
+        }
         "no-namespaces" => {
             no_namespaces();
             let argv: Vec<CString> = args[1..].iter().map(|x| c(x)).collect();

@@ -42,6 +42,8 @@ pub enum Step {
     Proc = 13,
     Namespaces = 14,
     ListenCheck = 15,
+    Probe = 16,
+    Root = 17,
 }
 
 impl Step {
@@ -62,6 +64,8 @@ impl Step {
             Step::Proc,
             Step::Namespaces,
             Step::ListenCheck,
+            Step::Probe,
+            Step::Root,
         ]
         .into_iter()
         .find(|s| *s as i32 == v)
@@ -84,13 +88,37 @@ impl Step {
             Step::Proc => "mounting /proc",
             Step::Namespaces => "clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)",
             Step::ListenCheck => "handing listen() to sbx (SECCOMP_FILTER_FLAG_NEW_LISTENER)",
+            Step::Probe => "mounting a fresh tmpfs (the layer's first mount)",
+            Step::Root => "building the new root",
         }
     }
 
-    /// A step of the namespace layer: nothing ran when it failed, so a
-    /// best-effort run can go on without namespaces.
+    /// A step of the namespace layer: nothing ran when it failed.
     pub fn is_namespace(self) -> bool {
         (Step::UserNamespace as i32..=Step::Namespaces as i32).contains(&(self as i32))
+            || matches!(self, Step::Probe | Step::Root)
+    }
+
+    /// The failure says that this host gives no namespaces (disabled,
+    /// refused by a seccomp filter or an LSM, a container's masked
+    /// `/proc`), whatever the policy names: the only failures a
+    /// best-effort run may fall back from. A failure on a path the
+    /// policy names (a mount whose target changed during set-up, say)
+    /// is not: the child may have caused it, so the run ends instead
+    /// (POLICY.md §13, no silent downgrade).
+    pub fn host_lacks_namespaces(self, error: &io::Error) -> bool {
+        let e = error.raw_os_error().unwrap_or(0);
+        let refused = e == libc::EPERM || e == libc::EACCES;
+        match self {
+            // clone: disabled (EPERM, EACCES), a limit of 0 (ENOSPC,
+            // EUSERS), or a kernel without them (EINVAL).
+            Step::Namespaces => {
+                refused || e == libc::ENOSPC || e == libc::EUSERS || e == libc::EINVAL
+            }
+            Step::PidNamespace => refused || e == libc::ENOSPC || e == libc::EINVAL,
+            Step::UserNamespace | Step::Probe | Step::Proc => refused,
+            _ => false,
+        }
     }
 }
 
@@ -245,6 +273,9 @@ fn foreground_tty() -> Option<RawFd> {
 pub struct SpawnError {
     pub step: Option<Step>,
     pub error: io::Error,
+    /// Which mount failed, for `Step::Mounts` (an index into
+    /// `NsPrep::mounts`) and `Step::Root` (into `NewRoot::paths`).
+    pub at: Option<usize>,
 }
 
 /// A started command.
@@ -270,6 +301,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), SpawnError> {
         return Err(SpawnError {
             step: None,
             error: io::Error::last_os_error(),
+            at: None,
         });
     }
     // SAFETY: both descriptors were just created and are owned here.
@@ -309,15 +341,15 @@ unsafe fn vfork_clone(
 
 /// The failure the child wrote to the pipe, if any (EOF: it exec'ed).
 fn failure(rd: &OwnedFd) -> Option<SpawnError> {
-    let mut buf = [0u8; 8];
-    if read_full(rd.as_raw_fd(), &mut buf) != 8 {
+    let mut buf = [0u8; 12];
+    if read_full(rd.as_raw_fd(), &mut buf) != 12 {
         return None;
     }
-    let step = Step::from_i32(i32::from_ne_bytes(buf[..4].try_into().unwrap()));
-    let errno = i32::from_ne_bytes(buf[4..].try_into().unwrap());
+    let word = |i: usize| i32::from_ne_bytes(buf[i..i + 4].try_into().unwrap());
     Some(SpawnError {
-        step,
-        error: io::Error::from_raw_os_error(errno),
+        step: Step::from_i32(word(0)),
+        error: io::Error::from_raw_os_error(word(4)),
+        at: usize::try_from(word(8)).ok(),
     })
 }
 
@@ -335,7 +367,11 @@ pub fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
         return spawn_ns(p, ns);
     }
     let (rd, wr) = pipe()?;
-    let stack = Stack::new().map_err(|error| SpawnError { step: None, error })?;
+    let stack = Stack::new().map_err(|error| SpawnError {
+        step: None,
+        error,
+        at: None,
+    })?;
     let args = ChildArgs {
         p,
         wr: wr.as_raw_fd(),
@@ -352,7 +388,11 @@ pub fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
             &args as *const ChildArgs as *mut libc::c_void,
         )
     }
-    .map_err(|error| SpawnError { step: None, error })?;
+    .map_err(|error| SpawnError {
+        step: None,
+        error,
+        at: None,
+    })?;
     drop(stack);
     drop(wr);
     // Also set the group here so a kill right after spawn reaches it.
@@ -372,7 +412,11 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
     use super::nschild::{Pids, SetupArgs};
     use std::sync::atomic::Ordering;
     let (rd, wr) = pipe()?;
-    let err = |error| SpawnError { step: None, error };
+    let err = |error| SpawnError {
+        step: None,
+        error,
+        at: None,
+    };
     let setup_stack = Stack::new().map_err(err)?;
     let cmd_stack = Stack::new().map_err(err)?;
     let init_stack = if ns.pid {
@@ -404,6 +448,7 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
     .map_err(|error| SpawnError {
         step: Some(Step::Namespaces),
         error,
+        at: None,
     })?;
     drop(wr);
     reap(setup);
@@ -427,6 +472,7 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
         return Err(failed.unwrap_or_else(|| SpawnError {
             step: Some(Step::Namespaces),
             error: io::Error::other("the setup process exited early"),
+            at: None,
         }));
     }
     Ok(Spawned {
@@ -525,11 +571,17 @@ fn read_full(fd: RawFd, buf: &mut [u8]) -> usize {
 
 /// Report `step` and errno to the parent and exit. Async-signal-safe.
 pub(super) unsafe fn fail(wr: RawFd, step: Step) -> ! {
+    fail_at(wr, step, -1)
+}
+
+/// `fail`, naming the mount (`SpawnError::at`; -1 for none).
+pub(super) unsafe fn fail_at(wr: RawFd, step: Step, at: i32) -> ! {
     let errno = *libc::__errno_location();
-    let mut buf = [0u8; 8];
+    let mut buf = [0u8; 12];
     buf[..4].copy_from_slice(&(step as i32).to_ne_bytes());
-    buf[4..].copy_from_slice(&errno.to_ne_bytes());
-    libc::write(wr, buf.as_ptr().cast(), 8);
+    buf[4..8].copy_from_slice(&errno.to_ne_bytes());
+    buf[8..].copy_from_slice(&at.to_ne_bytes());
+    libc::write(wr, buf.as_ptr().cast(), 12);
     libc::_exit(if step == Step::Exec { 127 } else { 125 })
 }
 

@@ -291,13 +291,39 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .filter(|m| m.is_carve_out())
         .map(|m| m.path.clone())
         .collect();
-    let wanted = ns::wanted(art, !carve_outs.is_empty(), hook.is_some());
     // SAFETY: geteuid has no preconditions.
     let user_ns = unsafe { libc::geteuid() } != 0;
+    let wanted = ns::wanted(art, !carve_outs.is_empty(), hook.is_some(), !user_ns);
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
     let new_root =
         wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
+    if !user_ns && !new_root && plan.abi > 0 {
+        // Only a read-only mount stops root (capabilities or not: uid 0
+        // owns the files) from chmod, chown and utime, which Landlock
+        // does not check.
+        plan.lines.push(plan::line(
+            String::from("linux.read_only_grants"),
+            Status::Wider,
+            format!(
+                "sbx runs as root without the new root ({}): the modes, owners and times of \
+                 files the policy only lets it read can be changed",
+                if art.namespaces.mode == crate::ir::Namespaces::Never {
+                    "[linux] namespaces = \"never\""
+                } else if opts.host_root {
+                    "the host's root is kept"
+                } else {
+                    "a rule grants /"
+                }
+            ),
+        ));
+    }
+    if art.namespaces.mode == crate::ir::Namespaces::Never && !opts.quiet {
+        eprintln!(
+            "sbx: warning: [linux] namespaces = \"never\": running with Landlock alone, {}",
+            ns::given_up(&carve_outs, !user_ns)
+        );
+    }
 
     // listen() without bind() (#20): sbx checks it when Landlock
     // restricts TCP bind and the command is on the real network.
@@ -386,6 +412,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         plan.rules
             .drain(..)
             .map(|r| ns::RootRule {
+                writable: ns::writes(r.rights),
                 path: r.path,
                 file: r.handle,
                 via: r.via,
@@ -492,17 +519,34 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     if let Err(child::SpawnError {
         step: Some(step),
         error,
+        at,
     }) = &spawned
     {
+        if step.is_namespace() && !step.host_lacks_namespaces(error) {
+            // The host gives namespaces and this set-up failed anyway,
+            // most often on a path that changed meanwhile (the child
+            // of another run renaming it): never a reason to run with
+            // less (POLICY.md §13).
+            let path = prepared
+                .ns
+                .as_ref()
+                .and_then(|ns| ns.failed_path(*step, *at))
+                .map(|p| format!(" at {p}"))
+                .unwrap_or_default();
+            let changed = if error.raw_os_error() == Some(libc::EXDEV) {
+                " (it is no longer the file sbx opened: renamed or replaced during set-up)"
+            } else {
+                ""
+            };
+            return Err(fail(format!(
+                "{} failed{path}: {error}{changed}; nothing was run",
+                step.describe()
+            )));
+        }
         if step.is_namespace() {
-            // Nothing ran: go on without the layer, or refuse.
+            // Nothing ran, and this host has no namespaces: go on
+            // without the layer, or refuse.
             let why = format!("{} failed: {error}", step.describe());
-            // Past the listeners, their ports are in the ruleset already:
-            // without the namespace they would be ports on the host.
-            if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
-            {
-                return Err(fail(format!("namespaces: {why}: nothing was run")));
-            }
             if art.enforcement == Enforcement::Required && proxy_listeners > 0 {
                 return Err(fail(format!(
                     "enforcement = \"required\" but namespaces are not available ({why}); \
@@ -517,18 +561,24 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     carve_outs.join(", ")
                 )));
             }
-            if opts.report || !carve_outs.is_empty() {
+            if art.enforcement == Enforcement::Required && !user_ns && new_root {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     without the new root's read-only mounts a root run can change the modes, \
+                     owners and times of what it may only read; nothing was run"
+                )));
+            }
+            // Past the listeners, their ports are in the ruleset already:
+            // without the namespace they would be ports on the host.
+            if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
+            {
+                return Err(fail(format!("namespaces: {why}: nothing was run")));
+            }
+            if !opts.quiet {
                 eprintln!(
-                    "sbx: warning: namespaces are not available ({why}): running with Landlock \
-                     alone{}",
-                    if carve_outs.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "; these carve-outs get the rights of the rule above them: {}",
-                            carve_outs.join(", ")
-                        )
-                    }
+                    "sbx: warning: namespaces are not available on this host ({why}): \
+                     running with Landlock alone, {}",
+                    ns::given_up(&carve_outs, !user_ns)
                 );
             }
             prepared.ns = None;
@@ -542,6 +592,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     if let Err(child::SpawnError {
         step: Some(child::Step::ListenCheck),
         error,
+        ..
     }) = &spawned
     {
         if error.raw_os_error() == Some(libc::EBUSY) {

@@ -239,21 +239,48 @@ pub fn private_net(art: &LinuxArtifact) -> bool {
 }
 
 /// Which namespaces this run uses: `auto` uses the layer when a
-/// carve-out needs a mount, when the network is private, or when the
-/// proxy serves it; `always` whatever the policy; `never` none. Once
-/// used, the PID namespace comes with it (lifetime and `/proc`).
-pub fn wanted(art: &LinuxArtifact, carve_outs: bool, proxy: bool) -> Wanted {
+/// carve-out needs a mount, when the network is private, when the
+/// proxy serves it, or when sbx runs as root (only the new root's
+/// read-only mounts stop root from changing modes, owners and times of
+/// what it may only read: POLICY.md §13); `always` whatever the policy;
+/// `never` none. Once used, the PID namespace comes with it (lifetime
+/// and `/proc`).
+pub fn wanted(art: &LinuxArtifact, carve_outs: bool, proxy: bool, root: bool) -> Wanted {
     let net = private_net(art) || proxy;
     let used = match art.namespaces.mode {
         Namespaces::Never => false,
         Namespaces::Always => true,
-        Namespaces::Auto => carve_outs || net,
+        Namespaces::Auto => carve_outs || net || root,
     };
     Wanted {
         mount: used,
         pid: used,
         net: used && net,
     }
+}
+
+/// What a run without the layer gives up (POLICY.md §13), for the one
+/// line `namespaces = "never"` and a host without namespaces print:
+/// `carve_outs` are the mounts it would have made, `root` says sbx runs
+/// as root.
+pub fn given_up(carve_outs: &[String], root: bool) -> String {
+    let mut out = String::from(
+        "which gives up: protected paths (.git/hooks, .git/config, … are writable where \
+         their tree is), private temp directories (the host's /tmp and its sockets are \
+         shared), hiding the host's paths and sockets outside the grants, and a private \
+         process tree and /proc",
+    );
+    if root {
+        out.push_str(
+            "; as root, read-only grants can have their modes, owners and times changed \
+             (Landlock does not check them)",
+        );
+    }
+    if !carve_outs.is_empty() {
+        out.push_str("; these carve-outs get the rights of the rule above them: ");
+        out.push_str(&carve_outs.join(", "));
+    }
+    out
 }
 
 /// One line for `--report`.
@@ -336,6 +363,7 @@ pub fn prepare(
         .into_iter()
         .map(|m| {
             Ok(NsMount {
+                dev: m.kind != MountKind::Hidden && device_path(&m.path),
                 path: CString::new(m.path).map_err(|e| e.to_string())?,
                 fd: m.handle.into(),
                 is_dir: m.is_dir,
@@ -393,6 +421,26 @@ pub struct RootRule {
     /// The path as written when a symlink led to `path`: the new root
     /// gets the same symlink there.
     pub via: Option<String>,
+    /// The rule itself has a right beyond reading and executing
+    /// ([`writes`]).
+    pub writable: bool,
+}
+
+/// The rule's rights go beyond reading and executing: its path is not
+/// mounted read-only in the new root.
+pub fn writes(rights: crate::back::landlock::rights::FsSet) -> bool {
+    use crate::back::landlock::rights::FsSet;
+    let reads = ["execute", "read_file", "read_dir", "ioctl_dev"]
+        .iter()
+        .filter_map(|n| FsSet::named(n))
+        .fold(FsSet::EMPTY, FsSet::or);
+    !rights.minus(reads).is_empty()
+}
+
+/// A device grant keeps its device files usable: every other mount of
+/// the new root is `nodev`.
+fn device_path(path: &str) -> bool {
+    crate::ir::path_within(path, "/dev")
 }
 
 /// Every proper ancestor of `rel` (`a`, `a/b` for `a/b/c`).
@@ -443,24 +491,50 @@ pub fn new_root(
             links.push((c(rel.as_bytes())?, c(target.as_bytes())?));
         }
     }
-    for RootRule { path, file, .. } in rules {
+    // Landlock unions the rights of every rule above a path, so a path
+    // is writable when its rule or any rule above it is. The outermost
+    // rules are mounted, and beneath a read-only one each rule that
+    // writes gets its own writable mount on top (moved in after its
+    // parent: the list is sorted). A nested rule that does not change
+    // writability rides along in its parent's recursive clone.
+    // The rules above the current one: (path, writable).
+    let mut above: Vec<(String, bool)> = Vec::new();
+    for RootRule {
+        path,
+        file,
+        writable,
+        ..
+    } in rules
+    {
         if path == "/" {
             return Ok(None);
         }
-        if paths
+        while above
             .last()
-            .is_some_and(|v| crate::ir::path_within(&path, v.path.to_str().unwrap_or("")))
+            .is_some_and(|(p, _)| !crate::ir::path_within(&path, p))
         {
+            above.pop();
+        }
+        let parent = above.last().map(|&(_, w)| w);
+        let writable = writable || parent == Some(true);
+        above.push((path.clone(), writable));
+        if parent == Some(writable) {
             continue;
         }
         let is_dir = file.metadata().map_err(|e| e.to_string())?.is_dir();
         let rel = path.trim_start_matches('/').to_string();
-        ancestors(&rel, &mut dirs);
+        if parent.is_none() {
+            // Beneath another mount the directories exist already.
+            ancestors(&rel, &mut dirs);
+        }
         paths.push(Visible {
+            dev: device_path(&path),
             path: c(path.as_bytes())?,
             rel: c(rel.as_bytes())?,
             fd: file.into(),
             is_dir,
+            read_only: !writable,
+            nested: parent.is_some(),
         });
     }
     dirs.sort();

@@ -75,6 +75,8 @@ pub struct NsMount {
     pub hidden: bool,
     pub read_only: bool,
     pub noexec: bool,
+    /// Beneath `/dev` and not hidden: stays a device mount.
+    pub dev: bool,
 }
 
 /// Everything the setup process needs.
@@ -102,6 +104,19 @@ pub struct NsPrep {
     pub root: Option<NewRoot>,
 }
 
+impl NsPrep {
+    /// The path a failed mount named (`SpawnError::at`).
+    pub fn failed_path(&self, step: Step, at: Option<usize>) -> Option<String> {
+        let at = at?;
+        let path = match step {
+            Step::Mounts => &self.mounts.get(at)?.path,
+            Step::Root => &self.root.as_ref()?.paths.get(at)?.path,
+            _ => return None,
+        };
+        Some(path.to_string_lossy().into_owned())
+    }
+}
+
 /// A path the new root shows: bind-mounted from the host at the same
 /// place.
 pub struct Visible {
@@ -111,6 +126,16 @@ pub struct Visible {
     /// Opened by the parent (see `NsMount::fd`).
     pub fd: OwnedFd,
     pub is_dir: bool,
+    /// No rule at or above it writes: mounted read-only, so that even
+    /// root cannot change modes, owners or times there (Landlock does
+    /// not check those).
+    pub read_only: bool,
+    /// Beneath `/dev`: its device files keep working (every other
+    /// mount is `nodev`).
+    pub dev: bool,
+    /// Beneath another visible path (a writable rule inside a
+    /// read-only one): moved onto that path's clone, not into the tmpfs.
+    pub nested: bool,
 }
 
 /// The new root: a tmpfs with empty directories leading to each
@@ -165,6 +190,15 @@ unsafe fn write_file(path: &[u8], data: &CString) -> bool {
 }
 
 unsafe fn set_attr(fd: RawFd, set: u64) -> bool {
+    set_attr_flags(fd, set, 0)
+}
+
+/// `set` on the mount at `fd` and every mount beneath it.
+unsafe fn set_attr_all(fd: RawFd, set: u64) -> bool {
+    set_attr_flags(fd, set, AT_RECURSIVE)
+}
+
+unsafe fn set_attr_flags(fd: RawFd, set: u64, flags: libc::c_uint) -> bool {
     let attr = MountAttr {
         attr_set: set,
         attr_clr: 0,
@@ -175,7 +209,7 @@ unsafe fn set_attr(fd: RawFd, set: u64) -> bool {
         libc::SYS_mount_setattr,
         fd,
         c"".as_ptr(),
-        libc::AT_EMPTY_PATH as libc::c_uint,
+        libc::AT_EMPTY_PATH as libc::c_uint | flags,
         &attr as *const MountAttr,
         std::mem::size_of::<MountAttr>(),
     ) == 0
@@ -312,18 +346,19 @@ unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
 /// mounts already made beneath it. Each target is checked against the
 /// descriptor opened before the fork: the mount lands on what Landlock's
 /// rules were attached to, or not at all.
-unsafe fn mount_all(ns: &NsPrep) -> bool {
+unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
     let mut empty = -1;
-    for m in ns.mounts.iter().rev() {
+    for (i, m) in ns.mounts.iter().enumerate().rev() {
+        let failed = || child::fail_at(wr, Step::Mounts, i as i32);
         let target = open_same(m);
         if target < 0 {
-            return false;
+            failed();
         }
         let tree = if m.hidden {
             if empty < 0 {
                 empty = empty_tmpfs();
                 if empty < 0 {
-                    return false;
+                    failed();
                 }
             }
             clone_tree(empty, if m.is_dir { c"d" } else { c"f" }, false)
@@ -331,7 +366,7 @@ unsafe fn mount_all(ns: &NsPrep) -> bool {
             clone_tree(target, c"", true)
         };
         if tree < 0 {
-            return false;
+            failed();
         }
         let mut set = MOUNT_ATTR_NOSUID;
         if m.read_only {
@@ -340,61 +375,72 @@ unsafe fn mount_all(ns: &NsPrep) -> bool {
         if m.noexec {
             set |= MOUNT_ATTR_NOEXEC;
         }
-        if m.hidden {
+        if !m.dev {
             set |= MOUNT_ATTR_NODEV;
         }
         let ok = set_attr(tree, set) && move_onto(tree, target);
+        if !ok {
+            failed();
+        }
         libc::close(tree);
         libc::close(target);
-        if !ok {
-            return false;
-        }
     }
     if empty >= 0 {
         libc::close(empty);
     }
-    true
 }
 
-/// Clone every visible path (before anything hides them), build the
-/// tmpfs, attach it at `attach`, and put each clone in its place.
-unsafe fn build_root(r: &NewRoot) -> bool {
-    for (v, slot) in r.paths.iter().zip(&r.trees) {
+/// Clone every visible path (before anything hides them), fill the
+/// tmpfs (made by the probe), attach it at `attach`, and put each clone
+/// in its place. A failure on one path names it; the rest are the
+/// root's own.
+unsafe fn build_root(r: &NewRoot, wr: RawFd) {
+    let failed = |i: usize| child::fail_at(wr, Step::Root, i as i32);
+    for (i, (v, slot)) in r.paths.iter().zip(&r.trees).enumerate() {
         let fd = open_same_as(&v.path, v.fd.as_raw_fd());
         if fd < 0 {
-            return false;
+            failed(i);
         }
         let tree = clone_tree(fd, c"", true);
         libc::close(fd);
         if tree < 0 {
-            return false;
+            failed(i);
         }
         slot.store(tree, Ordering::SeqCst);
+        // Recursive: the host's own mounts beneath the path too. Set in
+        // one call, before the clone is attached anywhere.
+        let mut set = MOUNT_ATTR_NOSUID;
+        if !v.dev {
+            set |= MOUNT_ATTR_NODEV;
+        }
+        if v.read_only {
+            set |= MOUNT_ATTR_RDONLY;
+        }
+        if !set_attr_all(tree, set) {
+            failed(i);
+        }
     }
-    let t = tmpfs((c"mode", c"0755"), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-    if t < 0 {
-        return false;
-    }
-    r.tmpfs.store(t, Ordering::SeqCst);
+    let t = r.tmpfs.load(Ordering::SeqCst);
+    let broken = || child::fail(wr, Step::Root);
     // Everything is created in the fresh tmpfs before any bind mount is
     // moved into it, and no path created passes through a symlink (the
     // parent made sure): nothing can land on the host.
     let exists = || *libc::__errno_location() == libc::EEXIST;
     for d in &r.dirs {
         if libc::mkdirat(t, d.as_ptr(), 0o755) != 0 && !exists() {
-            return false;
+            broken();
         }
     }
     for (name, target) in &r.links {
         libc::symlinkat(target.as_ptr(), t, name.as_ptr());
     }
     if libc::mkdirat(t, c"proc".as_ptr(), 0o555) != 0 && !exists() {
-        return false;
+        broken();
     }
-    for v in &r.paths {
+    for (i, v) in r.paths.iter().enumerate().filter(|(_, v)| !v.nested) {
         if v.is_dir {
             if libc::mkdirat(t, v.rel.as_ptr(), 0o755) != 0 && !exists() {
-                return false;
+                failed(i);
             }
         } else {
             let f = libc::openat(
@@ -404,7 +450,7 @@ unsafe fn build_root(r: &NewRoot) -> bool {
                 0o644,
             );
             if f < 0 {
-                return false;
+                failed(i);
             }
             libc::close(f);
         }
@@ -418,9 +464,9 @@ unsafe fn build_root(r: &NewRoot) -> bool {
         MOVE_MOUNT_F_EMPTY_PATH,
     ) != 0
     {
-        return false;
+        broken();
     }
-    for (v, slot) in r.paths.iter().zip(&r.trees) {
+    for (i, (v, slot)) in r.paths.iter().zip(&r.trees).enumerate() {
         let tree = slot.load(Ordering::SeqCst);
         let ok = libc::syscall(
             libc::SYS_move_mount,
@@ -430,12 +476,11 @@ unsafe fn build_root(r: &NewRoot) -> bool {
             v.rel.as_ptr(),
             MOVE_MOUNT_F_EMPTY_PATH,
         ) == 0;
-        libc::close(tree);
         if !ok {
-            return false;
+            failed(i);
         }
+        libc::close(tree);
     }
-    true
 }
 
 /// In the command (PID 2, in the new PID namespace): a fresh `/proc` in
@@ -572,6 +617,20 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         }
     }
     if ns.flags & libc::CLONE_NEWNS != 0 {
+        // The first mount decides whether this host gives namespaces
+        // (an LSM may let the user namespace be made and refuse every
+        // mount in it): a fresh tmpfs, which no path the child can
+        // reach takes part in. It becomes the new root, if any.
+        let probe = tmpfs((c"mode", c"0755"), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if probe < 0 {
+            child::fail(a.wr, Step::Probe);
+        }
+        match &ns.root {
+            Some(r) => r.tmpfs.store(probe, Ordering::SeqCst),
+            None => {
+                libc::close(probe);
+            }
+        }
         // Nothing mounted here may reach the parent's namespace.
         if libc::mount(
             std::ptr::null(),
@@ -580,15 +639,13 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
             libc::MS_REC | libc::MS_SLAVE,
             std::ptr::null(),
         ) != 0
-            || !mount_all(ns)
         {
             child::fail(a.wr, Step::Mounts);
         }
+        mount_all(ns, a.wr);
     }
     if let Some(root) = &ns.root {
-        if !build_root(root) {
-            child::fail(a.wr, Step::Mounts);
-        }
+        build_root(root, a.wr);
     }
     // `lo` only for the proxy's listeners: without them the policy has
     // no network, so Landlock refuses every TCP bind and connect and

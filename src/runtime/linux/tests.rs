@@ -533,7 +533,8 @@ fn symlinks_met_at_run_time_are_resolved_and_checked() {
         .any(|l| l.rule == "/home/u/ws/build" && l.status == Status::Dropped));
 }
 
-/// `auto` uses the layer for a carve-out or no network; `never` never;
+/// `auto` uses the layer for a carve-out, no network or a root run;
+/// `never` never;
 /// `always` always, with a network namespace only when the policy has no
 /// network (or the proxy serves it).
 #[test]
@@ -541,23 +542,26 @@ fn namespaces_are_used_where_the_policy_needs_them() {
     use super::ns::{private_net, wanted};
     let with_net = artifact();
     assert!(!private_net(&with_net));
-    let w = wanted(&with_net, false, false);
+    let w = wanted(&with_net, false, false, false);
     assert!(!w.any(), "{w:?}");
-    let w = wanted(&with_net, true, false);
+    let w = wanted(&with_net, true, false, false);
     assert!(w.mount && w.pid && !w.net, "{w:?}");
-    assert!(wanted(&with_net, false, true).net);
+    assert!(wanted(&with_net, false, true, false).net);
+    // Root always gets the read-only mounts of the new root.
+    let w = wanted(&with_net, false, false, true);
+    assert!(w.mount && w.pid && !w.net, "{w:?}");
 
     let mut none = ir(PathMode::Resolved, vec![]);
     none.net = Net::none();
     let no_net = landlock::build(&none).unwrap();
     assert!(private_net(&no_net));
-    let w = wanted(&no_net, false, false);
+    let w = wanted(&no_net, false, false, false);
     assert!(w.mount && w.pid && w.net, "{w:?}");
 
     for (mode, used) in [(Namespaces::Never, false), (Namespaces::Always, true)] {
         let mut a = with_net.clone();
         a.namespaces.mode = mode;
-        assert_eq!(wanted(&a, true, false).any(), used, "{mode:?}");
+        assert_eq!(wanted(&a, true, false, true).any(), used, "{mode:?}");
     }
 }
 
