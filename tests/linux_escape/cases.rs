@@ -94,6 +94,14 @@ pub const ALL: &[(&str, Case)] = &[
         ns::never_says_what_it_gives_up,
     ),
     (
+        "ns_private_temp_hides_host_sockets",
+        ns::private_temp_hides_host_sockets,
+    ),
+    (
+        "ns_private_temp_is_the_runs_own",
+        ns::private_temp_is_the_runs_own,
+    ),
+    (
         "ns_proxy_hook_gets_listeners",
         ns::proxy_hook_gets_listeners,
     ),

@@ -459,6 +459,114 @@ pub fn never_says_what_it_gives_up(fx: &Fx) -> Result<(), String> {
     check(!out.stderr.contains("gives up"), || out.stderr.clone())
 }
 
+/// The temp preset's directories (`user_temp`) as rules, with a port
+/// rule so that an unprivileged `auto` run needs the layer for nothing
+/// else.
+fn temp_policy(fx: &Fx, extra: &str) -> std::path::PathBuf {
+    let mut text = String::from("\n[[net]]\nhost = \"*\"\nport = 9\n");
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        text.push_str(&format!(
+            "\n[[fs]]\npath = \"{dir}\"\nread = true\nwrite = true\nexecute = true\n"
+        ));
+    }
+    text.push_str(extra);
+    fx.policy("best_effort", &text)
+}
+
+/// POLICY.md §13: a socket another program made in the host's `/tmp`
+/// (tmux, ssh-agent, X11) is not reachable through the temp preset: the
+/// run gets its own `/tmp`. A socket in the workspace (itself under the
+/// host's `/tmp` here, shown on a stub) still connects.
+pub fn private_temp_hides_host_sockets(fx: &Fx) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::net::UnixListener;
+    let host_dir = tempfile::Builder::new()
+        .prefix("sbx-host-socket-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    // Reachable for uid 65534 too, as a user's own socket would be.
+    std::fs::set_permissions(host_dir.path(), PermissionsExt::from_mode(0o777)).unwrap();
+    let host = host_dir.path().join("agent.sock");
+    let _l = UnixListener::bind(&host).unwrap();
+    std::fs::set_permissions(&host, PermissionsExt::from_mode(0o777)).unwrap();
+    let in_ws = fx.ws.join("s");
+    let _w = UnixListener::bind(&in_ws).unwrap();
+    let (h, w) = (host.to_str().unwrap(), in_ws.to_str().unwrap());
+    let p = temp_policy(fx, "");
+    expect(
+        "host socket in /tmp",
+        &fx.run(&p, &[], &["unix-connect", h]),
+        "ENOENT",
+    )?;
+    expect(
+        "socket in the workspace",
+        &fx.run(&p, &[], &["unix-connect", w]),
+        "OK",
+    )?;
+    // What the layer adds: Landlock alone leaves the host's /tmp shared.
+    let never = temp_policy(fx, NEVER);
+    expect(
+        "host socket, no namespaces",
+        &fx.run(&never, &[], &["unix-connect", h]),
+        "OK",
+    )?;
+    let out = fx.run(&never, &["--report"], &["read", &fx.path("ws/data")]);
+    check(out.stderr.contains("linux.private_temp"), || {
+        out.stderr.clone()
+    })
+}
+
+/// The run's `/tmp`, `/var/tmp` and `/dev/shm` are empty at start,
+/// usable (write, run a script) and gone after the run; nothing written
+/// there reaches the host's.
+pub fn private_temp_is_the_runs_own(fx: &Fx) -> Result<(), String> {
+    let p = temp_policy(fx, "");
+    let name = format!("sbx-private-{}", std::process::id());
+    let planted = format!("/tmp/{name}");
+    std::fs::write(&planted, "host").unwrap();
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    expect("host file hidden", &r(&["read", &planted]), "ENOENT")?;
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        let f = format!("{dir}/{name}.new");
+        expect(&format!("write {dir}"), &r(&["write", &f]), "OK")?;
+        check(!std::path::Path::new(&f).exists(), || {
+            format!("{f} reached the host")
+        })?;
+    }
+    let script = format!("/tmp/{name}.sh");
+    let sh = format!("printf '#!/bin/sh\\necho OK\\n' > {script} && chmod +x {script} && {script}");
+    expect(
+        "run a script in /tmp",
+        &r(&["exec", "/bin/sh", "-c", &sh]),
+        "OK",
+    )?;
+    check(std::fs::read_to_string(&planted).unwrap() == "host", || {
+        "the host's file changed".into()
+    })?;
+    std::fs::remove_file(&planted).unwrap();
+    // Removed after the run: no directory of a run holds the name.
+    let left: Vec<String> = ["/var/tmp", "/tmp"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sbx-run-"))
+        .filter(|e| walk_has(&e.path(), &name))
+        .map(|e| e.path().display().to_string())
+        .collect();
+    check(left.is_empty(), || format!("left behind: {left:?}"))
+}
+
+/// Some entry below `dir` has `name` in its name.
+fn walk_has(dir: &std::path::Path, name: &str) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            e.file_name().to_string_lossy().contains(name)
+                || (e.file_type().is_ok_and(|t| t.is_dir()) && walk_has(&e.path(), name))
+        })
+}
+
 /// The proxy's hook: listeners bound inside the sandbox's network
 /// namespace reach the callback; the sandbox connects to them (their
 /// ports are added to the Landlock ruleset) and nowhere else.

@@ -118,7 +118,9 @@ pub fn realpath(path: &str) -> Option<String> {
 /// Create the ruleset and add every rule. Rights were already trimmed to
 /// the ABI in use, so a hard requirement catches any mismatch instead of
 /// silently dropping rights.
-pub fn create(plan: &Plan<File>) -> Result<Option<OwnedFd>, String> {
+/// `extra`: more (handle, rights) rules, for paths that stand in for a
+/// rule's own (the run's private temp directories).
+pub fn create(plan: &Plan<File>, extra: &[(&File, u64)]) -> Result<Option<OwnedFd>, String> {
     if plan.abi == 0 {
         return Ok(None);
     }
@@ -147,6 +149,13 @@ pub fn create(plan: &Plan<File>) -> Result<Option<OwnedFd>, String> {
         created = created
             .add_rule(PathBeneath::new(&r.handle, access))
             .map_err(|e| err(&r.path, &e))?;
+    }
+    for (handle, rights) in extra {
+        let access = BitFlags::<AccessFs>::from_bits(*rights)
+            .map_err(|_| "landlock: unknown filesystem right".to_string())?;
+        created = created
+            .add_rule(PathBeneath::new(*handle, access))
+            .map_err(|e| err("the run's temp directory", &e))?;
     }
     for (port, bits) in &plan.ports {
         let access = BitFlags::<AccessNet>::from_bits(*bits)

@@ -14,6 +14,7 @@ mod program;
 mod report;
 mod repos;
 mod seccomp;
+mod temp;
 mod wait;
 
 #[cfg(test)]
@@ -293,7 +294,19 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .collect();
     // SAFETY: geteuid has no preconditions.
     let user_ns = unsafe { libc::geteuid() } != 0;
-    let wanted = ns::wanted(art, !carve_outs.is_empty(), hook.is_some(), !user_ns);
+    let shared_temp = plan
+        .rules
+        .iter()
+        .any(|r| temp::is_shared(&r.path, &values.temp));
+    let wanted = ns::wanted(
+        art,
+        ns::Needs {
+            carve_outs: !carve_outs.is_empty(),
+            proxy: hook.is_some(),
+            root: !user_ns,
+            shared_temp,
+        },
+    );
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
     let new_root =
@@ -315,6 +328,16 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                 } else {
                     "a rule grants /"
                 }
+            ),
+        ));
+    }
+    if shared_temp && !new_root && plan.abi > 0 {
+        plan.lines.push(plan::line(
+            String::from("linux.private_temp"),
+            Status::Wider,
+            String::from(
+                "without the new root the command shares the host's temp directories, \
+                 whose UNIX sockets (tmux, ssh-agent, X11, editors) it can connect to",
             ),
         ));
     }
@@ -391,7 +414,25 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         eprintln!("sbx: warning: seccomp not applied: {e}");
     }
 
-    let ruleset = kernel::create(&plan).map_err(fail)?;
+    // The run's own temp directories (POLICY.md §13), each with the
+    // rights of the rule it stands in for; removed when the run is over
+    // (dropped last, after the wait).
+    let private_temp = if new_root {
+        temp::PrivateTemp::make(plan.rules.iter().map(|r| r.path.as_str()), &values.temp)
+            .map_err(|e| fail(format!("the run's temp directories: {e}")))?
+    } else {
+        None
+    };
+    let temp_rules: Vec<(&std::fs::File, u64)> = private_temp
+        .iter()
+        .flat_map(|t| t.handles())
+        .filter_map(|(path, f)| {
+            let rule = plan.rules.iter().find(|r| r.path == path)?;
+            Some((f, rule.rights.0))
+        })
+        .collect();
+    let ruleset = kernel::create(&plan, &temp_rules).map_err(fail)?;
+    drop(temp_rules);
     // The ports a listening socket may hold (the listen check).
     let bind_ports: Vec<u16> = plan
         .ports
@@ -488,7 +529,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                 );
             }
             let aliases = ns::expand_links(&art.namespaces.links, &values).map_err(fail)?;
-            ns::new_root(root_rules, &aliases, &cwd).map_err(fail)?
+            ns::new_root(root_rules, &aliases, &cwd, private_temp.as_ref()).map_err(fail)?
         } else {
             None
         };

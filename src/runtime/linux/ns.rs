@@ -13,6 +13,7 @@
 
 use super::nschild::{NewRoot, NsMount, NsPrep, Visible, MAX_LISTENERS};
 use super::plan::{line, Opened};
+use super::temp::PrivateTemp;
 use crate::back::landlock::{expand_template, LinuxArtifact, MountKind, MountRule};
 use crate::ir::{Namespaces, Precision, Status};
 use crate::runtime::expand::Values;
@@ -238,19 +239,31 @@ pub fn private_net(art: &LinuxArtifact) -> bool {
             .is_some_and(|s| !s.allow.iter().any(|a| a == "udp"))
 }
 
-/// Which namespaces this run uses: `auto` uses the layer when a
-/// carve-out needs a mount, when the network is private, when the
-/// proxy serves it, or when sbx runs as root (only the new root's
-/// read-only mounts stop root from changing modes, owners and times of
-/// what it may only read: POLICY.md §13); `always` whatever the policy;
-/// `never` none. Once used, the PID namespace comes with it (lifetime
-/// and `/proc`).
-pub fn wanted(art: &LinuxArtifact, carve_outs: bool, proxy: bool, root: bool) -> Wanted {
-    let net = private_net(art) || proxy;
+/// What, besides the artifact, decides whether a run uses the layer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// A carve-out needs a mount.
+    pub carve_outs: bool,
+    /// The proxy serves the network.
+    pub proxy: bool,
+    /// sbx runs as root: only the new root's read-only mounts stop root
+    /// from changing modes, owners and times of what it may only read.
+    pub root: bool,
+    /// A rule grants a shared temp directory: only the new root gives
+    /// the run its own, away from the host's sockets there.
+    pub shared_temp: bool,
+}
+
+/// Which namespaces this run uses: `auto` uses the layer when `needs`
+/// or a private network (no network at all) asks for it (POLICY.md
+/// §13); `always` whatever the policy; `never` none. Once used, the PID
+/// namespace comes with it (lifetime and `/proc`).
+pub fn wanted(art: &LinuxArtifact, needs: Needs) -> Wanted {
+    let net = private_net(art) || needs.proxy;
     let used = match art.namespaces.mode {
         Namespaces::Never => false,
         Namespaces::Always => true,
-        Namespaces::Auto => carve_outs || net || root,
+        Namespaces::Auto => needs.carve_outs || net || needs.root || needs.shared_temp,
     };
     Wanted {
         mount: used,
@@ -456,10 +469,12 @@ fn ancestors(rel: &str, out: &mut Vec<String>) {
 /// host's).
 /// `aliases`: (symlink, target) pairs from the artifact (`namespaces.links`,
 /// expanded).
+/// `temp`: the run's own temp directories, shown instead of the host's.
 pub fn new_root(
     mut rules: Vec<RootRule>,
     aliases: &[(String, String)],
     cwd: &std::path::Path,
+    temp: Option<&PrivateTemp>,
 ) -> Result<Option<NewRoot>, String> {
     use std::os::unix::ffi::OsStrExt;
     let c = |s: &[u8]| CString::new(s).map_err(|e| e.to_string());
@@ -497,8 +512,10 @@ pub fn new_root(
     // writes gets its own writable mount on top (moved in after its
     // parent: the list is sorted). A nested rule that does not change
     // writability rides along in its parent's recursive clone.
-    // The rules above the current one: (path, writable).
-    let mut above: Vec<(String, bool)> = Vec::new();
+    // A shared temp directory shows the run's own instead, and every
+    // rule directly beneath it gets its own mount, on a stub there.
+    // The rules above the current one: (path, writable, private temp).
+    let mut above: Vec<(String, bool, bool)> = Vec::new();
     for RootRule {
         path,
         file,
@@ -511,25 +528,46 @@ pub fn new_root(
         }
         while above
             .last()
-            .is_some_and(|(p, _)| !crate::ir::path_within(&path, p))
+            .is_some_and(|(p, _, _)| !crate::ir::path_within(&path, p))
         {
             above.pop();
         }
-        let parent = above.last().map(|&(_, w)| w);
+        let parent = above.last().map(|&(_, w, _)| w);
+        let in_private = above
+            .last()
+            .filter(|(_, _, private)| *private)
+            .map(|(p, _, _)| p.clone());
+        let private = temp.and_then(|t| t.source(&path));
         let writable = writable || parent == Some(true);
-        above.push((path.clone(), writable));
-        if parent == Some(writable) {
+        above.push((path.clone(), writable, private.is_some()));
+        if parent == Some(writable) && private.is_none() && in_private.is_none() {
             continue;
         }
-        let is_dir = file.metadata().map_err(|e| e.to_string())?.is_dir();
+        let (file, open_at, is_dir) = match private {
+            Some((dir, handle)) => (
+                handle
+                    .try_clone()
+                    .map_err(|e| format!("{}: {e}", dir.display()))?,
+                dir.as_os_str().as_bytes().to_vec(),
+                true,
+            ),
+            None => {
+                let is_dir = file.metadata().map_err(|e| e.to_string())?.is_dir();
+                (file, path.as_bytes().to_vec(), is_dir)
+            }
+        };
+        if let (Some(under), Some(t)) = (&in_private, temp) {
+            t.stub(under, &path, is_dir)
+                .map_err(|e| format!("the run's temp directory, for {path}: {e}"))?;
+        }
         let rel = path.trim_start_matches('/').to_string();
         if parent.is_none() {
             // Beneath another mount the directories exist already.
             ancestors(&rel, &mut dirs);
         }
         paths.push(Visible {
-            dev: device_path(&path),
-            path: c(path.as_bytes())?,
+            dev: private.is_none() && device_path(&path),
+            path: c(&open_at)?,
             rel: c(rel.as_bytes())?,
             fd: file.into(),
             is_dir,

@@ -539,29 +539,71 @@ fn symlinks_met_at_run_time_are_resolved_and_checked() {
 /// network (or the proxy serves it).
 #[test]
 fn namespaces_are_used_where_the_policy_needs_them() {
-    use super::ns::{private_net, wanted};
+    use super::ns::{private_net, wanted, Needs};
     let with_net = artifact();
     assert!(!private_net(&with_net));
-    let w = wanted(&with_net, false, false, false);
+    let w = wanted(&with_net, Needs::default());
     assert!(!w.any(), "{w:?}");
-    let w = wanted(&with_net, true, false, false);
+    let w = wanted(
+        &with_net,
+        Needs {
+            carve_outs: true,
+            ..Needs::default()
+        },
+    );
     assert!(w.mount && w.pid && !w.net, "{w:?}");
-    assert!(wanted(&with_net, false, true, false).net);
-    // Root always gets the read-only mounts of the new root.
-    let w = wanted(&with_net, false, false, true);
+    assert!(
+        wanted(
+            &with_net,
+            Needs {
+                proxy: true,
+                ..Needs::default()
+            }
+        )
+        .net
+    );
+    // Root always gets the read-only mounts of the new root, and a
+    // shared temp directory the run's own.
+    let w = wanted(
+        &with_net,
+        Needs {
+            root: true,
+            ..Needs::default()
+        },
+    );
+    assert!(w.mount && w.pid && !w.net, "{w:?}");
+    let w = wanted(
+        &with_net,
+        Needs {
+            shared_temp: true,
+            ..Needs::default()
+        },
+    );
     assert!(w.mount && w.pid && !w.net, "{w:?}");
 
     let mut none = ir(PathMode::Resolved, vec![]);
     none.net = Net::none();
     let no_net = landlock::build(&none).unwrap();
     assert!(private_net(&no_net));
-    let w = wanted(&no_net, false, false, false);
+    let w = wanted(&no_net, Needs::default());
     assert!(w.mount && w.pid && w.net, "{w:?}");
 
     for (mode, used) in [(Namespaces::Never, false), (Namespaces::Always, true)] {
         let mut a = with_net.clone();
         a.namespaces.mode = mode;
-        assert_eq!(wanted(&a, true, false, true).any(), used, "{mode:?}");
+        assert_eq!(
+            wanted(
+                &a,
+                Needs {
+                    carve_outs: true,
+                    root: true,
+                    ..Needs::default()
+                }
+            )
+            .any(),
+            used,
+            "{mode:?}"
+        );
     }
 }
 

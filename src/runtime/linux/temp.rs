@@ -1,0 +1,226 @@
+//! The run's own temp directories (POLICY.md §13, docs/linux.md): under
+//! the new root, a rule on `/tmp`, `/var/tmp`, `/dev/shm` or `$TMPDIR`
+//! shows an empty directory of this run instead of the host's, whose
+//! UNIX sockets (tmux, ssh-agent, X11, editors' IPC) would otherwise be
+//! connectable. They live on disk, since builds write large temp files,
+//! in one directory made for the run (0700) and removed after it.
+//!
+//! A rule that names a path beneath a host temp directory (a workspace
+//! made by `mktemp -d`, say) still shows that host path: it is mounted
+//! on an empty stub made here, at the same place in the private copy.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The host's shared temp directories on Linux.
+const SHARED: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Where the run's directory is made: outside every private path's
+/// view (the child's `/var/tmp` is its own), on disk.
+const PARENTS: [&str; 2] = ["/var/tmp", "/tmp"];
+
+/// `path` is a shared temp directory (`temp`: the host's `$TMPDIR`).
+pub fn is_shared(path: &str, temp: &str) -> bool {
+    SHARED.contains(&path) || (path == temp && temp != "/")
+}
+
+/// The run's temp directories; removed when dropped.
+#[derive(Debug)]
+pub struct PrivateTemp {
+    base: PathBuf,
+    /// (rule path, the private directory shown there, opened as
+    /// Landlock rules and mounts want it).
+    dirs: Vec<(String, PathBuf, File)>,
+}
+
+impl PrivateTemp {
+    /// Shared temp directories among `rule_paths` (with `temp`, the
+    /// host's `$TMPDIR`), each given a fresh directory; `None` when no
+    /// rule names one.
+    pub fn make<'a>(
+        rule_paths: impl Iterator<Item = &'a str>,
+        temp: &str,
+    ) -> io::Result<Option<PrivateTemp>> {
+        let mut names: Vec<&str> = rule_paths.filter(|p| is_shared(p, temp)).collect();
+        names.sort_unstable();
+        names.dedup();
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let base = fresh_base()?;
+        let mut out = PrivateTemp {
+            base,
+            dirs: Vec::new(),
+        };
+        for (i, name) in names.into_iter().enumerate() {
+            let dir = out.base.join(i.to_string());
+            // Like the host's: anyone may create, only owners delete.
+            std::fs::DirBuilder::new().mode(0o1777).create(&dir)?;
+            // The umask took some bits.
+            std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777))?;
+            let handle = super::kernel::open_path(
+                dir.to_str()
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?,
+            )?
+            .handle;
+            out.dirs.push((name.to_string(), dir, handle));
+        }
+        Ok(Some(out))
+    }
+
+    /// The private directory shown at `rule_path`, if it is one, and
+    /// its handle.
+    pub fn source(&self, rule_path: &str) -> Option<(&Path, &File)> {
+        self.dirs
+            .iter()
+            .find(|(p, _, _)| p == rule_path)
+            .map(|(_, d, f)| (d.as_path(), f))
+    }
+
+    /// (rule path, handle) of each private directory: each gets the
+    /// Landlock rights of the rule it stands for.
+    pub fn handles(&self) -> impl Iterator<Item = (&str, &File)> {
+        self.dirs.iter().map(|(p, _, f)| (p.as_str(), f))
+    }
+
+    /// Make the empty directory or file that `rule_path` (beneath the
+    /// private path `under`) is mounted on, with its parents.
+    pub fn stub(&self, under: &str, rule_path: &str, is_dir: bool) -> io::Result<()> {
+        let Some((src, _)) = self.source(under) else {
+            return Ok(());
+        };
+        let rel = rule_path[under.len()..].trim_start_matches('/');
+        let at = src.join(rel);
+        // Nothing else writes here yet: the run has not started.
+        if is_dir {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&at)
+        } else {
+            if let Some(parent) = at.parent() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o755)
+                    .create(parent)?;
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&at)
+                .map(drop)
+        }
+    }
+}
+
+impl Drop for PrivateTemp {
+    fn drop(&mut self) {
+        // std's remove_dir_all opens each level without following
+        // symlinks, so a link the command left points nowhere it can
+        // reach. A directory it made unreadable is opened up first.
+        if std::fs::remove_dir_all(&self.base).is_err() {
+            open_up(&self.base);
+            if let Err(e) = std::fs::remove_dir_all(&self.base) {
+                eprintln!(
+                    "sbx: warning: cannot remove the run's temp directory {}: {e}",
+                    self.base.display()
+                );
+            }
+        }
+    }
+}
+
+/// Give the owner every right on each directory below `dir` (never
+/// through a symlink), so that it can be removed.
+fn open_up(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                open_up(&e.path());
+            }
+        }
+    }
+}
+
+/// A new directory for the run (0700), under the first parent that
+/// takes one. The name is not secret: creation fails on anything that
+/// is there already, a symlink included, and the next name is tried.
+fn fresh_base() -> io::Result<PathBuf> {
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = io::Error::from(io::ErrorKind::NotFound);
+    for parent in PARENTS {
+        for n in 0..64u32 {
+            let dir = Path::new(parent).join(format!("sbx-run-{pid}-{nanos:x}-{n}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(dir),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+                Err(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_temp_rules_get_fresh_directories_removed_after() {
+        let t = PrivateTemp::make(["/tmp", "/usr", "/dev/shm", "/tmp"].into_iter(), "/tmp")
+            .unwrap()
+            .unwrap();
+        assert_eq!(t.dirs.len(), 2);
+        let tmp = t.source("/tmp").unwrap().0.to_path_buf();
+        assert!(t.source("/usr").is_none());
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+        t.stub("/tmp", "/tmp/a/b/ws", true).unwrap();
+        t.stub("/tmp", "/tmp/a/f", false).unwrap();
+        assert!(tmp.join("a/b/ws").is_dir() && tmp.join("a/f").is_file());
+        // What the command leaves, however locked, goes with the run.
+        std::fs::create_dir(tmp.join("locked")).unwrap();
+        std::fs::write(tmp.join("locked/x"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", tmp.join("link")).unwrap();
+        std::fs::set_permissions(
+            tmp.join("locked"),
+            std::os::unix::fs::PermissionsExt::from_mode(0),
+        )
+        .unwrap();
+        let base = t.base.clone();
+        drop(t);
+        assert!(!base.exists());
+        assert!(Path::new("/etc/passwd").exists());
+    }
+
+    #[test]
+    fn no_temp_rule_makes_nothing() {
+        assert!(PrivateTemp::make(["/usr", "/tmp/ws"].into_iter(), "/tmp")
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn tmpdir_counts_as_temp() {
+        let t = PrivateTemp::make(["/run/user/1/t"].into_iter(), "/run/user/1/t")
+            .unwrap()
+            .unwrap();
+        assert!(t.source("/run/user/1/t").is_some());
+    }
+}
