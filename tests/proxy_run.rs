@@ -139,6 +139,53 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
     );
 }
 
+/// `path_prefix` under `sbx run`: paths that common servers route to
+/// another path (a Tomcat or Spring path parameter, double encoding, an
+/// empty segment) are refused like `..`, each logged with its reason; a
+/// path under the prefix is the control.
+#[test]
+fn path_prefix_tricks_are_refused() {
+    if !have("curl") {
+        println!("SKIPPED: no curl");
+        return;
+    }
+    let port = common::request_line_server();
+    let fx = Fx::new(&format!(
+        "[[net]]\nhost = \"127.0.0.1\"\nport = {port}\npath_prefix = \"/v1/\"\n"
+    ));
+    if !fx.proxied() {
+        return;
+    }
+    let paths = [
+        "/v1/ok",
+        "/v1/..;/admin",
+        "/v1/%252e%252e/admin",
+        "/v1//admin",
+        "/v1/../admin",
+    ];
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "curl -sS -f -m 5 --path-as-is --noproxy '' -x \"$HTTP_PROXY\" \
+                 'http://127.0.0.1:{port}{p}'; echo \" rc=$?\"\n"
+            )
+        })
+        .collect();
+    let out = fx.command_with(&["--report"], &script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), paths.len(), "{stdout}\n{stderr}");
+    assert_eq!(lines[0], "GET /v1/ok HTTP/1.1 rc=0", "{stdout}\n{stderr}");
+    for (path, line) in paths.iter().zip(&lines).skip(1) {
+        assert_eq!(*line, " rc=22", "{path}: 403\n{stdout}\n{stderr}");
+    }
+    let logged =
+        format!("sbx: proxy refused http 127.0.0.1:{port}: no [[net]] rule allows this URL path");
+    assert_eq!(stderr.matches(&logged).count(), paths.len() - 1, "{stderr}");
+}
+
 #[test]
 fn the_proxy_is_unreachable_from_outside() {
     let port = common::request_line_server();

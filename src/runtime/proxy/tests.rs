@@ -341,12 +341,28 @@ fn path_prefix_on_plain_http() {
         "{got}"
     );
     assert!(get(&p, &format!("{base}/simple/../admin")).starts_with("HTTP/1.1 403"));
+    // Paths that common servers route elsewhere: a path parameter that
+    // Tomcat and Spring drop, double encoding, an empty segment.
+    let tricks = [
+        "/simple/..;/admin",
+        "/simple/%252e%252e/admin",
+        "/simple//admin",
+    ];
+    for trick in tricks {
+        let got = get(&p, &format!("{base}{trick}"));
+        assert!(
+            got.starts_with("HTTP/1.1 403") && got.contains("URL path"),
+            "{trick}: {got}"
+        );
+    }
     // A tunnel carries no path: cooperative, allowed.
     assert_eq!(
         connect_echo(&p, &format!("allowed.test:{}", srv.port)),
         Ok("ping".into())
     );
-    assert_eq!(reasons(p).len(), 2);
+    let refused = reasons(p);
+    assert_eq!(refused.len(), 2 + tricks.len(), "{refused:?}");
+    assert!(refused.iter().all(|r| r.2 == Reason::Path), "{refused:?}");
 }
 
 #[test]
