@@ -91,6 +91,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
          curl -sS -m 5 --noproxy '' -x \"$ALL_PROXY\" http://127.0.0.1:{port}/via-socks; echo \" rc=$?\"
          curl -sS -f -m 5 -x \"$HTTP_PROXY\" http://127.0.0.2:{port}/other; echo \" rc=$?\"
          curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{wrong}/port; echo \" rc=$?\"
+         curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://refused.invalid:{port}/name; echo \" rc=$?\"
          curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/direct; echo \" rc=$?\"
          echo udp > /dev/udp/127.0.0.1/{uport}; echo \" udp rc=$?\"",
         wrong = port.wrapping_add(1).max(1)
@@ -99,7 +100,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 6, "{stdout}\n{stderr}");
+    assert_eq!(lines.len(), 7, "{stdout}\n{stderr}");
     assert_eq!(
         lines[0], "GET /via-http HTTP/1.1 rc=0",
         "{stdout}\n{stderr}"
@@ -113,9 +114,10 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
         "a host no rule names: 403\n{stdout}\n{stderr}"
     );
     assert_eq!(lines[3], " rc=22", "another port: 403\n{stdout}\n{stderr}");
+    assert_eq!(lines[4], " rc=22", "a name: 403\n{stdout}\n{stderr}");
     // The sandbox's own loopback has no server: the host's is out of reach.
     assert_eq!(
-        lines[4], " rc=7",
+        lines[5], " rc=7",
         "a direct connection fails\n{stdout}\n{stderr}"
     );
     let mut b = [0u8; 16];
@@ -126,17 +128,71 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
         .send_to(b"udp\n", (Ipv4Addr::LOCALHOST, uport))
         .unwrap();
     assert_eq!(udp.recv(&mut b).unwrap(), 4);
-    // The summary at exit names the refusals and a rule for each.
+    // The summary at exit names the refusals and a rule for each, but
+    // none for this host's loopback (docs/linux.md).
     assert!(
-        stderr.contains("sbx: the network proxy refused 2:"),
+        stderr.contains("sbx: the network proxy refused 3:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("127.0.0.2:{port}: no [[net]] rule")),
         "{stderr}"
     );
     assert!(
         stderr.contains(&format!(
-            "[[net]]\nhost = \"127.0.0.2\"\nport = {port}\nscheme = \"http\"\n"
+            "[[net]]\nhost = \"refused.invalid\"\nport = {port}\nscheme = \"http\"\n"
         )),
         "{stderr}"
     );
+    assert!(!stderr.contains("host = \"127.0.0.2\""), "{stderr}");
+    assert!(!stderr.contains("host = \"127.0.0.1\""), "{stderr}");
+}
+
+/// `path_prefix` under `sbx run`: paths that common servers route to
+/// another path (a Tomcat or Spring path parameter, double encoding, an
+/// empty segment) are refused like `..`, each logged with its reason; a
+/// path under the prefix is the control.
+#[test]
+fn path_prefix_tricks_are_refused() {
+    if !have("curl") {
+        println!("SKIPPED: no curl");
+        return;
+    }
+    let port = common::request_line_server();
+    let fx = Fx::new(&format!(
+        "[[net]]\nhost = \"127.0.0.1\"\nport = {port}\npath_prefix = \"/v1/\"\n"
+    ));
+    if !fx.proxied() {
+        return;
+    }
+    let paths = [
+        "/v1/ok",
+        "/v1/..;/admin",
+        "/v1/%252e%252e/admin",
+        "/v1//admin",
+        "/v1/../admin",
+    ];
+    let script: String = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "curl -sS -f -m 5 --path-as-is --noproxy '' -x \"$HTTP_PROXY\" \
+                 'http://127.0.0.1:{port}{p}'; echo \" rc=$?\"\n"
+            )
+        })
+        .collect();
+    let out = fx.command_with(&["--report"], &script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), paths.len(), "{stdout}\n{stderr}");
+    assert_eq!(lines[0], "GET /v1/ok HTTP/1.1 rc=0", "{stdout}\n{stderr}");
+    for (path, line) in paths.iter().zip(&lines).skip(1) {
+        assert_eq!(*line, " rc=22", "{path}: 403\n{stdout}\n{stderr}");
+    }
+    let logged =
+        format!("sbx: proxy refused http 127.0.0.1:{port}: no [[net]] rule allows this URL path");
+    assert_eq!(stderr.matches(&logged).count(), paths.len() - 1, "{stderr}");
 }
 
 #[test]

@@ -7,11 +7,13 @@
 //! reported in the precision report rather than silently approximated.
 
 mod artifact;
+mod consistent;
 pub mod mounts;
 pub mod proxy;
 pub mod rights;
 
 pub use artifact::*;
+pub use consistent::contradictions;
 
 use crate::back::roots::Index;
 #[cfg(test)]
@@ -772,9 +774,8 @@ fn linux_precision(
                 Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
                     Status::Exact,
                     format!(
-                        "exact with namespaces: sbx run {} in a private mount namespace \
-                         (with Landlock alone, whose rights are additive, {alone})",
-                        f.words(&g.path)
+                        "{} (with Landlock alone, whose rights are additive, {alone})",
+                        f.claim(&g.path)
                     ),
                 ),
                 Some(_) => (

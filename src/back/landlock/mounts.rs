@@ -36,7 +36,32 @@ impl Fix {
             Fix::Bind { .. } => format!("mounts {path} noexec"),
         }
     }
+
+    /// What `m` does, if it takes rights away (a mount that only keeps a
+    /// rule's own flags beneath a carve-out does not).
+    pub fn of(m: &MountRule) -> Option<Fix> {
+        match m.kind {
+            MountKind::Hidden => Some(Fix::Hide),
+            MountKind::Bind if m.read_only || m.noexec => Some(Fix::Bind {
+                read_only: m.read_only,
+                noexec: m.noexec,
+            }),
+            MountKind::Bind => None,
+        }
+    }
+
+    /// How an exact precision line about the carve-out at `path` begins.
+    /// The loader finds the mount each such line stands on by this text
+    /// (`consistent`): the line alone would let `enforcement = "required"`
+    /// run without it.
+    pub fn claim(self, path: &str) -> String {
+        format!("{CLAIM_START}{}{CLAIM_END}", self.words(path))
+    }
 }
+
+/// How every [`Fix::claim`] begins and ends.
+pub const CLAIM_START: &str = "exact with namespaces: sbx run ";
+pub const CLAIM_END: &str = " in a private mount namespace";
 
 /// The mount that takes `extra` (what Landlock grants at a rule's path
 /// beyond the rule's own rights `want`) away, if a mount can.

@@ -30,6 +30,17 @@ const WITH_PROXY: &str = "enforced by `sbx run`'s proxy for proxy-aware clients 
      programs that ignore them reach no network; where no namespace can be made, the port \
      only (see `sbx run --report`)";
 
+/// The index of the `[[net]]` rule an exact line says the proxy enforces
+/// (`None`: not such a line). The loader checks that the proxy is in the
+/// artifact with that rule (`consistent`): the line alone would let
+/// `enforcement = "required"` run without it.
+pub fn claimed_rule(p: &Precision) -> Option<usize> {
+    if p.status != Status::Exact || !p.reason.ends_with(WITH_PROXY) {
+        return None;
+    }
+    p.rule.strip_prefix("net[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// One line per rule that names a host or a path.
 pub(super) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     let proxied = target != TARGET_LANDLOCKCONFIG && spec(ir).is_some();

@@ -104,6 +104,14 @@ fn check_artifact(art: &LinuxArtifact) -> Result<(), String> {
             missing.join(", ")
         ));
     }
+    let contradictions = crate::back::landlock::contradictions(art);
+    if !contradictions.is_empty() {
+        return Err(format!(
+            "the artifact is inconsistent: {} (edited, or not written by this sbx; compile \
+             it again)",
+            contradictions.join("; ")
+        ));
+    }
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! each with the `[[net]]` rule that would allow it.
 
 use super::rules::{Reason, Via};
+use super::spelling;
 use crate::runtime::denials::toml_str;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -38,10 +39,14 @@ impl Refusal {
 
     /// The rule that would allow it; `None` where a rule should not be
     /// suggested (a deny rule decided, a metadata service, this host's
-    /// loopback, or nothing policy can change).
+    /// loopback, or nothing policy can change). Loopback and metadata are
+    /// recognised by the host as the client spelled it, since a refusal
+    /// for want of a rule comes before any lookup.
     pub fn rule(&self) -> Option<String> {
         match self.reason {
-            Reason::NoRule | Reason::Path if !self.host.is_empty() => {
+            Reason::NoRule | Reason::Path
+                if !self.host.is_empty() && !spelling::special(&self.host) =>
+            {
                 let scheme = match self.via {
                     Via::Http => "scheme = \"http\"\n",
                     _ => "",
@@ -176,6 +181,55 @@ mod tests {
         assert!(!rules.contains("x.test"), "no rule against a deny rule");
         assert!(rules.contains("host = \"pypi.test\"\nport = 80\nscheme = \"http\""));
         assert_eq!(summary(&[]), "");
+    }
+
+    /// docs/linux.md: no rule is suggested for this host's loopback or a
+    /// metadata service, however the client spelled it (the spellings a
+    /// resolver turns into those addresses, as the proxy logs them).
+    #[test]
+    fn no_rule_for_loopback_or_metadata_in_any_spelling() {
+        let special = [
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.1",
+            "0x7f.1",
+            "0x7f000001",
+            "017700000001",
+            "2130706433",
+            "0",
+            "0.0.0.0",
+            "::1",
+            "::",
+            "::ffff:127.0.0.1",
+            "localhost",
+            "api.localhost",
+            "169.254.169.254",
+            "169.254.43518",
+            "0xa9fea9fe",
+            "::ffff:169.254.169.254",
+            "fd00:ec2::254",
+            "100.100.100.200",
+            "metadata.google.internal",
+            "metadata.goog",
+        ];
+        for host in special {
+            for reason in [Reason::NoRule, Reason::Path] {
+                let r = refusal(Via::Http, host, 80, reason);
+                assert_eq!(r.rule(), None, "{host}");
+            }
+        }
+        // Controls: ordinary names and addresses, including some that
+        // only look numeric, still get one.
+        for host in [
+            "evil.test",
+            "93.184.216.34",
+            "127.1.example",
+            "0x7g.1",
+            "1.2.3.4.5",
+        ] {
+            let r = refusal(Via::Connect, host, 443, Reason::NoRule);
+            assert!(r.rule().is_some(), "{host}");
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod relay;
 mod resolve;
 mod rules;
 mod socks;
+mod spelling;
 
 #[cfg(test)]
 mod tests;

@@ -282,15 +282,16 @@ fn scheme_matches(scheme: Option<&str>, via: Via) -> bool {
 
 /// `path` is `prefix` or beneath it, and cannot mean another path to the
 /// server: no `.`/`..` segment and no encoded dot, slash or backslash
-/// (a server would resolve `/allowed/../secret`).
+/// (a server would resolve `/allowed/../secret`); no `%25`, which a
+/// server that decodes twice turns into any of those (`%252e%252e`); no
+/// `;`, plain or encoded, which starts a path parameter that Tomcat and
+/// Spring drop before routing (`/allowed/..;/secret` is `/secret` there);
+/// no empty segment (`//`), which servers merge or route differently.
 fn path_within(path: &str, prefix: &str) -> bool {
     let path = path.split(['?', '#']).next().unwrap_or("");
     let lower = path.to_ascii_lowercase();
-    if lower.contains("%2e")
-        || lower.contains("%2f")
-        || lower.contains("%5c")
-        || path.contains('\\')
-    {
+    let refused = ["%2e", "%2f", "%5c", "%25", "%3b", "\\", ";", "//"];
+    if refused.iter().any(|r| lower.contains(r)) {
         return false;
     }
     if path.split('/').any(|seg| seg == "." || seg == "..") {
@@ -428,6 +429,20 @@ pub(super) mod tests {
         assert_eq!(http("/simple/%2e%2e/admin"), Err(Reason::Path));
         assert_eq!(http("/simple/x%2Fy"), Err(Reason::Path));
         assert_eq!(http("/simple\\..\\admin"), Err(Reason::Path));
+        // Path parameters, double encoding and empty segments.
+        for trick in [
+            "/simple/..;/admin",
+            "/simple/pkg;jsessionid=1",
+            "/simple/%3B/admin",
+            "/simple/%252e%252e/admin",
+            "/simple/%25",
+            "/simple//admin",
+            "/simple/pkg//",
+        ] {
+            assert_eq!(http(trick), Err(Reason::Path), "{trick}");
+        }
+        // A `;` or `%25` in the query is the server's business, not a path.
+        assert_eq!(http("/simple/pkg/?a=1;b=%25"), Ok(()));
         assert!(rules.decide(Via::Connect, &d, None).is_ok(), "cooperative");
     }
 

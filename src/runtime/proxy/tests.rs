@@ -341,12 +341,28 @@ fn path_prefix_on_plain_http() {
         "{got}"
     );
     assert!(get(&p, &format!("{base}/simple/../admin")).starts_with("HTTP/1.1 403"));
+    // Paths that common servers route elsewhere: a path parameter that
+    // Tomcat and Spring drop, double encoding, an empty segment.
+    let tricks = [
+        "/simple/..;/admin",
+        "/simple/%252e%252e/admin",
+        "/simple//admin",
+    ];
+    for trick in tricks {
+        let got = get(&p, &format!("{base}{trick}"));
+        assert!(
+            got.starts_with("HTTP/1.1 403") && got.contains("URL path"),
+            "{trick}: {got}"
+        );
+    }
     // A tunnel carries no path: cooperative, allowed.
     assert_eq!(
         connect_echo(&p, &format!("allowed.test:{}", srv.port)),
         Ok("ping".into())
     );
-    assert_eq!(reasons(p).len(), 2);
+    let refused = reasons(p);
+    assert_eq!(refused.len(), 2 + tricks.len(), "{refused:?}");
+    assert!(refused.iter().all(|r| r.2 == Reason::Path), "{refused:?}");
 }
 
 #[test]
@@ -600,14 +616,19 @@ fn for_run_and_finish() {
     };
     assert!(Proxy::for_run(&spec, vec![listen()], false, None).is_err());
     let p = Proxy::for_run(&spec, vec![listen(), listen()], false, None).unwrap();
+    let err = connect_echo(&p, "203.0.113.9:9").unwrap_err();
+    assert!(err.starts_with("HTTP/1.1 403"), "{err}");
+    // This host's loopback is listed, with no rule (docs/linux.md).
     let err = connect_echo(&p, "127.0.0.1:9").unwrap_err();
     assert!(err.starts_with("HTTP/1.1 403"), "{err}");
     let s = p.finish();
-    assert!(s.starts_with("sbx: the network proxy refused 1:\n"), "{s}");
+    assert!(s.starts_with("sbx: the network proxy refused 2:\n"), "{s}");
+    assert!(s.contains("127.0.0.1:9: no [[net]] rule"), "{s}");
     assert!(
-        s.ends_with("[[net]]\nhost = \"127.0.0.1\"\nport = 9\n\n"),
+        s.ends_with("[[net]]\nhost = \"203.0.113.9\"\nport = 9\n\n"),
         "{s}"
     );
+    assert!(!s.contains("host = \"127.0.0.1\""), "{s}");
 }
 
 /// 8 MiB of varied bytes through a tunnel and back (the echo server),
