@@ -57,6 +57,7 @@ pub fn lint(
         out.extend(rules::portable(ir, policy, &loc));
     }
     out.extend(rules::broad(ir, &loc));
+    out.extend(rules::namespaces_never(ir, &loc));
     out.extend(rules::duplicates(ir, policy));
     out.extend(rules::redundant(ir, &idx, &loc));
     out.extend(rules::missing(ir, &idx, &loc, &mut Cap::new(usize::MAX)));

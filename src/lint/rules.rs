@@ -269,3 +269,23 @@ pub fn portable(ir: &Ir, policy: &Policy, loc: &Locator) -> Vec<Diagnostic> {
     }
     out
 }
+
+/// SBX031: `[linux] namespaces = "never"` gives up what only the layer
+/// enforces; said at the setting.
+pub fn namespaces_never(ir: &Ir, loc: &Locator) -> Option<Diagnostic> {
+    if ir.linux.namespaces != crate::ir::Namespaces::Never {
+        return None;
+    }
+    Some(
+        Diagnostic::new(
+            codes::NAMESPACES_NEVER,
+            "[linux] namespaces = \"never\": `sbx run` on Linux gives up protected paths, \
+             the run's own temp directories (the host's /tmp and its sockets are shared), \
+             hiding host paths and sockets outside the grants, a private process tree, and \
+             for a root run read-only mounts"
+                .to_string(),
+        )
+        .at(loc.key("/linux/namespaces"))
+        .help("keep the default (`auto`) unless a program cannot run in namespaces"),
+    )
+}
