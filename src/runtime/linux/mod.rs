@@ -63,9 +63,6 @@ pub struct RunOptions {
     /// The proxy's hook (default: none). With it the run always gets a
     /// private network namespace when namespaces are available.
     pub proxy: Option<ProxyHook>,
-    /// Keep the host's root visible under the namespace layer (no new
-    /// root of granted paths): `--denials` traces refusals as EACCES.
-    pub host_root: bool,
     /// Files this run was read from that the child must not change
     /// (POLICY.md §13): the artifact of `sbx run --artifact`.
     pub own_files: Vec<PathBuf>,
@@ -296,8 +293,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let user_ns = unsafe { libc::geteuid() } != 0;
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
-    let new_root =
-        wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
+    let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
 
     // listen() without bind() (#20): sbx checks it when Landlock
     // restricts TCP bind and the command is on the real network.
