@@ -41,6 +41,17 @@ fn ready() -> bool {
     strace
 }
 
+/// A directory outside the presets and the workspace's grants, with `ws`
+/// and `out` in it: the guard, and its path without symlinks.
+fn scratch() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["ws", "out"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    (dir, root)
+}
+
 fn python() -> bool {
     let ok = Command::new("python3").arg("-V").output().is_ok();
     if !ok {
@@ -55,11 +66,8 @@ fn denials_are_listed_and_the_suggested_rules_allow_the_command() {
         return;
     }
     // Neither under /tmp (granted by the default policy) nor the workspace.
-    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = scratch();
     let (ws, out) = (root.join("ws"), root.join("out"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("secret"), "s3cret").unwrap();
     let policy = root.join("policy.toml");
     std::fs::copy(common::root().join("fixtures/default.toml"), &policy).unwrap();
@@ -231,10 +239,8 @@ fn the_tracer_writes_nowhere_the_command_reaches() {
     if !ready() || !python() {
         return;
     }
-    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = scratch();
     let ws = root.join("ws");
-    std::fs::create_dir_all(&ws).unwrap();
     let victim = root.join("ld.so.preload");
     std::fs::write(&victim, "original\n").unwrap();
     let policy = common::root().join("fixtures/default.toml");
@@ -266,11 +272,8 @@ fn a_host_socket_outside_the_policy_stays_out_of_reach() {
     if !ready() || !python() {
         return;
     }
-    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = scratch();
     let (ws, out) = (root.join("ws"), root.join("out"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
     let mut servers = Vec::new();
     for path in [out.join("host.sock"), ws.join("ws.sock")] {
         let l = std::os::unix::net::UnixListener::bind(&path).unwrap();

@@ -29,8 +29,9 @@ pub struct RunArgs {
     /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
-    /// After the command, list what the sandbox refused and the rules
-    /// that would allow it (Linux: traces the failing calls with strace).
+    /// After the command, list what the sandbox refused or hid and the
+    /// rules that would allow it (Linux: traces the command, in the same
+    /// sandbox, with strace).
     #[arg(long)]
     denials: bool,
     /// Print no warnings or notes before the command starts (errors are
