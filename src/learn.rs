@@ -1,5 +1,5 @@
-//! `sbx learn`: from what a command did (a trace of its successful calls,
-//! read by [`crate::runtime::denials::parse_where`]), the rules a policy
+//! `sbx learn`: from what a command did (a trace of its calls, read by
+//! [`crate::runtime::denials::trace`]), the rules a policy
 //! needs beyond its base so that the command runs under it.
 //!
 //! What the base already allows (workspace, presets) adds nothing, as
@@ -85,14 +85,6 @@ fn fs_rule(path: &str, r: Rights, a: &Anchors) -> String {
     t
 }
 
-fn parent(path: &str) -> &str {
-    match path.rsplit_once('/') {
-        Some(("", _)) => "/",
-        Some((dir, _)) => dir,
-        None => path,
-    }
-}
-
 /// What a path is on this host now, as [`learn`]'s `kind` wants it: a
 /// directory (`Some(true)`), another file (`Some(false)`), or gone or a
 /// symlink (`None`).
@@ -103,7 +95,21 @@ pub fn kind_on_disk(path: &str) -> Option<bool> {
         .map(|m| m.is_dir())
 }
 
-/// The rules `ir` lacks for `used` (a trace's successful calls).
+/// Whether `ir` allows `op` at `path` (`kind` as for [`learn`]). A file
+/// (or device) there now was written; anything else was created, renamed
+/// or removed, which is decided on the directory (a new symlink's target
+/// is not written).
+pub fn allows(ir: &Ir, op: Op, path: &str, kind: &dyn Fn(&str) -> Option<bool>) -> bool {
+    match op {
+        Op::Read => allowed(ir, FsOp::Read, path),
+        Op::Write if kind(path) == Some(false) => allowed(ir, FsOp::Write, path),
+        Op::Write => allowed(ir, FsOp::Create, denials::parent_dir(path)),
+        Op::Execute => allowed(ir, FsOp::Exec, path),
+    }
+}
+
+/// The rules `ir` lacks for `used` (a trace's calls: successful,
+/// refused, or of paths the sandbox hid).
 /// `kind` tells what a path is now, not following a final symlink:
 /// `None` (gone or a symlink), `Some(true)` for a directory, `Some(false)`
 /// for a file.
@@ -114,7 +120,6 @@ pub fn learn(
     kind: &dyn Fn(&str) -> Option<bool>,
 ) -> Learned {
     let is_dir = |p: &str| kind(p) == Some(true);
-    let is_file = |p: &str| kind(p) == Some(false);
     let mut out = Learned::default();
     let mut grants: BTreeMap<String, Rights> = BTreeMap::new();
     let mut reads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -122,7 +127,8 @@ pub fn learn(
     let mut sensitive = BTreeSet::new();
     for u in used.iter().collect::<BTreeSet<_>>() {
         match u {
-            Denied::Path { op, path } => {
+            // A path the sandbox hid is learned as one it let through.
+            Denied::Path { op, path } | Denied::Missing { op, path } => {
                 if NOT_LEARNED.iter().any(|p| path_within(path, p)) {
                     continue;
                 }
@@ -130,29 +136,22 @@ pub fn learn(
                     sensitive.insert(path.clone());
                     continue;
                 }
+                if allows(ir, *op, path, kind) {
+                    continue;
+                }
                 match op {
-                    Op::Read if !allowed(ir, FsOp::Read, path) => {
+                    Op::Read => {
                         if is_dir(path) {
                             grants.entry(path.clone()).or_default().read = true;
                         } else {
                             reads
-                                .entry(parent(path).to_string())
+                                .entry(denials::parent_dir(path).to_string())
                                 .or_default()
                                 .insert(path.clone());
                         }
                     }
-                    // A file (or device) there now was written; anything
-                    // else was created, renamed or removed, which is decided
-                    // on the directory (a new symlink's target is not
-                    // written).
-                    Op::Write
-                        if !if is_file(path) {
-                            allowed(ir, FsOp::Write, path)
-                        } else {
-                            allowed(ir, FsOp::Create, parent(path))
-                        } =>
-                    {
-                        let dir = parent(path);
+                    Op::Write => {
+                        let dir = denials::parent_dir(path);
                         if denials::sensitive(dir, a.home) {
                             sensitive.insert(path.clone());
                             continue;
@@ -161,12 +160,11 @@ pub fn learn(
                         r.read = true;
                         r.write = true;
                     }
-                    Op::Execute if !allowed(ir, FsOp::Exec, path) => {
+                    Op::Execute => {
                         let r = grants.entry(path.clone()).or_default();
                         r.read = true;
                         r.execute = true;
                     }
-                    _ => {}
                 }
             }
             Denied::Net { bind, host, port } => {

@@ -41,28 +41,54 @@ fn ready() -> bool {
     strace
 }
 
+/// A directory outside the presets and the workspace's grants, with `ws`
+/// and `out` in it: the guard, and its path without symlinks.
+fn scratch() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in ["ws", "out"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    (dir, root)
+}
+
+fn python() -> bool {
+    let ok = Command::new("python3").arg("-V").output().is_ok();
+    if !ok {
+        println!("SKIPPED: python3 is not installed");
+    }
+    ok
+}
+
 #[test]
 fn denials_are_listed_and_the_suggested_rules_allow_the_command() {
     if !ready() {
         return;
     }
     // Neither under /tmp (granted by the default policy) nor the workspace.
-    let dir = tempfile::tempdir_in(common::outside_presets()).unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = scratch();
     let (ws, out) = (root.join("ws"), root.join("out"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("secret"), "s3cret").unwrap();
     let policy = root.join("policy.toml");
     std::fs::copy(common::root().join("fixtures/default.toml"), &policy).unwrap();
     let o = out.display();
-    let script = format!("echo x > {o}/new; cat {o}/secret");
+    // A path missing on the host too is a probe, not a denial.
+    let script = format!("cat {o}/absent 2>/dev/null; echo x > {o}/new; cat {o}/secret");
 
     let first = run(&policy, &ws, &["--denials"], &script, None);
     let err = String::from_utf8_lossy(&first.stderr);
     assert_ne!(first.status.code(), Some(0), "{err}");
-    assert!(err.contains(&format!("write    {o}/new")), "{err}");
-    assert!(err.contains(&format!("read     {o}/secret")), "{err}");
+    // The new root hides both: "No such file or directory", listed as
+    // such, with the rules.
+    let (_, hidden) = err
+        .split_once("not visible in the sandbox, but present on the host (2):\n")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        hidden.starts_with(&format!("  read     {o}/secret\n  write    {o}/new\n")),
+        "{err}"
+    );
+    assert!(!err.contains("absent"), "{err}");
+    assert!(!err.contains("the sandbox refused"), "{err}");
     // The command's own exit code is kept.
     assert_eq!(first.status.code(), Some(1), "{err}");
 
@@ -128,6 +154,7 @@ fn learned_policy_runs_the_command_and_keeps_secrets_out() {
         "cat {d}/a {d}/b {d}/c; mkdir -p {d}/out; echo x > {d}/out/r; git --version >/dev/null"
     );
     let with_key = format!("{work}; cat {}/.ssh/id", home.display());
+    let mut outside = std::fs::read_dir(&root).unwrap().count();
     let out = Command::new(SBX)
         .arg("learn")
         .arg("-o")
@@ -142,6 +169,11 @@ fn learned_policy_runs_the_command_and_keeps_secrets_out() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("sensitive path: not granted"), "{err}");
+    // The session ran sandboxed: the write outside the workspace was
+    // refused (and learned), not made.
+    assert!(!data.join("out").exists(), "{err}");
+    outside += 1;
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), outside);
     let text = std::fs::read_to_string(&learned).unwrap();
     // Three files of one directory: the directory.
     assert!(
@@ -173,7 +205,6 @@ fn learned_policy_runs_the_command_and_keeps_secrets_out() {
             .output()
             .unwrap()
     };
-    std::fs::remove_dir_all(data.join("out")).unwrap();
     let ok = run(&work);
     assert_eq!(
         ok.status.code(),
@@ -185,4 +216,90 @@ fn learned_policy_runs_the_command_and_keeps_secrets_out() {
     let key = run(&format!("cat {}/.ssh/id", home.display()));
     assert_ne!(key.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&key.stdout).contains("key"));
+}
+
+/// Plants a symlink to `argv[1]` for each of the next 500 pids in each
+/// trace directory under /tmp.
+const PLANT: &str = r#"
+import glob, os, sys
+for d in glob.glob("/tmp/sbx-denials-*"):
+    top = max((int(n[2:]) for n in os.listdir(d) if n[2:].isdigit()), default=0)
+    for p in range(top + 1, top + 500):
+        try: os.symlink(sys.argv[1], f"{d}/t.{p}")
+        except OSError: pass
+"#;
+
+/// The sandboxed command cannot steer the tracer. strace once wrote one
+/// file per process into a directory under /tmp, which the default policy
+/// grants: a command that planted symlinks there, named for the next
+/// process ids, had strace write into any file. The trace now goes to a
+/// pipe the command neither holds nor can name.
+#[test]
+fn the_tracer_writes_nowhere_the_command_reaches() {
+    if !ready() || !python() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let victim = root.join("ld.so.preload");
+    std::fs::write(&victim, "original\n").unwrap();
+    let policy = common::root().join("fixtures/default.toml");
+    // For every trace directory in /tmp, links named for the next 500
+    // pids (after the highest there), made by one process so as not to
+    // use them up; then processes to fill them.
+    let script = format!(
+        "python3 -c '{PLANT}' {v}; \
+         i=0; while [ $i -lt 40 ]; do /bin/true; i=$((i+1)); done; \
+         ls /proc/self/fd",
+        v = victim.display()
+    );
+    let traced = run(&policy, &ws, &["--denials"], &script, None);
+    let err = String::from_utf8_lossy(&traced.stderr);
+    assert_eq!(traced.status.code(), Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\n");
+    // The command holds no descriptor but stdio (3 is `ls`'s directory),
+    // as under a plain run.
+    let plain = run(&policy, &ws, &[], &script, None);
+    assert_eq!(String::from_utf8_lossy(&traced.stdout), "0\n1\n2\n3\n");
+    assert_eq!(traced.stdout, plain.stdout);
+}
+
+/// `--denials` confines as a plain run does: a host UNIX socket outside
+/// the policy is not reachable (it does not exist in the new root), while
+/// one in the workspace connects.
+#[test]
+fn a_host_socket_outside_the_policy_stays_out_of_reach() {
+    if !ready() || !python() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let (ws, out) = (root.join("ws"), root.join("out"));
+    let mut servers = Vec::new();
+    for path in [out.join("host.sock"), ws.join("ws.sock")] {
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        servers.push(std::thread::spawn(move || {
+            for c in l.incoming() {
+                drop(c);
+            }
+        }));
+    }
+    let policy = common::root().join("fixtures/default.toml");
+    let script = format!(
+        "for p in {o}/host.sock {w}/ws.sock; do python3 -c '\
+import socket, sys\n\
+s = socket.socket(socket.AF_UNIX)\n\
+try:\n    s.connect(sys.argv[1]); print(\"OK\")\n\
+except OSError as e: print(e.strerror)' \"$p\"; done",
+        o = out.display(),
+        w = ws.display()
+    );
+    for flags in [&["--denials"][..], &[]] {
+        let o = run(&policy, &ws, flags, &script, None);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "No such file or directory\nOK\n",
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }

@@ -1,11 +1,12 @@
 //! `sbx run --denials`, and the hint after a failing run.
 //!
-//! On Linux the same `sbx run` (without the flag) runs under `strace -f`,
-//! which records only failing calls (`-Z`), one file per process; the
-//! refusals among them are reported with the rules that would allow
-//! them (`sbx::runtime::denials`). strace is the tracer because it
-//! decodes every call's arguments on every architecture; the cost is
-//! paid only with the flag. macOS and Windows: see docs/macos.md and
+//! On Linux the same `sbx run` (without the flag), with the same
+//! sandbox, runs under `strace -f`; the command's refusals, and the paths
+//! it looked for that exist on the host but not in the sandbox, are
+//! reported with the rules that would allow them
+//! (`sbx::runtime::denials`). strace is the tracer because it decodes
+//! every call's arguments on every architecture; the cost is paid only
+//! with the flag. macOS and Windows: see docs/macos.md and
 //! docs/windows.md.
 
 use camino::Utf8PathBuf;
@@ -51,65 +52,24 @@ pub fn run(
     ir: Option<&sbx::ir::Ir>,
     _rerun: impl FnOnce() -> i32,
 ) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
+    use sbx::runtime::denials::{self, Denied, Keep};
     use std::path::{Path, PathBuf};
-    let Some(strace) = find("strace") else {
-        eprintln!("sbx: --denials needs strace on PATH (apt-get install strace): nothing was run");
-        return FAILED;
-    };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let dir = match private_dir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("sbx: --denials: cannot make a directory for the trace: {e}");
-            return FAILED;
-        }
-    };
-    // The same command line, without the flag (it precedes `--`).
+    // The same command line, without the flag (it precedes `--`): the
+    // same sandbox as a plain run.
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
     if let Some(i) = args[..end].iter().position(|a| a == "--denials") {
         args.remove(i);
     }
-    // What no rule grants must answer EACCES for the trace to see it;
-    // the namespace layer's new root would answer ENOENT.
-    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    args.insert(end, "--host-root".into());
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from(&args[0]));
-    let status = std::process::Command::new(strace)
-        .args([
-            "-f",
-            "-ff",
-            "-qq",
-            "-Z",
-            "-y",
-            "-s",
-            "4096",
-            "-e",
-            "signal=none",
-            "-o",
-        ])
-        .arg(dir.join("t"))
-        .arg("--")
-        .arg(exe)
-        .args(&args[1..])
-        .status();
-    let code = match status {
-        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+    let (code, denied) = match traced(&exe, &args[1..], Keep::Refusals, &cwd) {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("sbx: --denials: cannot start strace: {e}");
-            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!("sbx: --denials: {e}: nothing was run");
             return FAILED;
         }
     };
-    let cwd_s = cwd.to_string_lossy().into_owned();
-    let mut denied = Vec::new();
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        if let Ok(text) = std::fs::read_to_string(entry.path()) {
-            denied.extend(sbx::runtime::denials::parse(&text, &cwd_s));
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
     let workspace = match workspace {
         Some(w) => cwd.join(w.as_std_path()),
         None => cwd.clone(),
@@ -119,21 +79,101 @@ pub fn run(
         .map(|h| PathBuf::from(h.as_std_path()))
         .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
         .unwrap_or_default();
-    let anchors = sbx::runtime::denials::Anchors {
+    let anchors = denials::Anchors {
         workspace: &workspace.to_string_lossy(),
         home: &home.to_string_lossy(),
     };
+    let exists = |p: &str| Path::new(p).exists();
+    // A path the policy lets the command see was truly missing (or made
+    // later); without the policy (`--artifact`), the workspace's.
+    let denied: Vec<Denied> = denials::on_host(denied, &exists)
+        .into_iter()
+        .filter(|d| match (d, ir) {
+            (Denied::Missing { op, path }, Some(ir)) => {
+                !sbx::learn::allows(ir, *op, path, &sbx::learn::kind_on_disk)
+            }
+            (Denied::Missing { path, .. }, None) => !sbx::ir::path_within(path, anchors.workspace),
+            _ => true,
+        })
+        .collect();
     let learned = ir.map(|ir| sbx::learn::learn(ir, &denied, &anchors, &sbx::learn::kind_on_disk));
     eprint!(
         "{}",
-        sbx::runtime::denials::report_with(
+        denials::report_with(
             &denied,
             &anchors,
-            &|p| Path::new(p).exists(),
+            &exists,
             learned.as_ref().map(|l| l.rules.as_str())
         )
     );
     code
+}
+
+/// Run `exe args` under strace and read what its command did, as `keep`
+/// says. strace writes to a pipe sbx made before anything starts, named
+/// by this process's descriptor (`/proc/PID/fd/N`, close-on-exec here):
+/// no process but strace opens it, and the sandboxed command neither
+/// inherits it nor can name a file strace would follow. strace traces
+/// sbx too, which applies the same sandbox as a plain run; only the
+/// command's calls count (`denials::trace`).
+#[cfg(target_os = "linux")]
+pub(super) fn traced(
+    exe: &std::path::Path,
+    args: &[std::ffi::OsString],
+    keep: sbx::runtime::denials::Keep,
+    cwd: &std::path::Path,
+) -> Result<(i32, Vec<sbx::runtime::denials::Denied>), String> {
+    use std::io::BufRead;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    let strace = find("strace").ok_or("needs strace on PATH (apt-get install strace)")?;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot make a pipe for the trace: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both descriptors are new and owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let start = cwd.to_string_lossy().into_owned();
+    let reader = std::thread::spawn(move || {
+        let mut t = sbx::runtime::denials::trace::Trace::new(keep, &start);
+        let mut r = std::io::BufReader::new(std::fs::File::from(read));
+        let mut buf = Vec::new();
+        while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+            t.feed(String::from_utf8_lossy(&buf).trim_end_matches('\n'));
+            buf.clear();
+        }
+        t.finish()
+    });
+    let out = format!("/proc/{}/fd/{}", std::process::id(), write.as_raw_fd());
+    let mut calls = String::from("%file,%network,%process,fchdir");
+    for c in sbx::runtime::denials::BASELINE {
+        // `?`: a call this strace does not know (fchmodat2) is no error.
+        calls.push_str(",?");
+        calls.push_str(c);
+    }
+    let status = std::process::Command::new(strace)
+        .args(["-f", "-qq", "-y", "-s", "4096", "--pidns-translation"])
+        .args(["-e", "signal=none", "-e"])
+        .arg(format!("trace={calls}"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(exe)
+        .args(args)
+        .status();
+    // strace's own descriptor closed when it exited; with this one the
+    // reader sees the end.
+    drop(write);
+    let used = reader.join().unwrap_or_default();
+    let status = status.map_err(|e| format!("cannot start strace: {e}"))?;
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Ok((code, used))
 }
 
 #[cfg(target_os = "linux")]
@@ -141,17 +181,4 @@ pub(super) fn find(name: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
-}
-
-/// A new directory only this user can enter, for the trace files.
-#[cfg(target_os = "linux")]
-pub(super) fn private_dir() -> std::io::Result<std::path::PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = base.join(format!("sbx-denials-{}-{nanos}", std::process::id()));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
 }

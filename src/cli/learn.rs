@@ -1,6 +1,9 @@
-//! `sbx learn`: run a command outside any sandbox, traced, and write a
-//! policy that lets it run: the base policy plus the rules it lacked
-//! (`sbx::learn`). Linux, through strace, as `sbx run --denials`.
+//! `sbx learn`: run a command traced, in the sandbox of a plain `sbx run`
+//! under a learning session's policy (the base policy, plus reading and
+//! running everything the base does not hide, writing the workspace and
+//! reaching any host), and write a policy that lets it run: the base
+//! plus the rules it lacked (`sbx::learn`), including writes the session
+//! refused. Linux, through strace, as `sbx run --denials`.
 
 use camino::Utf8PathBuf;
 use clap::Args;
@@ -35,6 +38,7 @@ pub fn run(a: LearnArgs) -> i32 {
 #[cfg(target_os = "linux")]
 pub fn run(a: LearnArgs) -> i32 {
     use sbx::compile::{self, Inputs, Options};
+    use std::os::fd::AsRawFd;
     use std::path::PathBuf;
 
     let base = match &a.policy {
@@ -60,46 +64,41 @@ pub fn run(a: LearnArgs) -> i32 {
         Ok(ir) => ir,
         Err(code) => return code,
     };
-    let Some(strace) = super::denials::find("strace") else {
-        eprintln!(
-            "error: sbx learn needs strace on PATH (apt-get install strace): nothing was run"
-        );
-        return 2;
-    };
-    let dir = match super::denials::private_dir() {
-        Ok(d) => d,
+    // The session's policy: the base with everything readable, the
+    // workspace writable and any host reachable, in a file no other
+    // process can name or change (this process's close-on-exec memfd).
+    let session = match memfd(&format!("{base}\n{SESSION}")) {
+        Ok(f) => f,
         Err(e) => {
-            eprintln!("error: cannot make a directory for the trace: {e}");
+            eprintln!("error: cannot hold the learning session's policy: {e}");
             return 2;
         }
     };
-    let status = std::process::Command::new(strace)
-        .args(["-f", "-ff", "-qq", "-y", "-s", "4096", "-e", "signal=none"])
-        .args(["-e", "trace=%file,%network,execve,execveat,fchdir", "-o"])
-        .arg(dir.join("t"))
-        .arg("--")
-        .args(&a.command)
-        .status();
-    let code = status.map(|s| s.code().unwrap_or(128));
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let mut used = Vec::new();
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        if let Ok(text) = std::fs::read_to_string(entry.path()) {
-            used.extend(sbx::runtime::denials::parse_where(
-                &text,
-                &cwd.to_string_lossy(),
-                &|errno| errno.is_empty(),
-            ));
+    let mut args: Vec<OsString> = vec![
+        "run".into(),
+        format!("/proc/{}/fd/{}", std::process::id(), session.as_raw_fd()).into(),
+        "--quiet".into(),
+    ];
+    for (flag, v) in [("--workspace", &a.workspace), ("--home", &a.home)] {
+        if let Some(v) = v {
+            args.push(flag.into());
+            args.push(v.as_str().into());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let code = match code {
-        Ok(c) => c,
+    args.push("--".into());
+    args.extend(a.command.iter().cloned());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sbx"));
+    let keep = sbx::runtime::denials::Keep::Uses;
+    let (code, used) = match super::denials::traced(&exe, &args, keep, &cwd) {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("error: cannot start strace: {e}");
+            eprintln!("error: sbx learn: {e}: nothing was run");
             return 2;
         }
     };
+    drop(session);
+    let used = sbx::runtime::denials::on_host(used, &|p| std::path::Path::new(p).exists());
     let anchors = sbx::runtime::denials::Anchors {
         workspace: &ir.roots.workspace,
         home: &ir.roots.home,
@@ -144,6 +143,32 @@ pub fn run(a: LearnArgs) -> i32 {
         eprintln!("sbx learn: warning: the command used {p}, a sensitive path: not granted");
     }
     0
+}
+
+/// The layer a learning session adds to the base: what the command may
+/// do while it is watched. Writing is the workspace's only (a refused
+/// write is learned); sensitive paths stay hidden, as under any rule
+/// that covers them without naming them (POLICY.md §7).
+#[cfg(target_os = "linux")]
+const SESSION: &str = "# sbx learn's session\n\
+[[fs]]\npath = \"/\"\nread = true\nexecute = true\n\n\
+[[fs]]\npath = \".\"\nread = true\nwrite = true\nexecute = true\n\n\
+[[net]]\nhost = \"*\"\n";
+
+/// A close-on-exec memfd holding `text`.
+#[cfg(target_os = "linux")]
+fn memfd(text: &str) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a NUL-terminated string; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"sbx-learn".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is new and owned by nothing else.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.write_all(text.as_bytes())?;
+    Ok(f)
 }
 
 /// The policy lowered for this host; diagnostics printed.

@@ -29,8 +29,9 @@ pub struct RunArgs {
     /// Print what is enforced to stderr before the command starts.
     #[arg(long)]
     report: bool,
-    /// After the command, list what the sandbox refused and the rules
-    /// that would allow it (Linux: traces the failing calls with strace).
+    /// After the command, list what the sandbox refused or hid and the
+    /// rules that would allow it (Linux: traces the command, in the same
+    /// sandbox, with strace).
     #[arg(long)]
     denials: bool,
     /// Print no warnings or notes before the command starts (errors are
@@ -40,10 +41,6 @@ pub struct RunArgs {
     /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
-    /// Keep the host's root visible in the namespace layer (`--denials`
-    /// runs its trace so: refusals then show as EACCES, not ENOENT).
-    #[arg(long, hide = true)]
-    host_root: bool,
     /// Print nothing before the command (`--denials` lowers the policy
     /// once more for its suggestions).
     #[arg(skip)]
@@ -110,7 +107,6 @@ impl RunArgs {
             denials: false,
             quiet: self.quiet,
             landlock_abi: self.landlock_abi,
-            host_root: self.host_root,
             silent: self.silent,
             command: self.command.clone(),
         }
@@ -159,7 +155,6 @@ fn linux(a: RunArgs) -> i32 {
         home: a.home.clone().map(Into::into),
         landlock_abi: a.landlock_abi,
         proxy: None,
-        host_root: a.host_root,
         own_files: a.artifact.iter().map(Into::into).collect(),
         quiet: a.quiet,
     };

@@ -1,10 +1,14 @@
-//! `sbx run --denials`: what the sandbox refused, read from a trace of the
-//! failing system calls (strace's output, one file per process), and the
-//! rules that would allow it, as TOML to paste.
+//! `sbx run --denials`: what the sandbox refused, and the paths the
+//! command looked for that exist on the host but not inside the sandbox,
+//! read from a trace of its system calls (strace's output, split by
+//! process in [`trace`]), and the rules that would allow them, as TOML to
+//! paste.
 //!
 //! The trace is taken only with the flag: a run without it pays nothing.
 //! Parsing is plain text and has no OS dependency, so it is tested
 //! everywhere.
+
+pub mod trace;
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -14,6 +18,11 @@ use std::fmt::Write;
 pub enum Denied {
     /// A path and the access the call needed.
     Path { op: Op, path: String },
+    /// A path the call did not find (ENOENT). Under the namespace layer's
+    /// new root a path outside the policy does not exist: one that exists
+    /// on the host was hidden by the sandbox ([`on_host`] keeps only
+    /// those).
+    Missing { op: Op, path: String },
     /// An outbound TCP connection, or a listening port.
     Net { bind: bool, host: String, port: u16 },
     /// A socket kind the policy does not allow (UDP, raw, …).
@@ -41,7 +50,7 @@ impl Op {
 }
 
 /// Calls seccomp refuses whatever the policy, with EPERM.
-const BASELINE: &[&str] = &[
+pub const BASELINE: &[&str] = &[
     "chmod",
     "fchmod",
     "fchmodat",
@@ -60,15 +69,44 @@ const BASELINE: &[&str] = &[
     "unshare",
 ];
 
-/// The denials in one process's trace. `cwd` anchors relative paths (the
-/// directory the command started in: a later `chdir` is not followed).
-pub fn parse(trace: &str, cwd: &str) -> Vec<Denied> {
-    parse_where(trace, cwd, &|errno| errno == "EACCES" || errno == "EPERM")
+/// Which calls a trace keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Refusals (EACCES, EPERM, EROFS: a read-only mount) and paths not
+    /// found (ENOENT): `sbx run --denials`.
+    Refusals,
+    /// Those and every call that succeeded: `sbx learn`, whose command
+    /// runs under a policy that lets it read but not write everywhere.
+    Uses,
 }
 
-/// The calls of one process's trace whose result `keep` accepts: the
-/// errno's name, or `""` for a call that succeeded (`sbx learn`).
-pub fn parse_where(trace: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Vec<Denied> {
+/// The errors that mean the sandbox refused the call.
+const REFUSED: &[&str] = &["EACCES", "EPERM", "EROFS"];
+
+/// Calls that look a path up without opening it: a path they do not find
+/// is [`Denied::Missing`] (what they find is not a use worth a rule:
+/// every `PATH` search stats a dozen places).
+const LOOKUPS: &[&str] = &[
+    "stat",
+    "lstat",
+    "newfstatat",
+    "fstatat64",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+];
+
+/// The denials in one process's trace (no pid before each line). `cwd`
+/// anchors relative paths (the directory the command started in).
+pub fn parse(trace: &str, cwd: &str) -> Vec<Denied> {
+    parse_where(trace, cwd, Keep::Refusals)
+}
+
+/// The calls of one process's trace that `keep` keeps.
+pub fn parse_where(trace: &str, cwd: &str, keep: Keep) -> Vec<Denied> {
     // The process's directory, followed through `chdir`/`fchdir` and
     // through strace's `AT_FDCWD</dir>`, which shows it at each call.
     let mut cwd = cwd.to_string();
@@ -99,7 +137,7 @@ fn new_cwd(l: &str, cwd: &str) -> Option<String> {
     None
 }
 
-fn line(l: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Option<Denied> {
+fn line(l: &str, cwd: &str, keep: Keep) -> Option<Denied> {
     let (call, rest) = l.split_once('(')?;
     let call = call.trim().trim_start_matches("<... ");
     if !call.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') || call.is_empty() {
@@ -114,13 +152,22 @@ fn line(l: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Option<Denied> {
         None if result.starts_with('?') => return None,
         None => "",
     };
-    if !keep(errno) {
+    let missing = errno == "ENOENT";
+    let refused = REFUSED.contains(&errno);
+    if !(missing || refused || (keep == Keep::Uses && errno.is_empty())) {
         return None;
     }
     let strings = quoted(args);
-    let first = strings.first().map(String::as_str);
+    let first = strings
+        .first()
+        .map(String::as_str)
+        .filter(|s| !s.is_empty());
     let at = |s: &str| absolute(s, args, cwd);
     let d = match call {
+        c if missing && LOOKUPS.contains(&c) => Denied::Path {
+            op: Op::Read,
+            path: at(first?),
+        },
         "open" | "creat" => path_op(first?, args, call == "creat", &at)?,
         "openat" | "openat2" => path_op(first?, args, false, &at)?,
         "execve" | "execveat" => Denied::Path {
@@ -160,7 +207,35 @@ fn line(l: &str, cwd: &str, keep: &dyn Fn(&str) -> bool) -> Option<Denied> {
         c if errno == "EPERM" && BASELINE.contains(&c) => Denied::Baseline(c.to_string()),
         _ => return None,
     };
-    Some(d)
+    match d {
+        Denied::Path { op, path } if missing => Some(Denied::Missing { op, path }),
+        _ if missing => None,
+        d => Some(d),
+    }
+}
+
+/// `denied` without the missing paths that are missing on the host too
+/// (a program probing for optional files is normal): a read or execute
+/// needs the path, a write its directory.
+pub fn on_host(denied: Vec<Denied>, exists: &dyn Fn(&str) -> bool) -> Vec<Denied> {
+    denied
+        .into_iter()
+        .filter(|d| match d {
+            Denied::Missing { op, path } => {
+                exists(path) || (*op == Op::Write && exists(parent_dir(path)))
+            }
+            _ => true,
+        })
+        .collect()
+}
+
+/// The directory a path is in (`/` for a top-level name).
+pub fn parent_dir(path: &str) -> &str {
+    match path.rsplit_once('/') {
+        Some(("", _)) => "/",
+        Some((dir, _)) => dir,
+        None => path,
+    }
 }
 
 /// An `open` family call: write if the flags write, truncate or create.
@@ -316,63 +391,30 @@ pub fn report_with(
     learned: Option<&str>,
 ) -> String {
     let set: BTreeSet<&Denied> = denied.iter().collect();
+    let (missing, refused): (Vec<&Denied>, Vec<&Denied>) = set
+        .into_iter()
+        .partition(|d| matches!(d, Denied::Missing { .. }));
     let mut s = String::new();
-    if set.is_empty() {
+    if refused.is_empty() && missing.is_empty() {
         s.push_str("sbx: --denials: the sandbox refused nothing the trace shows\n");
         return s;
     }
-    let _ = writeln!(s, "sbx: --denials: the sandbox refused {}:", set.len());
     let mut rules: BTreeSet<String> = BTreeSet::new();
-    for d in &set {
-        match d {
-            Denied::Path { op, path } => {
-                let flag = if sensitive(path, a.home) {
-                    "  (sensitive: no rule suggested)"
-                } else {
-                    ""
-                };
-                let _ = writeln!(s, "  {:<8} {path}{flag}", op.word());
-                if flag.is_empty() && learned.is_none() {
-                    let target = match op {
-                        Op::Write if !exists(path) => path
-                            .rsplit_once('/')
-                            .map(|(dir, _)| if dir.is_empty() { "/" } else { dir })
-                            .unwrap_or(path),
-                        _ => path,
-                    };
-                    rules.insert(format!(
-                        "[[fs]]\npath = {}\n{} = true\n",
-                        toml_str(&policy_path(target, a)),
-                        op.word()
-                    ));
-                }
-            }
-            Denied::Net { bind, host, port } => {
-                let what = if *bind { "listen" } else { "connect" };
-                let _ = writeln!(s, "  {what:<8} {host}:{port}");
-                if learned.is_none() {
-                    let host = if *bind { "*" } else { host.as_str() };
-                    let bind = if *bind { "bind = true\n" } else { "" };
-                    rules.insert(format!(
-                        "[[net]]\nhost = {}\nport = {port}\n{bind}",
-                        toml_str(host)
-                    ));
-                }
-            }
-            Denied::Socket => {
-                let _ = writeln!(
-                    s,
-                    "  socket   a UDP, raw or other non-TCP socket (only `[[net]] host = \"*\"` \
-                     with no port, the unrestricted network, allows them)"
-                );
-            }
-            Denied::Baseline(call) => {
-                let _ = writeln!(
-                    s,
-                    "  {call:<8} refused whatever the policy (sbx's baseline, docs/linux.md)"
-                );
-            }
-        }
+    if !refused.is_empty() {
+        let _ = writeln!(s, "sbx: --denials: the sandbox refused {}:", refused.len());
+    }
+    for d in refused {
+        list(&mut s, &mut rules, d, a, exists, learned.is_none());
+    }
+    if !missing.is_empty() {
+        let _ = writeln!(
+            s,
+            "sbx: --denials: not visible in the sandbox, but present on the host ({}):",
+            missing.len()
+        );
+    }
+    for d in missing {
+        list(&mut s, &mut rules, d, a, exists, learned.is_none());
     }
     match learned {
         Some(text) if !text.is_empty() => {
@@ -383,6 +425,64 @@ pub fn report_with(
         None => push_rules(&mut s, &rules),
     }
     s
+}
+
+/// One line of the report for `d`, and with `suggest` the rule that
+/// would allow it.
+fn list(
+    s: &mut String,
+    rules: &mut BTreeSet<String>,
+    d: &Denied,
+    a: &Anchors,
+    exists: &dyn Fn(&str) -> bool,
+    suggest: bool,
+) {
+    match d {
+        Denied::Path { op, path } | Denied::Missing { op, path } => {
+            let flag = if sensitive(path, a.home) {
+                "  (sensitive: no rule suggested)"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "  {:<8} {path}{flag}", op.word());
+            if flag.is_empty() && suggest {
+                let target = match op {
+                    Op::Write if !exists(path) => parent_dir(path),
+                    _ => path,
+                };
+                rules.insert(format!(
+                    "[[fs]]\npath = {}\n{} = true\n",
+                    toml_str(&policy_path(target, a)),
+                    op.word()
+                ));
+            }
+        }
+        Denied::Net { bind, host, port } => {
+            let what = if *bind { "listen" } else { "connect" };
+            let _ = writeln!(s, "  {what:<8} {host}:{port}");
+            if suggest {
+                let host = if *bind { "*" } else { host.as_str() };
+                let bind = if *bind { "bind = true\n" } else { "" };
+                rules.insert(format!(
+                    "[[net]]\nhost = {}\nport = {port}\n{bind}",
+                    toml_str(host)
+                ));
+            }
+        }
+        Denied::Socket => {
+            let _ = writeln!(
+                s,
+                "  socket   a UDP, raw or other non-TCP socket (only `[[net]] host = \"*\"` \
+                 with no port, the unrestricted network, allows them)"
+            );
+        }
+        Denied::Baseline(call) => {
+            let _ = writeln!(
+                s,
+                "  {call:<8} refused whatever the policy (sbx's baseline, docs/linux.md)"
+            );
+        }
+    }
 }
 
 const RULES_HEAD: &str = "sbx: rules that would allow them (read them before adding):\n\n";
@@ -432,6 +532,10 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
             [
                 path(Op::Write, "/srv/f"),
                 path(Op::Write, "/srv/d"),
+                Denied::Missing {
+                    op: Op::Read,
+                    path: "/x".into()
+                },
                 Denied::Net {
                     bind: false,
                     host: "127.0.0.1".into(),
@@ -467,9 +571,10 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
 
     #[test]
     fn report_suggests_rules_but_not_for_sensitive_paths() {
-        let d = parse(TRACE, "/home/u/ws");
+        let exists = |p: &str| p == "/home/u/.cache";
+        let d = on_host(parse(TRACE, "/home/u/ws"), &exists);
         let a = ANCHORS;
-        let r = report(&d, &a, &|p| p == "/home/u/.cache");
+        let r = report(&d, &a, &exists);
         assert!(r.contains("refused 13:"), "{r}");
         assert!(
             r.contains("/home/u/.ssh/id_ed25519  (sensitive: no rule suggested)"),
@@ -520,6 +625,31 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
         let r = report_with(&d, &a, &|_| false, Some(""));
         assert!(!r.contains("[[fs]]") && !r.contains("[[net]]\nhost"), "{r}");
         assert!(!r.contains(RULES_HEAD), "{r}");
+    }
+
+    /// Paths the sandbox hid are listed apart, with their rules; a path
+    /// missing on the host too is dropped (a write needs its directory).
+    #[test]
+    fn missing_paths_are_listed_when_the_host_has_them() {
+        let trace = "openat(AT_FDCWD, \"/opt/a\", O_RDONLY) = -1 ENOENT (No such file or directory)\n\
+                     statx(AT_FDCWD, \"/opt/gone\", 0, STATX_ALL, 0x7f) = -1 ENOENT (No such file or directory)\n\
+                     openat(AT_FDCWD, \"/opt/new\", O_WRONLY|O_CREAT, 0666) = -1 ENOENT (No such file or directory)\n\
+                     mkdir(\"/nowhere/d\", 0777) = -1 ENOENT (No such file or directory)\n\
+                     chdir(\"/opt/a\") = -1 ENOENT (No such file or directory)\n\
+                     openat(AT_FDCWD, \"/srv/f\", O_RDONLY) = -1 EROFS (Read-only file system)\n";
+        let exists = |p: &str| p == "/opt" || p == "/opt/a";
+        let d = on_host(parse(trace, "/"), &exists);
+        let r = report(&d, &ANCHORS, &exists);
+        assert_eq!(
+            r,
+            "sbx: --denials: the sandbox refused 1:\n  read     /srv/f\n\
+             sbx: --denials: not visible in the sandbox, but present on the host (2):\n\
+             \x20 read     /opt/a\n  write    /opt/new\n\
+             sbx: rules that would allow them (read them before adding):\n\n\
+             [[fs]]\npath = \"/opt\"\nwrite = true\n\n\
+             [[fs]]\npath = \"/opt/a\"\nread = true\n\n\
+             [[fs]]\npath = \"/srv/f\"\nread = true\n\n"
+        );
     }
 
     #[test]

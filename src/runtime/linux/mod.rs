@@ -64,9 +64,6 @@ pub struct RunOptions {
     /// The proxy's hook (default: none). With it the run always gets a
     /// private network namespace when namespaces are available.
     pub proxy: Option<ProxyHook>,
-    /// Keep the host's root visible under the namespace layer (no new
-    /// root of granted paths): `--denials` traces refusals as EACCES.
-    pub host_root: bool,
     /// Files this run was read from that the child must not change
     /// (POLICY.md §13): the artifact of `sbx run --artifact`.
     pub own_files: Vec<PathBuf>,
@@ -317,8 +314,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     );
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
-    let new_root =
-        wanted.pid && plan.abi > 0 && !opts.host_root && !plan.rules.iter().any(|r| r.path == "/");
+    let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
     if !user_ns && !new_root && plan.abi > 0 {
         // Only a read-only mount stops root (capabilities or not: uid 0
         // owns the files) from chmod, chown and utime, which Landlock
@@ -331,8 +327,6 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                  files the policy only lets it read can be changed",
                 if art.namespaces.mode == crate::ir::Namespaces::Never {
                     "[linux] namespaces = \"never\""
-                } else if opts.host_root {
-                    "the host's root is kept"
                 } else {
                     "a rule grants /"
                 }
