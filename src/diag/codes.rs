@@ -246,11 +246,6 @@ write = true
 path = "~"
 read = true
 "#;
-    NAMESPACES_NEVER = "SBX031", Warning, "namespaces turned off",
-        "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... are writable where their tree is), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and, for a root run, read-only mounts (root can change modes, owners and times of what it may only read). `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
-        example = r#"[linux]
-namespaces = "never"
-"#;
     PROTECTION_LIFTED = "SBX030", Warning, "rule lifts a protected path",
         "A rule names a protected path (POLICY.md §7a: `.git/hooks`, `.git/config`, `.vscode/`, `.envrc`, shell start-up files...) or a path inside one, with write rights. Protected paths hold what runs later outside the sandbox (a git hook on the next commit, an editor task): naming one lifts its protection for that path, so the sandboxed command can plant code there. `sbx run` says so before the command starts.",
         example = r#"[[fs]]
@@ -262,6 +257,11 @@ write = true
 path = ".git/hooks"
 read = true
 write = true
+"#;
+    NAMESPACES_NEVER = "SBX031", Warning, "namespaces turned off",
+        "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... are writable where their tree is), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and, for a root run, read-only mounts (root can change modes, owners and times of what it may only read). `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
+        example = r#"[linux]
+namespaces = "never"
 "#;
 }
 
