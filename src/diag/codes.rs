@@ -258,6 +258,11 @@ path = ".git/hooks"
 read = true
 write = true
 "#;
+    CAPABILITY = "SBX031", Error, "capability cannot be kept",
+        "`[linux] capabilities` names a capability the command may keep when sbx runs as root. A name that is not a Linux capability is refused, and so is one POLICY.md §13 never lets a command keep (`CAP_SYS_ADMIN`, `CAP_SYS_PTRACE`, `CAP_SYS_MODULE`, `CAP_NET_ADMIN`, `CAP_MAC_*`, `CAP_SETPCAP`, ...: the Linux artifact's `drop_capabilities`): they reach past Landlock, into the kernel or other processes.",
+        example = r#"[linux]
+capabilities = ["CAP_SYS_ADMIN"]
+"#;
 }
 
 pub fn lookup(code: &str) -> Option<&'static CodeInfo> {

@@ -416,36 +416,6 @@ pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
     )
 }
 
-/// With `[commands]`, nothing runs from a memfd (Landlock does not see
-/// its internal mount): creating one without MFD_NOEXEC_SEAL is refused,
-/// and a sealed one cannot be executed by `execveat(AT_EMPTY_PATH)` or
-/// `/proc/self/fd/N`. Without `[commands]` both routes run.
-pub fn memfd_exec(fx: &Fx) -> Result<(), String> {
-    let listed = fx.policy("best_effort", "\n[commands.true]\n");
-    let free = fx.policy("best_effort", "");
-    for how in ["execveat", "proc"] {
-        expect(
-            &format!("plain memfd, {how}"),
-            &fx.run(&listed, &[], &["memfd-exec", "plain", how]),
-            "EACCES",
-        )?;
-        expect(
-            &format!("sealed memfd, {how}"),
-            &fx.run(&listed, &[], &["memfd-exec", "seal", how]),
-            "EACCES",
-        )?;
-        let out = fx.run(&free, &[], &["memfd-exec", "plain", how]);
-        check(out.code == 0 && out.answer().is_empty(), || {
-            format!("no [commands], {how}: {out:?}")
-        })?;
-    }
-    // The listed program still runs.
-    let out = fx.run(&listed, &[], &["exec", "/usr/bin/true"]);
-    check(out.code == 0 && out.answer().is_empty(), || {
-        format!("listed: {out:?}")
-    })
-}
-
 /// Only granted paths exist for the sandbox: a pathname UNIX socket
 /// outside every grant (a Docker or D-Bus socket) is not there to be
 /// connected to, while one in the workspace works. With Landlock alone
