@@ -5,7 +5,7 @@
 #   - Wine, mingw gcc and dlltool: the Windows loader under Wine;
 #   - strace: the crash-safety tests kill writers at exact system calls,
 #     and `sbx run --denials` and `sbx learn` trace with it;
-#   - git, python3 with venv, node and npm, make and gcc: the everyday
+#   - git, python3 with venv, node and npm, java, make and gcc: the everyday
 #     tools tests/everyday_tools.rs runs under the default policy.
 # Without root (or with SBX_NO_INSTALL=1) nothing is installed: each
 # missing piece is named with the command that installs it, and the
@@ -64,6 +64,7 @@ elif ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
 fi
 command -v node >/dev/null 2>&1 || apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || apt+=(npm)
+command -v java >/dev/null 2>&1 || apt+=(default-jdk-headless)
 command -v make >/dev/null 2>&1 || apt+=(make)
 command -v gcc >/dev/null 2>&1 || apt+=(gcc)
 if [ ${#apt[@]} -gt 0 ]; then

@@ -438,6 +438,16 @@ pub struct LinuxExtras {
     /// `[linux] namespaces`: whether `sbx run` adds its namespace layer.
     #[serde(default, skip_serializing_if = "Namespaces::is_auto")]
     pub namespaces: Namespaces,
+    /// `[linux] capabilities`: what the command keeps when sbx runs as
+    /// root, sorted, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
+    /// `[linux] nested_user_namespaces`: the command may create them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nested_user_namespaces: bool,
+    /// `[linux] memfd_exec`: the command may run a program from a memfd.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memfd_exec: bool,
 }
 
 /// `sbx run`'s namespace layer on Linux (user, mount, PID, network).

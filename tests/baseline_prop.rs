@@ -372,6 +372,9 @@ fn weaker_enforcement_and_extras_widen() {
     let mut new = Policy::default();
     new.macos.allow_pty = Some(true);
     new.linux.scopes = Some(vec![sbx::policy::model::Scope::Signal]);
+    new.linux.capabilities = Some(vec!["CAP_CHOWN".into()]);
+    new.linux.nested_user_namespaces = Some(true);
+    new.linux.memfd_exec = Some(true);
     let got: Vec<Widened> = widenings(&lower(&old), &lower(&new))
         .into_iter()
         .map(|w| w.widened)
@@ -390,6 +393,15 @@ fn weaker_enforcement_and_extras_widen() {
                 "Landlock scope \"abstract_unix_socket\" dropped"
             ),
             extra("linux.min_abi", "accepts kernels below Landlock ABI 4"),
+            extra("linux.capabilities", "the command keeps CAP_CHOWN as root"),
+            extra(
+                "linux.nested_user_namespaces",
+                "the command may create user namespaces"
+            ),
+            extra(
+                "linux.memfd_exec",
+                "the command may run programs from a memfd"
+            ),
             extra("windows.appcontainer", "AppContainer disabled"),
         ]
     );

@@ -1,7 +1,7 @@
 //! The everyday tools of a workspace work under the default policy
 //! (`fixtures/default.toml`), each when it is installed: git, cargo and
-//! rustc, python3 with a venv and `pip --no-index`, node and npm, make and
-//! gcc, and a coreutils pipeline. The credential files beside their
+//! rustc, python3 with a venv and `pip --no-index`, node and npm, java,
+//! make and gcc, and a coreutils pipeline. The credential files beside their
 //! settings stay unreadable.
 //!
 //! Home is a fresh directory holding a `.gitconfig`, credential files,
@@ -233,6 +233,24 @@ fn node_and_npm() {
     );
     assert_eq!(out, "42\n\"2.0.0\"\n");
     denied(&env, &env.home.join(".npmrc"));
+}
+
+/// The JVM runs with memfd execution refused (the default): ZGC asks
+/// for a memfd for its heap and, refused, takes a file in /dev/shm.
+#[test]
+fn java_without_memfd_exec() {
+    let Some(env) = setup() else { return };
+    if !have(&["java"]) {
+        return;
+    }
+    let out = ok(
+        &env,
+        "java",
+        "set -e; printf 'public class H { public static void main(String[] a) { \
+         System.out.println(java.util.stream.IntStream.rangeClosed(1, 9).sum()); } }' > H.java; \
+         java H.java; java -XX:+UseZGC H.java",
+    );
+    assert_eq!(out, "45\n45\n");
 }
 
 #[test]

@@ -74,39 +74,8 @@ pub const DENY_SYSCALLS: &[&str] = &[
     "userfaultfd",
 ];
 
-/// Capabilities a root child must not keep. CAP_SYS_ADMIN and CAP_PERFMON
-/// read other processes' memory maps and environment past Landlock's
-/// ptrace check (`mm_access` trusts `perfmon_capable()`); CAP_SYS_RESOURCE
-/// lifts the rlimits; the others reach hardware, kernel state, IPC of
-/// other users, or security policy. Kept: the file-permission and
-/// identity capabilities root programs expect (Landlock still applies).
-pub const DROP_CAPABILITIES: &[&str] = &[
-    "CAP_AUDIT_CONTROL",
-    "CAP_AUDIT_READ",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_BPF",
-    "CAP_CHECKPOINT_RESTORE",
-    "CAP_IPC_OWNER",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_MAC_ADMIN",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MKNOD",
-    "CAP_NET_ADMIN",
-    "CAP_PERFMON",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_SYSLOG",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_WAKE_ALARM",
-];
+/// Capabilities no policy keeps: the baseline `missing_baseline` checks.
+pub use crate::policy::caps::DROP_CAPABILITIES;
 
 /// `ioctl` requests refused on any descriptor: typing into the terminal
 /// (TIOCSTI), and the console's own requests.
@@ -149,12 +118,21 @@ pub fn missing_baseline(art: &LinuxArtifact) -> Vec<String> {
             .flatten()
             .any(|n| n == "connect_tcp")
     });
-    let exec = if art.exec_allow.is_some() {
-        exec_rules()
-    } else {
+    let exec = if art.memfd_exec {
         Vec::new()
+    } else {
+        exec_rules()
     };
-    for r in arg_rules(tcp_restricted).into_iter().chain(exec) {
+    let userns = if art.nested_user_namespaces {
+        Vec::new()
+    } else {
+        userns_rules()
+    };
+    for r in arg_rules(tcp_restricted)
+        .into_iter()
+        .chain(exec)
+        .chain(userns)
+    {
         if !s.deny_args.contains(&r) {
             out.push(format!(
                 "seccomp deny_args rule on {} ({:?})",
@@ -259,12 +237,13 @@ pub fn arg_rules(tcp_restricted: bool) -> Vec<ArgRule> {
     out
 }
 
-/// With `[commands]`: a memfd lives on an internal mount Landlock does
-/// not check, so one made executable would run any program written into
-/// it (`execve` of `/proc/self/fd/N`, `execveat(AT_EMPTY_PATH)`). Every
-/// memfd must be created with `MFD_NOEXEC_SEAL` (Linux 6.3), which the
-/// kernel also refuses to make executable later; EACCES is the kernel's
-/// own answer under `vm.memfd_noexec = 2`.
+/// Unless `[linux] memfd_exec = true`: a memfd lives on an internal
+/// mount Landlock does not check, so one made executable would run any
+/// program written into it (`execve` of `/proc/self/fd/N`,
+/// `execveat(AT_EMPTY_PATH)`), past `execute` rules and `[commands]`.
+/// Every memfd must be created with `MFD_NOEXEC_SEAL` (Linux 6.3), which
+/// the kernel also refuses to make executable later; EACCES is the
+/// kernel's own answer under `vm.memfd_noexec = 2`.
 pub fn exec_rules() -> Vec<ArgRule> {
     vec![ArgRule {
         syscall: "memfd_create".into(),
@@ -275,6 +254,37 @@ pub fn exec_rules() -> Vec<ArgRule> {
             value: "MFD_NOEXEC_SEAL".into(),
         }],
     }]
+}
+
+/// Unless `[linux] nested_user_namespaces = true`: a new user namespace
+/// gives the command every capability over what it then creates (its
+/// own network stack, nf_tables, …), the usual route to a kernel bug. So
+/// `CLONE_NEWUSER` in `unshare` and `clone` is refused (EPERM); `clone3`
+/// passes its flags in a struct seccomp cannot read, so it gets ENOSYS,
+/// on which libc falls back to `clone`; `setns` is refused, whatever it
+/// joins (its type argument may be 0: any). sbx makes its own namespaces
+/// before the filter is installed, so only the command is bound.
+pub fn userns_rules() -> Vec<ArgRule> {
+    let newuser = |syscall: &str| ArgRule {
+        syscall: syscall.into(),
+        errno: "EPERM".into(),
+        when: vec![ArgTest {
+            arg: 0,
+            op: ArgOp::Has,
+            value: "CLONE_NEWUSER".into(),
+        }],
+    };
+    let always = |syscall: &str, errno: &str| ArgRule {
+        syscall: syscall.into(),
+        errno: errno.into(),
+        when: vec![],
+    };
+    vec![
+        newuser("clone"),
+        always("clone3", "ENOSYS"),
+        always("setns", "EPERM"),
+        newuser("unshare"),
+    ]
 }
 
 /// Build the Linux artifact. Never refuses for precision reasons (see
@@ -299,6 +309,9 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         landlock,
         seccomp: seccomp(ir),
         drop_capabilities: strings(DROP_CAPABILITIES),
+        keep_capabilities: ir.linux.capabilities.clone(),
+        nested_user_namespaces: ir.linux.nested_user_namespaces,
+        memfd_exec: ir.linux.memfd_exec,
         env: ir.env.clone(),
         exec_allow: ir.commands.as_ref().map(|cmds| {
             cmds.iter()
@@ -630,8 +643,11 @@ fn seccomp(ir: &Ir) -> Seccomp {
         }),
         deny_args: {
             let mut rules = arg_rules(ir.net.connect != Ports::All);
-            if ir.commands.is_some() {
+            if !ir.linux.memfd_exec {
                 rules.extend(exec_rules());
+            }
+            if !ir.linux.nested_user_namespaces {
+                rules.extend(userns_rules());
             }
             rules
         },
@@ -814,11 +830,18 @@ fn linux_precision(
             "commands".into(),
             target,
             Status::Wider,
-            "the ELF interpreter (ld.so) of each allowed program must be executable, and \
-             running it directly (`ld.so /path/prog`) maps any readable program with \
-             mmap(PROT_EXEC), which Landlock does not check; a memfd, which Landlock does not \
-             see either, must be created with MFD_NOEXEC_SEAL (seccomp), so none can be run"
-                .into(),
+            if ir.linux.memfd_exec {
+                "the ELF interpreter (ld.so) of each allowed program must be executable, and \
+                 running it directly (`ld.so /path/prog`) maps any readable program with \
+                 mmap(PROT_EXEC), which Landlock does not check; `[linux] memfd_exec = true` \
+                 lets any program written into a memfd run, which Landlock does not see either"
+            } else {
+                "the ELF interpreter (ld.so) of each allowed program must be executable, and \
+                 running it directly (`ld.so /path/prog`) maps any readable program with \
+                 mmap(PROT_EXEC), which Landlock does not check; a memfd, which Landlock does not \
+                 see either, must be created with MFD_NOEXEC_SEAL (seccomp), so none can be run"
+            }
+            .into(),
         ));
         for c in cmds {
             if c.args.is_some() {

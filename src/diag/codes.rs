@@ -258,7 +258,12 @@ path = ".git/hooks"
 read = true
 write = true
 "#;
-    NAMESPACES_NEVER = "SBX031", Warning, "namespaces turned off",
+    CAPABILITY = "SBX031", Error, "capability cannot be kept",
+        "`[linux] capabilities` names a capability the command may keep when sbx runs as root. A name that is not a Linux capability is refused, and so is one POLICY.md §13 never lets a command keep (`CAP_SYS_ADMIN`, `CAP_SYS_PTRACE`, `CAP_SYS_MODULE`, `CAP_NET_ADMIN`, `CAP_MAC_*`, `CAP_SETPCAP`, ...: the Linux artifact's `drop_capabilities`): they reach past Landlock, into the kernel or other processes.",
+        example = r#"[linux]
+capabilities = ["CAP_SYS_ADMIN"]
+"#;
+    NAMESPACES_NEVER = "SBX032", Warning, "namespaces turned off",
         "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... are writable where their tree is), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and, for a root run, read-only mounts (root can change modes, owners and times of what it may only read). `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
         example = r#"[linux]
 namespaces = "never"

@@ -270,7 +270,7 @@ pub fn portable(ir: &Ir, policy: &Policy, loc: &Locator) -> Vec<Diagnostic> {
     out
 }
 
-/// SBX031: `[linux] namespaces = "never"` gives up what only the layer
+/// SBX032: `[linux] namespaces = "never"` gives up what only the layer
 /// enforces; said at the setting.
 pub fn namespaces_never(ir: &Ir, loc: &Locator) -> Option<Diagnostic> {
     if ir.linux.namespaces != crate::ir::Namespaces::Never {

@@ -255,6 +255,16 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
                 Some(crate::policy::model::Namespaces::Always) => ir::Namespaces::Always,
                 Some(crate::policy::model::Namespaces::Never) => ir::Namespaces::Never,
             },
+            capabilities: {
+                let mut c = policy.linux.capabilities.clone().unwrap_or_default();
+                c.sort();
+                c.dedup();
+                c
+            },
+            nested_user_namespaces: policy.linux.nested_user_namespaces.unwrap_or(false),
+            // Refused unless the policy says otherwise: the runtimes
+            // measured (docs/linux.md, "memfd execution") run without it.
+            memfd_exec: policy.linux.memfd_exec.unwrap_or(false),
         },
         windows: ir::WindowsExtras {
             token: policy

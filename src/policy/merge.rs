@@ -113,6 +113,12 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
             later(&mut p.linux.scopes, &x.scopes);
             later(&mut p.linux.min_abi, &x.min_abi);
             later(&mut p.linux.namespaces, &x.namespaces);
+            later(&mut p.linux.capabilities, &x.capabilities);
+            later(
+                &mut p.linux.nested_user_namespaces,
+                &x.nested_user_namespaces,
+            );
+            later(&mut p.linux.memfd_exec, &x.memfd_exec);
         }
         if let Some(x) = &layer.windows {
             later(&mut p.windows.token, &x.token);

@@ -1,6 +1,7 @@
 //! The front end: read each file, validate it against the schema and the
 //! semantic rules, deserialise it, and merge the layers left to right.
 
+pub mod caps;
 pub mod hash;
 pub mod locate;
 pub mod merge;
@@ -198,6 +199,29 @@ mod tests {
         ))
         .unwrap_err();
         assert!(d[0].message.contains("256 bytes"), "{}", d[0].message);
+    }
+
+    #[test]
+    fn capabilities_unknown_or_never_kept_are_located_errors() {
+        let ok = "[linux]\ncapabilities = [\"CAP_CHOWN\", \"CAP_FOWNER\"]\n";
+        assert!(load(ok).is_ok());
+        let d =
+            load("[linux]\ncapabilities = [\"CAP_CHOWN\", \"CAP_SYS_ADMIN\",\n  \"CAP_NOPE\"]\n")
+                .unwrap_err();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d.iter().all(|d| d.code == codes::CAPABILITY));
+        assert_eq!(
+            d[0].message,
+            "capability \"CAP_SYS_ADMIN\" is never kept: POLICY.md §13"
+        );
+        let l = d[0].location.as_ref().unwrap();
+        assert_eq!((l.line, l.column), (2, 30));
+        assert_eq!(
+            d[1].message,
+            "capability \"CAP_NOPE\" is not a Linux capability"
+        );
+        let l = d[1].location.as_ref().unwrap();
+        assert_eq!((l.line, l.column), (3, 3));
     }
 
     #[test]

@@ -419,6 +419,18 @@ pub struct Linux {
     /// process lifetime, no network), `always`, or `never`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespaces: Option<Namespaces>,
+    /// Capabilities the command keeps when sbx runs as root (`CAP_CHOWN`,
+    /// …); default none. Those POLICY.md §13 lists are never kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+    /// Let the command create user namespaces (`unshare -U`, Chromium's
+    /// sandbox, rootless containers); default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_user_namespaces: Option<bool>,
+    /// Let the command run a program from a memfd; default false
+    /// (docs/linux.md gives the measurement behind it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memfd_exec: Option<bool>,
 }
 
 #[derive(

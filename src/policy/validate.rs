@@ -136,6 +136,22 @@ pub fn layer(parsed: &Parsed, out: &mut Vec<Diagnostic>) {
             }
         }
     }
+    for (i, c) in root
+        .pointer("/linux/capabilities")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(name) = c.as_str() else { continue };
+        if let Some(why) = super::caps::refusal(name) {
+            out.push(
+                Diagnostic::new(codes::CAPABILITY, format!("capability {name:?} {why}"))
+                    .at(parsed.locate(&format!("/linux/capabilities/{i}")))
+                    .help("list only what the command needs as root: CAP_CHOWN, CAP_DAC_OVERRIDE and CAP_FOWNER cover `tar x`, `cp -a` and a workspace of another uid (docs/linux.md)"),
+            );
+        }
+    }
     for key in ["read_roots", "write_roots"] {
         let list = root.pointer(&format!("/process/{key}"));
         for (i, r) in list

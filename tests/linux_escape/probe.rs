@@ -197,6 +197,20 @@ fn mount_flags() -> String {
     }
 }
 
+/// `OK` when `pid` (from a clone that succeeded) exits 0, else the errno.
+unsafe fn reaped(pid: i64) -> String {
+    if pid < 0 {
+        return res(-1);
+    }
+    let mut status = 0;
+    libc::waitpid(pid as libc::pid_t, &mut status, 0);
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        "OK".into()
+    } else {
+        format!("child status {status:#x}")
+    }
+}
+
 /// Run one operation; returns what to print.
 unsafe fn op(args: &[String]) -> String {
     let a = |i: usize| args[i].as_str();
@@ -375,7 +389,8 @@ unsafe fn op(args: &[String]) -> String {
             names.join("\n")
         }
         "caps" => {
-            // CapEff and CapBnd from /proc/self/status, as hex.
+            // The five sets from /proc/self/status, as hex: CapInh,
+            // CapPrm, CapEff, CapBnd, CapAmb.
             let st = std::fs::read_to_string("/proc/self/status").unwrap();
             let get = |k: &str| {
                 st.lines()
@@ -384,7 +399,61 @@ unsafe fn op(args: &[String]) -> String {
                     .trim()
                     .to_string()
             };
-            format!("{} {}", get("CapEff:"), get("CapBnd:"))
+            ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"]
+                .map(get)
+                .join(" ")
+        }
+        "chown" => res(libc::chown(c(a(1)).as_ptr(), num(a(2)), num(a(2))).into()),
+        // A new user namespace: by `unshare`, or by `clone` (a child that
+        // exits at once).
+        "unshare-user" => res(libc::unshare(libc::CLONE_NEWUSER).into()),
+        "clone-user" => {
+            let flags = (libc::CLONE_NEWUSER | libc::SIGCHLD) as libc::c_ulong;
+            let pid = libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize);
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            reaped(pid)
+        }
+        // A plain child by `clone3` (what glibc tries first).
+        "clone3" => {
+            // struct clone_args: flags, pidfd, child_tid, parent_tid,
+            // exit_signal, stack, stack_size, tls.
+            let mut args = [0u64; 8];
+            args[4] = libc::SIGCHLD as u64;
+            let pid = libc::syscall(libc::SYS_clone3, args.as_mut_ptr(), 64usize);
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            reaped(pid)
+        }
+        // Joining our own user namespace: EINVAL from the kernel, unless
+        // refused first.
+        "setns-user" => {
+            let fd = libc::open(
+                c"/proc/self/ns/user".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return res(-1);
+            }
+            res(libc::setns(fd, libc::CLONE_NEWUSER).into())
+        }
+        // fork, and a thread (glibc's pthread_create tries clone3 first).
+        "fork-thread" => {
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            let forked = reaped(pid.into());
+            if forked != "OK" {
+                return format!("fork: {forked}");
+            }
+            match std::thread::Builder::new().spawn(|| 7).map(|t| t.join()) {
+                Ok(Ok(7)) => "OK".into(),
+                Ok(_) => "thread panicked".into(),
+                Err(e) => format!("thread: {}", errno_name(e.raw_os_error().unwrap_or(0))),
+            }
         }
         "fd" => res(libc::fcntl(num(a(1)), libc::F_GETFD).into()),
         "exit" => {
@@ -900,7 +969,6 @@ unsafe fn op(args: &[String]) -> String {
         // filter that refuses every new namespace (EPERM), as a
         // container without user namespaces does.
         "mount-flags" => mount_flags(),
-        "chown" => res(libc::lchown(c(a(1)).as_ptr(), num::<u32>(a(2)), num::<u32>(a(3))).into()),
         "utime" => {
             res(libc::utimensat(libc::AT_FDCWD, c(a(1)).as_ptr(), std::ptr::null(), 0).into())
         }

@@ -23,10 +23,23 @@ pub struct LinuxArtifact {
     pub exact_abi: u32,
     pub landlock: LandlockConfig,
     pub seccomp: Seccomp,
-    /// Capabilities the child loses (all sets, bounding included): those
-    /// that bypass Landlock's checks or reach the kernel or hardware
-    /// directly. Only matters when sbx runs as root.
+    /// Capabilities no policy lets the command keep: those that bypass
+    /// Landlock's checks or reach the kernel or hardware directly (the
+    /// baseline: `keep_capabilities` never holds one).
     pub drop_capabilities: Vec<String>,
+    /// `[linux] capabilities`: the command keeps these, and loses every
+    /// other capability from all five sets, whoever runs sbx. Absent:
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep_capabilities: Vec<String>,
+    /// `[linux] nested_user_namespaces = true`: seccomp lets the command
+    /// create and join namespaces (absent: refused).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nested_user_namespaces: bool,
+    /// `[linux] memfd_exec = true`: memfds may be created executable
+    /// (absent: only with `MFD_NOEXEC_SEAL`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memfd_exec: bool,
     pub env: ir::Env,
     /// `None`: any program may be executed (subject to `execute` grants).
     pub exec_allow: Option<Vec<ExecEntry>>,

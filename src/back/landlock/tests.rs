@@ -644,6 +644,88 @@ fn baseline_is_carried_and_checked() {
     assert_eq!(missing_baseline(&open), Vec::<String>::new());
 }
 
+/// memfd execution and nested user namespaces are refused unless the
+/// policy's `[linux]` allows them; the loader wants the rules exactly
+/// when the artifact does not say they are allowed.
+#[test]
+fn memfd_and_user_namespace_rules_follow_the_settings() {
+    let has =
+        |a: &LinuxArtifact, syscall: &str| a.seccomp.deny_args.iter().any(|r| r.syscall == syscall);
+    let art = build(&typical()).unwrap();
+    for s in ["memfd_create", "clone", "clone3", "setns", "unshare"] {
+        assert!(has(&art, s), "{s}");
+    }
+    let lines: Vec<String> = userns_rules().into_iter().map(String::from).collect();
+    assert_eq!(
+        lines,
+        [
+            "clone(arg0 has CLONE_NEWUSER) -> EPERM",
+            "clone3 -> ENOSYS",
+            "setns -> EPERM",
+            "unshare(arg0 has CLONE_NEWUSER) -> EPERM",
+        ]
+    );
+    for s in ["memfd_create", "clone3", "unshare"] {
+        let mut edited = art.clone();
+        edited.seccomp.deny_args.retain(|r| r.syscall != s);
+        assert!(missing_baseline(&edited).join(", ").contains(s), "{s}");
+    }
+    let mut ir = typical();
+    ir.linux.memfd_exec = true;
+    ir.linux.nested_user_namespaces = true;
+    let open = build(&ir).unwrap();
+    for s in ["memfd_create", "clone", "clone3", "setns", "unshare"] {
+        assert!(!has(&open, s), "{s}");
+    }
+    assert_eq!(missing_baseline(&open), Vec::<String>::new());
+    let json = to_json(&open);
+    assert!(json.contains("\"nested_user_namespaces\": true"), "{json}");
+    assert!(json.contains("\"memfd_exec\": true"), "{json}");
+    // Switched back off by hand, the rules are missing again.
+    let mut edited = open.clone();
+    edited.memfd_exec = false;
+    edited.nested_user_namespaces = false;
+    let missing = missing_baseline(&edited).join(", ");
+    assert!(
+        missing.contains("memfd_create") && missing.contains("clone3"),
+        "{missing}"
+    );
+}
+
+/// Kept capabilities are a member of their own, absent when empty, so
+/// artifacts without them do not change.
+#[test]
+fn kept_capabilities_are_carried_only_when_listed() {
+    let art = build(&typical()).unwrap();
+    assert!(art.keep_capabilities.is_empty());
+    assert!(!to_json(&art).contains("keep_capabilities"));
+    let mut ir = typical();
+    ir.linux.capabilities = vec!["CAP_CHOWN".into(), "CAP_FOWNER".into()];
+    let art = build(&ir).unwrap();
+    assert_eq!(art.keep_capabilities, ["CAP_CHOWN", "CAP_FOWNER"]);
+    let back: LinuxArtifact = serde_json::from_str(&to_json(&art)).unwrap();
+    assert_eq!(back, art);
+}
+
+/// With `[commands]`, letting memfds run says so in the precision line.
+#[test]
+fn memfd_exec_under_commands_is_reported() {
+    let mut ir = typical();
+    ir.commands = Some(vec![]);
+    let reason = |ir: &Ir| {
+        build(ir)
+            .unwrap()
+            .precision
+            .into_iter()
+            .find(|p| p.rule == "commands")
+            .unwrap()
+            .reason
+    };
+    assert!(reason(&ir).contains("MFD_NOEXEC_SEAL"));
+    ir.linux.memfd_exec = true;
+    assert!(reason(&ir).contains("memfd_exec = true"));
+}
+
 /// Argument rules are one line each in the artifact, and read back as
 /// written; malformed lines are refused.
 #[test]

@@ -59,6 +59,29 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
             );
         }
     }
+    for c in &new.linux.capabilities {
+        if !old.linux.capabilities.contains(c) {
+            w(
+                &mut out,
+                "/linux/capabilities",
+                format!("the command keeps {c} as root"),
+            );
+        }
+    }
+    if new.linux.nested_user_namespaces && !old.linux.nested_user_namespaces {
+        w(
+            &mut out,
+            "/linux/nested_user_namespaces",
+            "the command may create user namespaces".into(),
+        );
+    }
+    if new.linux.memfd_exec && !old.linux.memfd_exec {
+        w(
+            &mut out,
+            "/linux/memfd_exec",
+            "the command may run programs from a memfd".into(),
+        );
+    }
     let (ot, nt) = (&old.windows.token, &new.windows.token);
     // restricted and low_integrity protect different things: changing one
     // for the other loses a protection, as does `none`.

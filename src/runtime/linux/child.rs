@@ -134,9 +134,11 @@ pub struct Prepared {
     pub ruleset: Option<OwnedFd>,
     fprogs: Vec<libc::sock_fprog>,
     pub rlimits: Vec<(super::limits::Resource, libc::rlimit)>,
-    /// Capabilities removed from every set (bounding too, so a root
-    /// child does not get them back at exec).
-    drop_caps: Vec<u32>,
+    /// The capabilities the command keeps (bit N: capability N); every
+    /// other one from 0 to `last_cap` leaves every set.
+    keep_caps: u64,
+    /// The kernel's last capability (read before the fork).
+    last_cap: u32,
     /// Failing to drop them is fatal (we are root and can).
     caps_fatal: bool,
     /// A terminal we are the foreground of: the child's group takes it.
@@ -218,7 +220,7 @@ impl Prepared {
         ruleset: Option<OwnedFd>,
         filters: Vec<seccompiler::BpfProgram>,
         rlimits: Vec<(super::limits::Resource, libc::rlimit)>,
-        drop_caps: Vec<u32>,
+        keep_caps: u64,
     ) -> Prepared {
         let ptrs = |v: &[CString]| {
             v.iter()
@@ -237,7 +239,8 @@ impl Prepared {
             ruleset,
             fprogs,
             rlimits,
-            drop_caps,
+            keep_caps,
+            last_cap: super::limits::last_cap(),
             // SAFETY: geteuid has no preconditions.
             caps_fatal: unsafe { libc::geteuid() } == 0,
             tty: foreground_tty(),
@@ -603,12 +606,15 @@ const CAP_V3: u32 = 0x2008_0522;
 /// linux/capability.h
 const CAP_SETPCAP: u32 = 8;
 
-/// Remove `p.drop_caps` from the ambient, bounding, effective, permitted
-/// and inheritable sets. Async-signal-safe (syscalls on stack data).
+/// Leave the command the capabilities of `p.keep_caps` and no other, in
+/// any set: each other one from 0 to the kernel's last leaves the
+/// bounding set (after exec a root command's permitted set is its
+/// bounding set), the effective and permitted sets keep only the kept
+/// ones, the inheritable and ambient sets are emptied. An unprivileged
+/// command holds the capabilities of its user namespace until it execs
+/// as a non-zero uid, which clears them; they go here all the same.
+/// Async-signal-safe (system calls on stack data).
 unsafe fn drop_caps(p: &Prepared, wr: RawFd) {
-    if p.drop_caps.is_empty() {
-        return;
-    }
     // EINVAL on kernels without ambient capabilities: nothing to clear.
     libc::prctl(
         libc::PR_CAP_AMBIENT,
@@ -634,28 +640,32 @@ unsafe fn drop_caps(p: &Prepared, wr: RawFd) {
     {
         fail(wr, Step::Capabilities);
     }
-    // Dropping from the bounding set takes CAP_SETPCAP: without it every
-    // drop would fail, so an unprivileged run skips them (a system call
-    // each). Dropping a capability already gone succeeds; EINVAL is one
-    // this kernel does not know.
+    // Dropping from the bounding set takes CAP_SETPCAP. Without it (an
+    // unprivileged run with no user namespace) every drop would fail, so
+    // none is tried: no_new_privs keeps exec from granting any. Root, or
+    // whoever holds CAP_SETPCAP, must succeed. EINVAL: a capability this
+    // kernel does not know.
     let setpcap = data[0].effective & (1 << CAP_SETPCAP) != 0;
-    if setpcap || p.caps_fatal {
-        for &cap in &p.drop_caps {
+    let must = setpcap || p.caps_fatal;
+    if must {
+        for cap in 0..=p.last_cap {
+            if p.keep_caps & (1u64 << cap) != 0
+                || libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) == 0
+            {
+                continue;
+            }
             if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
                 && *libc::__errno_location() != libc::EINVAL
-                && p.caps_fatal
             {
                 fail(wr, Step::Capabilities);
             }
         }
     }
-    for &cap in &p.drop_caps {
-        let (i, bit) = ((cap / 32) as usize, 1u32 << (cap % 32));
-        if i < 2 {
-            data[i].effective &= !bit;
-            data[i].permitted &= !bit;
-            data[i].inheritable &= !bit;
-        }
+    for (i, d) in data.iter_mut().enumerate() {
+        let keep = (p.keep_caps >> (32 * i)) as u32;
+        d.effective &= keep;
+        d.permitted &= keep;
+        d.inheritable = 0;
     }
     if libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) != 0 {
         fail(wr, Step::Capabilities);

@@ -1,62 +1,34 @@
 //! What the child gets besides Landlock and seccomp: resource limits and
-//! the capabilities it loses.
+//! the capabilities it keeps.
 
 use crate::ir::Limits;
 
-/// Capability numbers (linux/capability.h) for the artifact's names.
-pub fn capabilities(names: &[String]) -> Result<Vec<u32>, String> {
-    const CAPS: &[(&str, u32)] = &[
-        ("CAP_CHOWN", 0),
-        ("CAP_DAC_OVERRIDE", 1),
-        ("CAP_DAC_READ_SEARCH", 2),
-        ("CAP_FOWNER", 3),
-        ("CAP_FSETID", 4),
-        ("CAP_KILL", 5),
-        ("CAP_SETGID", 6),
-        ("CAP_SETUID", 7),
-        ("CAP_SETPCAP", 8),
-        ("CAP_LINUX_IMMUTABLE", 9),
-        ("CAP_NET_BIND_SERVICE", 10),
-        ("CAP_NET_BROADCAST", 11),
-        ("CAP_NET_ADMIN", 12),
-        ("CAP_NET_RAW", 13),
-        ("CAP_IPC_LOCK", 14),
-        ("CAP_IPC_OWNER", 15),
-        ("CAP_SYS_MODULE", 16),
-        ("CAP_SYS_RAWIO", 17),
-        ("CAP_SYS_CHROOT", 18),
-        ("CAP_SYS_PTRACE", 19),
-        ("CAP_SYS_PACCT", 20),
-        ("CAP_SYS_ADMIN", 21),
-        ("CAP_SYS_BOOT", 22),
-        ("CAP_SYS_NICE", 23),
-        ("CAP_SYS_RESOURCE", 24),
-        ("CAP_SYS_TIME", 25),
-        ("CAP_SYS_TTY_CONFIG", 26),
-        ("CAP_MKNOD", 27),
-        ("CAP_LEASE", 28),
-        ("CAP_AUDIT_WRITE", 29),
-        ("CAP_AUDIT_CONTROL", 30),
-        ("CAP_SETFCAP", 31),
-        ("CAP_MAC_OVERRIDE", 32),
-        ("CAP_MAC_ADMIN", 33),
-        ("CAP_SYSLOG", 34),
-        ("CAP_WAKE_ALARM", 35),
-        ("CAP_BLOCK_SUSPEND", 36),
-        ("CAP_AUDIT_READ", 37),
-        ("CAP_PERFMON", 38),
-        ("CAP_BPF", 39),
-        ("CAP_CHECKPOINT_RESTORE", 40),
-    ];
-    names
-        .iter()
-        .map(|n| {
-            CAPS.iter()
-                .find(|(c, _)| c == n)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| format!("unknown capability {n}"))
-        })
-        .collect()
+/// The capabilities the command keeps, as a mask of their numbers
+/// (linux/capability.h). Unknown names, and those the artifact's
+/// baseline `drop` lists, are errors: never kept (POLICY.md §13).
+pub fn keep_mask(keep: &[String], drop: &[String]) -> Result<u64, String> {
+    let mut mask = 0u64;
+    for n in keep {
+        let v = crate::policy::caps::number(n).ok_or_else(|| format!("unknown capability {n}"))?;
+        if drop.contains(n) {
+            return Err(format!(
+                "the artifact keeps {n}, which its drop_capabilities never keeps"
+            ));
+        }
+        mask |= 1 << v;
+    }
+    Ok(mask)
+}
+
+/// The highest capability number this kernel knows
+/// (`/proc/sys/kernel/cap_last_cap`, read before the fork: the child
+/// does not open files). Unreadable: 63, the last the kernel's 64-bit
+/// sets can hold (dropping one it does not know is EINVAL, ignored).
+pub fn last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .map_or(63, |n| n.min(63))
 }
 
 /// `setrlimit`'s resource type: an enum in glibc, an int in musl.
@@ -123,4 +95,30 @@ fn user_tasks() -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_capabilities_as_a_mask() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let drop = s(crate::policy::caps::DROP_CAPABILITIES);
+        assert_eq!(keep_mask(&[], &drop), Ok(0));
+        assert_eq!(
+            keep_mask(
+                &s(&["CAP_CHOWN", "CAP_FOWNER", "CAP_CHECKPOINT_RESTORE"]),
+                &[]
+            ),
+            Ok(1 | 1 << 3 | 1 << 40)
+        );
+        assert!(keep_mask(&s(&["CAP_SYS_ADMIN"]), &drop)
+            .unwrap_err()
+            .contains("never keeps"));
+        assert!(keep_mask(&s(&["CAP_NOPE"]), &drop)
+            .unwrap_err()
+            .contains("unknown capability CAP_NOPE"));
+        assert!(last_cap() >= 40);
+    }
 }

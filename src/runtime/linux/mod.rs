@@ -486,7 +486,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         ruleset,
         filters.unwrap_or_default(),
         limits::rlimits(&art.limits),
-        limits::capabilities(&art.drop_capabilities).map_err(fail)?,
+        limits::keep_mask(&art.keep_capabilities, &art.drop_capabilities).map_err(fail)?,
     );
     // In a private network namespace nothing is checked: prepared only
     // for the real network (or once the namespace is refused).

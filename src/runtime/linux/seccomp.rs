@@ -42,6 +42,10 @@ fn syscall(name: &str) -> Option<i64> {
         "fchmodat" => SYS_fchmodat,
         "fchmodat2" => SYS_fchmodat2,
         "memfd_create" => SYS_memfd_create,
+        "clone" => SYS_clone,
+        "clone3" => SYS_clone3,
+        "setns" => SYS_setns,
+        "unshare" => SYS_unshare,
         "ioprio_set" => SYS_ioprio_set,
         "migrate_pages" => SYS_migrate_pages,
         #[cfg(target_arch = "x86_64")]
@@ -121,6 +125,7 @@ fn constant(name: &str) -> Option<u64> {
         "O_TMPFILE" => libc::O_TMPFILE as u64,
         "MSG_FASTOPEN" => libc::MSG_FASTOPEN as u64,
         "MFD_NOEXEC_SEAL" => libc::MFD_NOEXEC_SEAL as u64,
+        "CLONE_NEWUSER" => libc::CLONE_NEWUSER as u64,
         "PRIO_PROCESS" => libc::PRIO_PROCESS as u64,
         // include/uapi/linux/ioprio.h; not in the libc crate.
         "IOPRIO_WHO_PROCESS" => 1,
@@ -1046,6 +1051,7 @@ mod tests {
             let mut s = section(restricted);
             s.deny_args = crate::back::landlock::arg_rules(restricted);
             s.deny_args.extend(crate::back::landlock::exec_rules());
+            s.deny_args.extend(crate::back::landlock::userns_rules());
             let progs = build(&s).unwrap();
             let native = native_arch().unwrap();
             let decide = |nr: u32, a: [u64; 6]| interpret(&progs, native, nr, a);
@@ -1120,6 +1126,32 @@ mod tests {
             );
             assert_eq!(
                 decide(libc::SYS_prlimit64 as u32, [0, 7, 1, 0, 0, 0]),
+                libc::SECCOMP_RET_ALLOW
+            );
+            // fork and threads (clone without CLONE_NEWUSER) pass, and
+            // so does a new mount or network namespace's flag alone
+            // (without a user namespace it needs CAP_SYS_ADMIN).
+            let thread = (libc::CLONE_VM
+                | libc::CLONE_FS
+                | libc::CLONE_FILES
+                | libc::CLONE_SIGHAND
+                | libc::CLONE_THREAD
+                | libc::CLONE_SYSVSEM
+                | libc::CLONE_SETTLS
+                | libc::CLONE_PARENT_SETTID
+                | libc::CLONE_CHILD_CLEARTID) as u64;
+            for flags in [libc::SIGCHLD as u64, thread, libc::CLONE_NEWNS as u64] {
+                assert_eq!(
+                    decide(libc::SYS_clone as u32, [flags, 0, 0, 0, 0, 0]),
+                    libc::SECCOMP_RET_ALLOW,
+                    "clone({flags:#x})"
+                );
+            }
+            assert_eq!(
+                decide(
+                    libc::SYS_unshare as u32,
+                    [libc::CLONE_FILES as u64, 0, 0, 0, 0, 0]
+                ),
                 libc::SECCOMP_RET_ALLOW
             );
         }
