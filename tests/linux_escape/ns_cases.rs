@@ -288,6 +288,25 @@ fn listen_and_probe(
     Ok((port, reached))
 }
 
+/// `sbx run POLICY -- PROBE` started by the probe `wrapper`, which
+/// installs a seccomp filter over sbx first.
+fn wrapped(fx: &Fx, wrapper: &str, p: &std::path::Path, probe: &[&str]) -> crate::fixture::Out {
+    let mut args: Vec<OsString> = vec![
+        "--probe".into(),
+        wrapper.into(),
+        sbx_bin().into(),
+        "run".into(),
+        p.into(),
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "--".into(),
+        std::env::current_exe().unwrap().into(),
+        "--probe".into(),
+    ];
+    args.extend(probe.iter().map(OsString::from));
+    fx.exec_self(&args)
+}
+
 /// Without user namespaces (`unshare` refused by a seccomp filter that
 /// sbx runs under), a best-effort run goes on with Landlock alone and
 /// says so; a required policy with a carve-out exits 125 before running
@@ -296,22 +315,7 @@ pub fn namespaces_unavailable(fx: &Fx) -> Result<(), String> {
     let mark = fx.path("ws/marker");
     let be = fx.policy("best_effort", RO_SUB);
     let req = fx.policy("required", RO_SUB);
-    let run = |p: &std::path::Path, probe: &[&str]| {
-        let mut args: Vec<OsString> = vec![
-            "--probe".into(),
-            "no-namespaces".into(),
-            sbx_bin().into(),
-            "run".into(),
-            p.into(),
-            "--workspace".into(),
-            fx.ws.clone().into(),
-            "--".into(),
-            std::env::current_exe().unwrap().into(),
-            "--probe".into(),
-        ];
-        args.extend(probe.iter().map(OsString::from));
-        fx.exec_self(&args)
-    };
+    let run = |p: &std::path::Path, probe: &[&str]| wrapped(fx, "no-namespaces", p, probe);
     let out = run(&be, &["write", &fx.path("ws/sub/x")]);
     expect("best effort without namespaces", &out, "OK")?;
     check(
@@ -338,22 +342,7 @@ pub fn first_mount_refused(fx: &Fx) -> Result<(), String> {
     let mark = fx.path("ws/marker");
     let be = fx.policy("best_effort", RO_SUB);
     let req = fx.policy("required", RO_SUB);
-    let run = |p: &std::path::Path, probe: &[&str]| {
-        let mut args: Vec<OsString> = vec![
-            "--probe".into(),
-            "no-mounts".into(),
-            sbx_bin().into(),
-            "run".into(),
-            p.into(),
-            "--workspace".into(),
-            fx.ws.clone().into(),
-            "--".into(),
-            std::env::current_exe().unwrap().into(),
-            "--probe".into(),
-        ];
-        args.extend(probe.iter().map(OsString::from));
-        fx.exec_self(&args)
-    };
+    let run = |p: &std::path::Path, probe: &[&str]| wrapped(fx, "no-mounts", p, probe);
     let out = run(&be, &["write", &fx.path("ws/sub/x")]);
     expect("best effort, mounts refused", &out, "OK")?;
     check(

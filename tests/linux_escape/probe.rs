@@ -118,6 +118,11 @@ unsafe fn no_namespaces() {
         ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32), // 7
         ret(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32), // 8
     ];
+    install_filter(&prog);
+}
+
+/// Install `prog` over this process (no_new_privs first).
+unsafe fn install_filter(prog: &[libc::sock_filter]) {
     let fprog = libc::sock_fprog {
         len: prog.len() as u16,
         filter: prog.as_ptr() as *mut libc::sock_filter,
@@ -161,17 +166,7 @@ unsafe fn no_mounts() {
         ret(libc::SECCOMP_RET_ALLOW),
         ret(libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
     ];
-    let fprog = libc::sock_fprog {
-        len: prog.len() as u16,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    libc::syscall(
-        libc::SYS_seccomp,
-        libc::SECCOMP_SET_MODE_FILTER,
-        0,
-        &fprog as *const libc::sock_fprog,
-    );
+    install_filter(&prog);
 }
 
 /// Every mount in this mount namespace is `nosuid`, and `nodev` unless

@@ -200,7 +200,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", tmp.join("link")).unwrap();
         std::fs::set_permissions(
             tmp.join("locked"),
-            std::os::unix::fs::PermissionsExt::from_mode(0),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
         )
         .unwrap();
         let base = t.base.clone();
