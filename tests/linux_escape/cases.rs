@@ -106,6 +106,7 @@ pub const ALL: &[(&str, Case)] = &[
         "ns_private_temp_is_the_runs_own",
         ns::private_temp_is_the_runs_own,
     ),
+    ("ns_known_sockets_hidden", ns::known_sockets_hidden),
     (
         "ns_proxy_hook_gets_listeners",
         ns::proxy_hook_gets_listeners,

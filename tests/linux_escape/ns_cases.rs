@@ -696,3 +696,52 @@ pub fn outside_is_invisible(fx: &Fx) -> Result<(), String> {
         || "outside/secret changed".into(),
     )
 }
+
+/// POLICY.md §13: a broad rule (`~` read) does not hand the command a
+/// known host socket beneath it (Docker's, here under the home); naming
+/// the place in a rule shows it, and a socket elsewhere under the rule
+/// still connects.
+pub fn known_sockets_hidden(fx: &Fx) -> Result<(), String> {
+    use std::os::unix::net::UnixListener;
+    let home = fx.root.join("home");
+    std::fs::create_dir_all(home.join(".docker/run")).unwrap();
+    let docker = home.join(".docker/run/docker.sock");
+    let other = home.join("other.sock");
+    let _d = UnixListener::bind(&docker).unwrap();
+    let _o = UnixListener::bind(&other).unwrap();
+    let (d, o) = (docker.to_str().unwrap(), other.to_str().unwrap());
+    let home_read = "\n[[fs]]\npath = \"~\"\nread = true\n";
+    let p = fx.policy("best_effort", home_read);
+    // Covered by an empty mode-0 directory, as a deny rule is.
+    expect(
+        "docker socket under ~",
+        &fx.run(&p, &[], &["unix-connect", d]),
+        "EACCES",
+    )?;
+    expect(
+        "other socket under ~",
+        &fx.run(&p, &[], &["unix-connect", o]),
+        "OK",
+    )?;
+    let named = fx.policy(
+        "best_effort",
+        &format!("{home_read}\n[[fs]]\npath = \"~/.docker/run\"\nread = true\n"),
+    );
+    expect(
+        "docker socket named",
+        &fx.run(&named, &[], &["unix-connect", d]),
+        "OK",
+    )?;
+    // Landlock alone cannot hide it, and the report says so.
+    let never = fx.policy("best_effort", &format!("{home_read}{NEVER}"));
+    expect(
+        "no namespaces",
+        &fx.run(&never, &[], &["unix-connect", d]),
+        "OK",
+    )?;
+    let out = fx.run(&never, &["--report"], &["unix-connect", o]);
+    check(
+        out.stderr.contains("linux.sockets") && out.stderr.contains(".docker/run"),
+        || out.stderr.clone(),
+    )
+}

@@ -14,6 +14,7 @@ mod program;
 mod report;
 mod repos;
 mod seccomp;
+mod sockets;
 mod temp;
 mod wait;
 
@@ -284,6 +285,32 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
     let mut mount_rules = art.namespaces.mounts.clone();
     mount_rules.extend(ns::run_file_mounts(&plan.rules, &opts.own_files));
+    // Host sockets beneath a broad rule (POLICY.md §13).
+    let sockets = sockets::hide(
+        &plan
+            .rules
+            .iter()
+            .map(|r| r.path.as_str())
+            .collect::<Vec<_>>(),
+        &values.home,
+        std::env::var("XDG_RUNTIME_DIR").ok().as_deref(),
+    );
+    if !sockets.is_empty() && art.namespaces.mode == crate::ir::Namespaces::Never {
+        plan.lines.push(plan::line(
+            String::from("linux.sockets"),
+            Status::Wider,
+            format!(
+                "[linux] namespaces = \"never\": these host sockets beneath a rule stay \
+                 reachable (they are hidden only by a mount): {}",
+                sockets
+                    .iter()
+                    .map(|m| m.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    mount_rules.extend(sockets);
     let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
     let (mounts, absent_protections, repo_tops) = (
