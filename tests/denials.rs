@@ -303,3 +303,54 @@ except OSError as e: print(e.strerror)' \"$p\"; done",
         );
     }
 }
+
+/// `sbx learn` runs its session in the new root, as a plain run does:
+/// a socket another program made in the host's `/tmp` (tmux's,
+/// ssh-agent's) is out of reach while the command reads what it needs
+/// from the host. The session once granted `/`, which kept the host's
+/// root and its `/tmp`.
+#[test]
+fn learn_keeps_host_temp_sockets_out_of_reach() {
+    if !ready() || !python() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let host = tempfile::Builder::new()
+        .prefix("sbx-learn-socket-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let sock = host.path().join("agent.sock");
+    let ws_sock = root.join("ws/ws.sock");
+    let mut servers = Vec::new();
+    for path in [sock.clone(), ws_sock.clone()] {
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        servers.push(std::thread::spawn(move || {
+            for c in l.incoming() {
+                drop(c);
+            }
+        }));
+    }
+    let script = format!(
+        "for p in {h} {w}; do python3 -c '\
+import socket, sys\n\
+s = socket.socket(socket.AF_UNIX)\n\
+try:\n    s.connect(sys.argv[1]); print(\"OK\")\n\
+except OSError as e: print(e.strerror)' \"$p\"; done",
+        h = sock.display(),
+        w = ws_sock.display()
+    );
+    let out = Command::new(SBX)
+        .arg("learn")
+        .arg("-o")
+        .arg(root.join("learned.toml"))
+        .args(["--", "sh", "-c", &script])
+        .current_dir(root.join("ws"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "No such file or directory\nOK\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

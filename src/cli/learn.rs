@@ -67,7 +67,7 @@ pub fn run(a: LearnArgs) -> i32 {
     // The session's policy: the base with everything readable, the
     // workspace writable and any host reachable, in a file no other
     // process can name or change (this process's close-on-exec memfd).
-    let session = match memfd(&format!("{base}\n{SESSION}")) {
+    let session = match memfd(&format!("{base}\n{}", session_layer())) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: cannot hold the learning session's policy: {e}");
@@ -146,14 +146,59 @@ pub fn run(a: LearnArgs) -> i32 {
 }
 
 /// The layer a learning session adds to the base: what the command may
-/// do while it is watched. Writing is the workspace's only (a refused
-/// write is learned); sensitive paths stay hidden, as under any rule
-/// that covers them without naming them (POLICY.md §7).
+/// do while it is watched. Reading and running whatever is under the
+/// host's top-level directories, so that a command gets as far as it can
+/// in one session; writing is the workspace's only (a refused write is
+/// learned); sensitive paths stay hidden, as under any rule that covers
+/// them without naming them (POLICY.md §7).
+///
+/// Each top-level directory is a rule, not `/` itself: a rule on `/`
+/// keeps the host's root, and with it the host's temp directories and
+/// the sockets in them and in `/run`. So the session runs in the new
+/// root as a plain `sbx run` does (its own `/tmp`, known sockets hidden,
+/// read-only mounts). Left out: the kernel's and the process's own
+/// (`/proc`, `/sys`, `/dev`, granted by the presets where needed), `/run`
+/// (sockets and runtime state), the temp directories (the base's temp
+/// rules give the run its own), and `/var`, which holds `/var/tmp` and
+/// `/var/run`. A path there that the command uses is still learned: it
+/// is "not visible in the sandbox" and present on the host.
 #[cfg(target_os = "linux")]
-const SESSION: &str = "# sbx learn's session\n\
-[[fs]]\npath = \"/\"\nread = true\nexecute = true\n\n\
-[[fs]]\npath = \".\"\nread = true\nwrite = true\nexecute = true\n\n\
-[[net]]\nhost = \"*\"\n";
+fn session_layer() -> String {
+    const LEFT_OUT: &[&str] = &[
+        "proc",
+        "sys",
+        "dev",
+        "run",
+        "tmp",
+        "var",
+        "lost+found",
+        "mnt",
+        "media",
+    ];
+    let mut tops: Vec<String> = std::fs::read_dir("/")
+        .into_iter()
+        .flatten()
+        .flatten()
+        // The host's top-level symlinks (`/bin` → `usr/bin`) are in
+        // every new root already.
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|n| !LEFT_OUT.contains(&n.as_str()))
+        .collect();
+    tops.sort();
+    let mut text = String::from("# sbx learn's session\n");
+    for t in tops {
+        text.push_str(&format!(
+            "[[fs]]\npath = {}\nread = true\nexecute = true\n\n",
+            sbx::runtime::denials::toml_str(&format!("/{t}"))
+        ));
+    }
+    text.push_str(
+        "[[fs]]\npath = \".\"\nread = true\nwrite = true\nexecute = true\n\n\
+         [[net]]\nhost = \"*\"\n",
+    );
+    text
+}
 
 /// A close-on-exec memfd holding `text`.
 #[cfg(target_os = "linux")]

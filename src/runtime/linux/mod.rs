@@ -470,10 +470,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .map(|(p, _)| *p)
         .collect();
     let net_rules = plan.handled_net & 2 != 0;
+    // Rules the command adds again on the mounts made for it: /proc's,
+    // and the fresh /dev/shm's (new inodes that no rule could name).
+    let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
     let proc_rules: Vec<(String, u64)> = plan
         .rules
         .iter()
-        .filter(|r| crate::ir::path_within(&r.path, "/proc"))
+        .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
         .map(|r| (r.path.clone(), r.rights.0))
         .collect();
     // The new root shows the rule paths: their descriptors go to the

@@ -456,6 +456,16 @@ fn device_path(path: &str) -> bool {
     crate::ir::path_within(path, "/dev")
 }
 
+/// What a new root's path shows instead of the host's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Private {
+    No,
+    /// The run's own directory on disk.
+    Dir,
+    /// A fresh tmpfs, `paths[N]`.
+    Fresh(usize),
+}
+
 /// Every proper ancestor of `rel` (`a`, `a/b` for `a/b/c`).
 fn ancestors(rel: &str, out: &mut Vec<String>) {
     let mut at = 0;
@@ -512,10 +522,11 @@ pub fn new_root(
     // writes gets its own writable mount on top (moved in after its
     // parent: the list is sorted). A nested rule that does not change
     // writability rides along in its parent's recursive clone.
-    // A shared temp directory shows the run's own instead, and every
-    // rule directly beneath it gets its own mount, on a stub there.
+    // A shared temp directory shows the run's own instead (a directory
+    // on disk, or for `/dev/shm` a fresh tmpfs), and every rule directly
+    // beneath it gets its own mount, on a stub there.
     // The rules above the current one: (path, writable, private temp).
-    let mut above: Vec<(String, bool, bool)> = Vec::new();
+    let mut above: Vec<(String, bool, Private)> = Vec::new();
     for RootRule {
         path,
         file,
@@ -535,15 +546,19 @@ pub fn new_root(
         let parent = above.last().map(|&(_, w, _)| w);
         let in_private = above
             .last()
-            .filter(|(_, _, private)| *private)
-            .map(|(p, _, _)| p.clone());
-        let private = temp.and_then(|t| t.source(&path));
+            .filter(|(_, _, private)| *private != Private::No)
+            .map(|(p, _, private)| (p.clone(), *private));
+        let private = match temp {
+            Some(t) if t.shm && path == super::temp::SHM => Private::Fresh(paths.len()),
+            Some(t) if t.source(&path).is_some() => Private::Dir,
+            _ => Private::No,
+        };
         let writable = writable || parent == Some(true);
-        above.push((path.clone(), writable, private.is_some()));
-        if parent == Some(writable) && private.is_none() && in_private.is_none() {
+        above.push((path.clone(), writable, private));
+        if parent == Some(writable) && private == Private::No && in_private.is_none() {
             continue;
         }
-        let (file, open_at, is_dir) = match private {
+        let (file, open_at, is_dir) = match temp.and_then(|t| t.source(&path)) {
             Some((dir, handle)) => (
                 handle
                     .try_clone()
@@ -556,9 +571,22 @@ pub fn new_root(
                 (file, path.as_bytes().to_vec(), is_dir)
             }
         };
-        if let (Some(under), Some(t)) = (&in_private, temp) {
-            t.stub(under, &path, is_dir)
-                .map_err(|e| format!("the run's temp directory, for {path}: {e}"))?;
+        match (&in_private, temp) {
+            (Some((under, Private::Dir)), Some(t)) => t
+                .stub(under, &path, is_dir)
+                .map_err(|e| format!("the run's temp directory, for {path}: {e}"))?,
+            (Some((under, Private::Fresh(at))), _) => {
+                // Made in the fresh tmpfs by the child, parents first.
+                let rel = path[under.len()..].trim_start_matches('/');
+                let mut up = Vec::new();
+                ancestors(rel, &mut up);
+                let stubs = &mut paths[*at].stubs;
+                for d in up {
+                    stubs.push((c(d.as_bytes())?, true));
+                }
+                stubs.push((c(rel.as_bytes())?, is_dir));
+            }
+            _ => {}
         }
         let rel = path.trim_start_matches('/').to_string();
         if parent.is_none() {
@@ -566,13 +594,15 @@ pub fn new_root(
             ancestors(&rel, &mut dirs);
         }
         paths.push(Visible {
-            dev: private.is_none() && device_path(&path),
+            dev: private == Private::No && device_path(&path),
             path: c(&open_at)?,
             rel: c(rel.as_bytes())?,
             fd: file.into(),
             is_dir,
             read_only: !writable,
             nested: parent.is_some(),
+            fresh: matches!(private, Private::Fresh(_)),
+            stubs: Vec::new(),
         });
     }
     dirs.sort();

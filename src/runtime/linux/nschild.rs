@@ -136,6 +136,11 @@ pub struct Visible {
     /// Beneath another visible path (a writable rule inside a
     /// read-only one): moved onto that path's clone, not into the tmpfs.
     pub nested: bool,
+    /// A fresh tmpfs of the run's (`/dev/shm`), not the host's path.
+    pub fresh: bool,
+    /// In a fresh tmpfs: (relative path, is a directory) to create,
+    /// parents first, for the rules mounted beneath it.
+    pub stubs: Vec<(CString, bool)>,
 }
 
 /// The new root: a tmpfs with empty directories leading to each
@@ -390,6 +395,33 @@ unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
     }
 }
 
+/// A fresh tmpfs for `v` (mode 1777, as shared memory is) holding its
+/// stubs, or -1.
+unsafe fn fresh_tmpfs(v: &Visible) -> RawFd {
+    let m = tmpfs((c"mode", c"1777"), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    if m < 0 {
+        return -1;
+    }
+    for (rel, is_dir) in &v.stubs {
+        let ok = if *is_dir {
+            libc::mkdirat(m, rel.as_ptr(), 0o755) == 0 || *libc::__errno_location() == libc::EEXIST
+        } else {
+            let f = libc::openat(
+                m,
+                rel.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o644,
+            );
+            f >= 0 && libc::close(f) == 0
+        };
+        if !ok {
+            libc::close(m);
+            return -1;
+        }
+    }
+    m
+}
+
 /// Clone every visible path (before anything hides them), fill the
 /// tmpfs (made by the probe), attach it at `attach`, and put each clone
 /// in its place. A failure on one path names it; the rest are the
@@ -397,12 +429,17 @@ unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
 unsafe fn build_root(r: &NewRoot, wr: RawFd) {
     let failed = |i: usize| child::fail_at(wr, Step::Root, i as i32);
     for (i, (v, slot)) in r.paths.iter().zip(&r.trees).enumerate() {
-        let fd = open_same_as(&v.path, v.fd.as_raw_fd());
-        if fd < 0 {
-            failed(i);
-        }
-        let tree = clone_tree(fd, c"", true);
-        libc::close(fd);
+        let tree = if v.fresh {
+            fresh_tmpfs(v)
+        } else {
+            let fd = open_same_as(&v.path, v.fd.as_raw_fd());
+            if fd < 0 {
+                failed(i);
+            }
+            let tree = clone_tree(fd, c"", true);
+            libc::close(fd);
+            tree
+        };
         if tree < 0 {
             failed(i);
         }

@@ -2,8 +2,11 @@
 //! the new root, a rule on `/tmp`, `/var/tmp`, `/dev/shm` or `$TMPDIR`
 //! shows an empty directory of this run instead of the host's, whose
 //! UNIX sockets (tmux, ssh-agent, X11, editors' IPC) would otherwise be
-//! connectable. They live on disk, since builds write large temp files,
-//! in one directory made for the run (0700) and removed after it.
+//! connectable. `/tmp`, `/var/tmp` and `$TMPDIR` live on disk, since
+//! builds write large temp files, in one directory made for the run
+//! (0700) and removed after it. `/dev/shm` is a fresh tmpfs, as the
+//! host's is (the JVM's ZGC, for one, looks for a tmpfs there), made in
+//! the child and gone with the run's mount namespace.
 //!
 //! A rule that names a path beneath a host temp directory (a workspace
 //! made by `mktemp -d`, say) still shows that host path: it is mounted
@@ -15,7 +18,10 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The host's shared temp directories on Linux.
-const SHARED: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+const SHARED: [&str; 3] = ["/tmp", "/var/tmp", SHM];
+
+/// Shared memory: a fresh tmpfs rather than a directory on disk.
+pub const SHM: &str = "/dev/shm";
 
 /// Where the run's directory is made: outside every private path's
 /// view (the child's `/var/tmp` is its own), on disk.
@@ -33,6 +39,8 @@ pub struct PrivateTemp {
     /// (rule path, the private directory shown there, opened as
     /// Landlock rules and mounts want it).
     dirs: Vec<(String, PathBuf, File)>,
+    /// A rule names `/dev/shm`: the new root gets a fresh tmpfs there.
+    pub shm: bool,
 }
 
 impl PrivateTemp {
@@ -46,13 +54,19 @@ impl PrivateTemp {
         let mut names: Vec<&str> = rule_paths.filter(|p| is_shared(p, temp)).collect();
         names.sort_unstable();
         names.dedup();
-        if names.is_empty() {
+        let shm = names.contains(&SHM);
+        names.retain(|n| *n != SHM);
+        if names.is_empty() && !shm {
             return Ok(None);
         }
-        let base = fresh_base()?;
         let mut out = PrivateTemp {
-            base,
+            base: if names.is_empty() {
+                PathBuf::new()
+            } else {
+                fresh_base()?
+            },
             dirs: Vec::new(),
+            shm,
         };
         for (i, name) in names.into_iter().enumerate() {
             let dir = out.base.join(i.to_string());
@@ -118,6 +132,9 @@ impl PrivateTemp {
 
 impl Drop for PrivateTemp {
     fn drop(&mut self) {
+        if self.dirs.is_empty() {
+            return;
+        }
         // std's remove_dir_all opens each level without following
         // symlinks, so a link the command left points nowhere it can
         // reach. A directory it made unreadable is opened up first.
@@ -187,7 +204,9 @@ mod tests {
         let t = PrivateTemp::make(["/tmp", "/usr", "/dev/shm", "/tmp"].into_iter(), "/tmp")
             .unwrap()
             .unwrap();
-        assert_eq!(t.dirs.len(), 2);
+        // /dev/shm is a tmpfs the child makes: no directory here.
+        assert_eq!(t.dirs.len(), 1);
+        assert!(t.shm && t.source(SHM).is_none());
         let tmp = t.source("/tmp").unwrap().0.to_path_buf();
         assert!(t.source("/usr").is_none());
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
