@@ -3,6 +3,7 @@
 use crate::fixture::{check, expect, Fx, Out};
 use crate::listen_cases as listen;
 use crate::ns_cases as ns;
+use crate::pin_cases as pin;
 use crate::privilege_cases as privilege;
 use crate::protect_cases as protect;
 use std::ffi::OsString;
@@ -68,6 +69,12 @@ pub const ALL: &[(&str, Case)] = &[
         "git_repository_made_in_the_run_is_swept",
         protect::git_nested_repo_made_in_the_run,
     ),
+    (
+        "pin_hooks_path_and_include",
+        pin::git_hooks_path_and_include,
+    ),
+    ("pin_deny_rule_parent", pin::deny_rule_parent),
+    ("pin_own_policy_parent", pin::own_policy_parent),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
