@@ -1354,6 +1354,7 @@ fn protected_paths(fx: &Fx) -> Result<(), String> {
         &format!("gitdir: {}\n", fx.path("main/.git/worktrees/wt")),
     );
     put("ws/evil", "[core]\n\tfsmonitor = touch /tmp/pwned\n");
+    put("ws/.git/evil", "[core]\n\tfsmonitor = touch /tmp/pwned\n");
     // The main repository is writable too, so its protection is what holds.
     let extra = format!(
         "\n[[fs]]\npath = \"{}\"\nread = true\nwrite = true\n",
@@ -1371,8 +1372,15 @@ fn protected_paths(fx: &Fx) -> Result<(), String> {
     expect("truncate .git/config", &r(&["truncate", &config]), "EROFS")?;
     expect(
         "rename over .git/config",
-        &r(&["rename", &fx.path("ws/evil"), &config]),
+        &r(&["rename", &fx.path("ws/.git/evil"), &config]),
         "EBUSY",
+    )?;
+    // `.git` is pinned (docs/protected.md): from outside it the rename
+    // crosses a mount.
+    expect(
+        "rename into .git from the workspace",
+        &r(&["rename", &fx.path("ws/evil"), &config]),
+        "EXDEV",
     )?;
     expect(
         "tasks.json into .vscode",

@@ -82,7 +82,8 @@ pub fn git_hooks_path_and_include(fx: &Fx) -> Result<(), String> {
         "mv tools tools.old; mv cfg cfg.old; mkdir -p tools/githooks cfg; \
          printf '#!/bin/sh\\ntouch {hook}\\n' > tools/githooks/pre-commit; \
          chmod +x tools/githooks/pre-commit; {} >> cfg/team.gitconfig; \
-         echo x >> data && git commit -qam inside && echo committed",
+         echo x >> data && git -c user.name=me -c user.email=me@example.com commit -qam inside && \
+         echo committed",
         fsmonitor(&monitor)
     );
     let out = sh_under(fx, &p, &plant);
@@ -97,7 +98,22 @@ pub fn git_hooks_path_and_include(fx: &Fx) -> Result<(), String> {
     let _ = std::fs::remove_file(&monitor);
     let _ = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
     std::fs::write(fx.ws.join("data"), "changed outside").unwrap();
-    let commit = git(fx, "", &["commit", "-qam", "outside"]).map_err(|e| e.to_string())?;
+    // An identity of its own: a replaced include would lose the one in
+    // `cfg`, and git would refuse before running the hook.
+    let commit = git(
+        fx,
+        "",
+        &[
+            "-c",
+            "user.name=me",
+            "-c",
+            "user.email=me@example.com",
+            "commit",
+            "-qam",
+            "outside",
+        ],
+    )
+    .map_err(|e| e.to_string())?;
     check(commit.status.success(), || {
         format!("git commit outside: {commit:?}")
     })?;
