@@ -1467,17 +1467,7 @@ fn own_files_read_only(fx: &Fx) -> Result<(), String> {
     std::fs::copy(&p, &own).unwrap();
     let own = Path::new(&own);
     let art = fx.path("ws/own.json");
-    let compile: Vec<OsString> = vec![
-        "compile".into(),
-        own.into(),
-        "--target".into(),
-        "linux".into(),
-        "--workspace".into(),
-        fx.ws.clone().into(),
-        "-o".into(),
-        art.clone().into(),
-    ];
-    code("compile", &fx.sbx(&compile, None), 0)?;
+    code("compile", &fx.compile_linux(own, Path::new(&art)), 0)?;
     let out = fx.run(own, &["--report"], &["read", &fx.path("ws/data")]);
     expect("report run", &out, "OK")?;
     if out.stderr.contains("namespaces are not available") {

@@ -7,7 +7,6 @@
 
 use crate::fixture::{check, expect, Fx, Out};
 use crate::protect_cases::{fsmonitor, git, git_repo, sh_under};
-use std::ffi::OsString;
 use std::path::Path;
 
 /// Namespaces are unavailable on this host (then there is no mount to
@@ -18,6 +17,16 @@ fn no_layer(out: &Out) -> bool {
         eprintln!("  (skipped: namespaces are not available here)");
     }
     missing
+}
+
+/// The control beside each pin: a directory on the way to no carve-out
+/// (`ws/sub`) renames.
+fn unpinned_renames(fx: &Fx, run: &dyn Fn(&[&str]) -> Out) -> Result<(), String> {
+    expect(
+        "rename an unpinned directory",
+        &run(&["rename", &fx.path("ws/sub"), &fx.path("ws/sub2")]),
+        "OK",
+    )
 }
 
 /// `core.hooksPath = tools/githooks` and `include.path =
@@ -69,12 +78,7 @@ pub fn git_hooks_path_and_include(fx: &Fx) -> Result<(), String> {
             "EBUSY",
         )?;
     }
-    // Control: a directory on the way to no carve-out renames.
-    expect(
-        "rename an unpinned directory",
-        &r(&["rename", &fx.path("ws/sub"), &fx.path("ws/sub2")]),
-        "OK",
-    )?;
+    unpinned_renames(fx, &r)?;
     // The whole plant, as a command would try it.
     let hook = fx.path("hook-ran");
     let monitor = fx.path("fsmonitor-ran");
@@ -156,11 +160,7 @@ pub fn deny_rule_parent(fx: &Fx) -> Result<(), String> {
         &r(&["read", &fx.path("ws/dir/secret")]),
         "EACCES",
     )?;
-    expect(
-        "rename an unpinned directory",
-        &r(&["rename", &fx.path("ws/sub"), &fx.path("ws/sub2")]),
-        "OK",
-    )?;
+    unpinned_renames(fx, &r)?;
     expect(
         "write beside the secret",
         &r(&["write", &fx.path("ws/dir/other")]),
@@ -180,17 +180,7 @@ pub fn own_policy_parent(fx: &Fx) -> Result<(), String> {
     let own = fx.ws.join("cfg/policy.toml");
     std::fs::copy(fx.policy("best_effort", ""), &own).unwrap();
     let art = fx.ws.join(".sbx/linux.json");
-    let compile: Vec<OsString> = vec![
-        "compile".into(),
-        own.clone().into(),
-        "--target".into(),
-        "linux".into(),
-        "--workspace".into(),
-        fx.ws.clone().into(),
-        "-o".into(),
-        art.clone().into(),
-    ];
-    let c = fx.sbx(&compile, None);
+    let c = fx.compile_linux(&own, &art);
     check(c.code == 0, || format!("compile: {c:?}"))?;
     let r = |args: &[&str]| fx.run(&own, &[], args);
     let first = r(&["rename", &fx.path("ws/cfg"), &fx.path("ws/cfg.old")]);
@@ -222,9 +212,5 @@ pub fn own_policy_parent(fx: &Fx) -> Result<(), String> {
         &r(&["write", &fx.path("ws/new")]),
         "OK",
     )?;
-    expect(
-        "rename an unpinned directory",
-        &r(&["rename", &fx.path("ws/sub"), &fx.path("ws/sub2")]),
-        "OK",
-    )
+    unpinned_renames(fx, &r)
 }
