@@ -73,6 +73,7 @@ pub const ALL: &[(&str, Case)] = &[
         "pin_hooks_path_and_include",
         pin::git_hooks_path_and_include,
     ),
+    ("pin_linked_worktree", pin::git_linked_worktree),
     ("pin_deny_rule_parent", pin::deny_rule_parent),
     ("pin_own_policy_parent", pin::own_policy_parent),
     ("ns_carve_out_read_only", ns::carve_out_read_only),

@@ -214,3 +214,74 @@ pub fn own_policy_parent(fx: &Fx) -> Result<(), String> {
     )?;
     unpinned_renames(fx, &r)
 }
+
+/// A linked worktree outside the workspace (`git worktree add ../wt`):
+/// git run there reads `.git/worktrees/wt/commondir` in the workspace,
+/// which is protected. Renaming `.git/worktrees` or `.git/worktrees/wt`
+/// away (to put a `commondir` naming a repository the command made in
+/// their place) gives EBUSY, and the user's `git status` in the
+/// worktree afterwards runs nothing planted. The planted repository is
+/// deeper than the sweep after the run looks, so only the pins stop it.
+pub fn git_linked_worktree(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "pin_linked_worktree")? {
+        return Ok(());
+    }
+    let id = ["-c", "user.name=me", "-c", "user.email=me@example.com"];
+    let o = git(
+        fx,
+        "",
+        &[&id[..], &["commit", "-q", "--allow-empty", "-m", "x"]].concat(),
+    )
+    .map_err(|e| e.to_string())?;
+    check(o.status.success(), || format!("git commit: {o:?}"))?;
+    let wt = fx.path("wt");
+    let o = git(fx, "", &["worktree", "add", "-q", &wt]).map_err(|e| e.to_string())?;
+    check(o.status.success(), || format!("git worktree add: {o:?}"))?;
+    let p = fx.default_policy();
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    let first = r(&[
+        "rename",
+        &fx.path("ws/.git/worktrees"),
+        &fx.path("ws/.git/wt-old"),
+    ]);
+    if no_layer(&first) {
+        return Ok(());
+    }
+    expect("rename .git/worktrees", &first, "EBUSY")?;
+    expect(
+        "rename .git/worktrees/wt",
+        &r(&[
+            "rename",
+            &fx.path("ws/.git/worktrees/wt"),
+            &fx.path("ws/.git/worktrees/x"),
+        ]),
+        "EBUSY",
+    )?;
+    unpinned_renames(fx, &r)?;
+    let mark = fx.path("fsmonitor-ran");
+    let evil = "lib/a/b/c/d/evil.git";
+    let plant = format!(
+        "git init -q --bare {evil} && {} >> {evil}/config && \
+         mv .git/worktrees .git/wt-old; mkdir -p .git/worktrees/wt && \
+         cp .git/wt-old/wt/HEAD .git/wt-old/wt/gitdir .git/worktrees/wt/ && \
+         echo \"$PWD/{evil}\" > .git/worktrees/wt/commondir; echo done",
+        fsmonitor(&mark)
+    );
+    let out = sh_under(fx, &p, &plant);
+    check(out.code == 0 && out.answer() == "done", || {
+        format!("the run: {out:?}")
+    })?;
+    let status = std::process::Command::new("git")
+        .args(["status", "--short"])
+        .current_dir(&wt)
+        .env("HOME", fx.path("home"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .map_err(|e| e.to_string())?;
+    check(status.status.success(), || {
+        format!("git status in the worktree: {status:?}")
+    })?;
+    check(!Path::new(&mark).exists(), || {
+        "git status in the worktree ran a planted core.fsmonitor".into()
+    })
+}
