@@ -3,6 +3,7 @@
 use crate::fixture::{check, expect, Fx, Out};
 use crate::listen_cases as listen;
 use crate::ns_cases as ns;
+use crate::pin_cases as pin;
 use crate::privilege_cases as privilege;
 use crate::protect_cases as protect;
 use std::ffi::OsString;
@@ -68,6 +69,13 @@ pub const ALL: &[(&str, Case)] = &[
         "git_repository_made_in_the_run_is_swept",
         protect::git_nested_repo_made_in_the_run,
     ),
+    (
+        "pin_hooks_path_and_include",
+        pin::git_hooks_path_and_include,
+    ),
+    ("pin_linked_worktree", pin::git_linked_worktree),
+    ("pin_deny_rule_parent", pin::deny_rule_parent),
+    ("pin_own_policy_parent", pin::own_policy_parent),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -1348,6 +1356,7 @@ fn protected_paths(fx: &Fx) -> Result<(), String> {
         &format!("gitdir: {}\n", fx.path("main/.git/worktrees/wt")),
     );
     put("ws/evil", "[core]\n\tfsmonitor = touch /tmp/pwned\n");
+    put("ws/.git/evil", "[core]\n\tfsmonitor = touch /tmp/pwned\n");
     // The main repository is writable too, so its protection is what holds.
     let extra = format!(
         "\n[[fs]]\npath = \"{}\"\nread = true\nwrite = true\n",
@@ -1365,8 +1374,15 @@ fn protected_paths(fx: &Fx) -> Result<(), String> {
     expect("truncate .git/config", &r(&["truncate", &config]), "EROFS")?;
     expect(
         "rename over .git/config",
-        &r(&["rename", &fx.path("ws/evil"), &config]),
+        &r(&["rename", &fx.path("ws/.git/evil"), &config]),
         "EBUSY",
+    )?;
+    // `.git` is pinned (docs/protected.md): from outside it the rename
+    // crosses a mount.
+    expect(
+        "rename into .git from the workspace",
+        &r(&["rename", &fx.path("ws/evil"), &config]),
+        "EXDEV",
     )?;
     expect(
         "tasks.json into .vscode",
@@ -1453,17 +1469,7 @@ fn own_files_read_only(fx: &Fx) -> Result<(), String> {
     std::fs::copy(&p, &own).unwrap();
     let own = Path::new(&own);
     let art = fx.path("ws/own.json");
-    let compile: Vec<OsString> = vec![
-        "compile".into(),
-        own.into(),
-        "--target".into(),
-        "linux".into(),
-        "--workspace".into(),
-        fx.ws.clone().into(),
-        "-o".into(),
-        art.clone().into(),
-    ];
-    code("compile", &fx.sbx(&compile, None), 0)?;
+    code("compile", &fx.compile_linux(own, Path::new(&art)), 0)?;
     let out = fx.run(own, &["--report"], &["read", &fx.path("ws/data")]);
     expect("report run", &out, "OK")?;
     if out.stderr.contains("namespaces are not available") {

@@ -149,6 +149,21 @@ execute = true
         p
     }
 
+    /// `sbx compile POLICY --target linux --workspace WS -o OUT`.
+    pub fn compile_linux(&self, policy: &Path, out: &Path) -> Out {
+        let args: Vec<OsString> = vec![
+            "compile".into(),
+            policy.into(),
+            "--target".into(),
+            "linux".into(),
+            "--workspace".into(),
+            self.ws.clone().into(),
+            "-o".into(),
+            out.into(),
+        ];
+        self.sbx(&args, None)
+    }
+
     /// `sbx run --artifact ART --workspace WS -- <this binary> --probe PROBE…`
     pub fn run_artifact(&self, art: &Path, probe: &[&str]) -> Out {
         let mut args: Vec<OsString> = vec!["run".into(), "--artifact".into(), art.into()];

@@ -17,6 +17,8 @@ mod listen_cases;
 #[cfg(target_os = "linux")]
 mod ns_cases;
 #[cfg(target_os = "linux")]
+mod pin_cases;
+#[cfg(target_os = "linux")]
 mod privilege_cases;
 #[cfg(target_os = "linux")]
 mod probe;

@@ -58,7 +58,7 @@ pub fn git_include(fx: &Fx) -> Result<(), String> {
 
 /// git in `dir` (relative to the workspace) as the user runs it after
 /// the run: outside the sandbox, without the system config.
-fn git(fx: &Fx, dir: &str, args: &[&str]) -> std::io::Result<std::process::Output> {
+pub fn git(fx: &Fx, dir: &str, args: &[&str]) -> std::io::Result<std::process::Output> {
     Command::new("git")
         .args(args)
         .current_dir(fx.ws.join(dir))
@@ -69,7 +69,7 @@ fn git(fx: &Fx, dir: &str, args: &[&str]) -> std::io::Result<std::process::Outpu
 
 /// `git init` in the workspace (on the host), or `Ok(false)` where git is
 /// missing outside CI (CI installs it: .ci/prereqs.sh).
-fn git_repo(fx: &Fx, case: &str) -> Result<bool, String> {
+pub fn git_repo(fx: &Fx, case: &str) -> Result<bool, String> {
     match git(fx, "", &["init", "-q", "."]) {
         Ok(o) if o.status.success() => Ok(true),
         _ if std::env::var_os("CI").is_none() => {
@@ -82,7 +82,11 @@ fn git_repo(fx: &Fx, case: &str) -> Result<bool, String> {
 
 /// `/bin/sh -c SCRIPT` under the default policy, in the workspace.
 fn sh(fx: &Fx, script: &str) -> crate::fixture::Out {
-    let p = fx.default_policy();
+    sh_under(fx, &fx.default_policy(), script)
+}
+
+/// `/bin/sh -c SCRIPT` under `p`, in the workspace.
+pub fn sh_under(fx: &Fx, p: &Path, script: &str) -> crate::fixture::Out {
     let args: Vec<OsString> = [
         "run",
         p.to_str().unwrap(),
@@ -100,7 +104,7 @@ fn sh(fx: &Fx, script: &str) -> crate::fixture::Out {
 }
 
 /// A line of git config that makes git run `touch MARK`.
-fn fsmonitor(mark: &str) -> String {
+pub fn fsmonitor(mark: &str) -> String {
     format!("printf '[core]\\n\\tfsmonitor = \"touch {mark}; false\"\\n'")
 }
 

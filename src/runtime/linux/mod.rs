@@ -8,6 +8,7 @@ mod listen;
 mod ns;
 mod nschild;
 mod passfd;
+mod pins;
 mod plan;
 mod planted;
 mod program;
@@ -313,7 +314,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     mount_rules.extend(sockets);
     let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
-    let (mounts, absent_protections, repo_tops) = (
+    let (mut mounts, absent_protections, repo_tops) = (
         planned.mounts,
         planned.absent_protections,
         planned.repo_tops,
@@ -342,6 +343,17 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
     let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
+    // What the command can rename: beneath a writable rule, but not in
+    // a shared temp directory that the new root replaces with its own.
+    let writable = |d: &str| {
+        plan.rules.iter().any(|r| {
+            crate::ir::path_within(d, &r.path)
+                && ns::writes(r.rights)
+                && !(new_root && temp::is_shared(&r.path, &values.temp))
+        })
+    };
+    let unpinned = pins::add(&mut mounts, &writable, &mut |p| kernel::open_path(p));
+    plan.lines.extend(unpinned);
     if !user_ns && !new_root && plan.abi > 0 {
         // Only a read-only mount stops root (capabilities or not: uid 0
         // owns the files) from chmod, chown and utime, which Landlock

@@ -32,6 +32,9 @@ pub struct MountPlan<F> {
     pub kind: MountKind,
     pub read_only: bool,
     pub noexec: bool,
+    /// A directory bound onto itself so that it cannot be renamed or
+    /// removed: on the way to a carve-out (`pins`).
+    pub pin: bool,
 }
 
 impl<F> MountPlan<F> {
@@ -83,6 +86,7 @@ pub fn plan_mounts<F>(
                 kind: m.kind,
                 read_only: m.read_only,
                 noexec: m.noexec,
+                pin: false,
             }),
             Err(e) => {
                 if m.protection && e.kind() == io::ErrorKind::NotFound {
@@ -320,6 +324,12 @@ pub fn describe(w: &Wanted, user: bool, mounts: usize) -> String {
 
 /// A mount for `--report`.
 pub fn mount_words<F>(m: &MountPlan<F>) -> String {
+    if m.pin {
+        return format!(
+            "pin {}: on the way to a carve-out, cannot be renamed or removed",
+            m.path
+        );
+    }
     let what = match (m.kind, m.read_only, m.noexec) {
         (MountKind::Hidden, _, _) => "hidden",
         (_, true, true) => "read-only, noexec",
@@ -383,6 +393,7 @@ pub fn prepare(
                 hidden: m.kind == MountKind::Hidden,
                 read_only: m.read_only,
                 noexec: m.noexec,
+                pin: m.pin,
             })
         })
         .collect::<Result<_, String>>()?;

@@ -77,6 +77,9 @@ pub struct NsMount {
     pub noexec: bool,
     /// Beneath `/dev` and not hidden: stays a device mount.
     pub dev: bool,
+    /// The directory bound onto itself, its flags as they are: it only
+    /// stops renames (`pins`).
+    pub pin: bool,
 }
 
 /// Everything the setup process needs.
@@ -383,7 +386,7 @@ unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
         if !m.dev {
             set |= MOUNT_ATTR_NODEV;
         }
-        let ok = set_attr(tree, set) && move_onto(tree, target);
+        let ok = (m.pin || set_attr(tree, set)) && move_onto(tree, target);
         if !ok {
             failed();
         }
