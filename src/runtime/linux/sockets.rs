@@ -57,8 +57,12 @@ pub fn hide(rules: &[&str], home: &str, runtime_dir: Option<&str>) -> Vec<MountR
         if !place.starts_with('/') {
             continue;
         }
-        // Only what is there: canonical, as the rules' paths are (a
-        // `/var/run` link leads to `/run`).
+        // Only what is there (one lstat for the usual absent place),
+        // canonical, as the rules' paths are (a `/var/run` link leads
+        // to `/run`).
+        if std::fs::symlink_metadata(&place).is_err() {
+            continue;
+        }
         let Some(path) = std::fs::canonicalize(&place)
             .ok()
             .and_then(|p| p.to_str().map(String::from))
