@@ -68,6 +68,20 @@ pub const ALL: &[(&str, Case)] = &[
         "git_repository_made_in_the_run_is_swept",
         protect::git_nested_repo_made_in_the_run,
     ),
+    (
+        "git_swapped_by_renames_is_caught",
+        protect::git_swapped_by_renames,
+    ),
+    (
+        "after_run_work_stays_inside_the_tree",
+        protect::sweep_stays_inside,
+    ),
+    ("quarantine_cannot_be_exhausted", protect::quarantine_decoys),
+    (
+        "protected_link_replaced_moves_aside",
+        protect::protected_link_replaced,
+    ),
+    ("sweep_budget_is_said", protect::sweep_budget_said),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
