@@ -17,8 +17,8 @@ pub enum Seen {
     /// Nothing was there (nor, perhaps, the directory above it).
     Absent,
     Object {
-        dev: u64,
-        ino: u64,
+        dev: libc::dev_t,
+        ino: libc::ino_t,
         /// `S_IFMT` bits.
         kind: u32,
         /// A symlink's target.
@@ -93,8 +93,8 @@ fn look(tops: &Tops, top: usize, rel: &[u8]) -> io::Result<Seen> {
         None
     };
     Ok(Seen::Object {
-        dev: st.st_dev as u64,
-        ino: st.st_ino as u64,
+        dev: st.st_dev,
+        ino: st.st_ino,
         kind,
         target,
         _hold: fd,
@@ -132,7 +132,7 @@ pub fn compare(tops: &Tops, r: &Record) -> Now {
             Some((fd, st)),
         ) => {
             let same_kind = st.st_mode & libc::S_IFMT == *kind;
-            if same_kind && st.st_dev as u64 == *dev && st.st_ino as u64 == *ino {
+            if same_kind && st.st_dev == *dev && st.st_ino == *ino {
                 return Now::Same;
             }
             // A link made anew with the same target points where the
