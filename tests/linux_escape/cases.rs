@@ -82,6 +82,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::protected_link_replaced,
     ),
     ("sweep_budget_is_said", protect::sweep_budget_said),
+    (
+        "stopped_terminal_cannot_stall_the_move",
+        protect::stopped_terminal,
+    ),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -794,7 +798,7 @@ fn pty() -> (std::fs::File, String) {
 
 /// Start `sbx run` as the session leader of a fresh terminal, the way a
 /// shell runs a foreground job.
-fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
+pub(crate) fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
     let mut c = std::process::Command::new(crate::fixture::sbx_bin());
     c.env("HOME", fx.root.join("home"))
         .arg("run")

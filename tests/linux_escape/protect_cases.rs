@@ -449,3 +449,49 @@ pub fn sweep_budget_said(fx: &Fx) -> Result<(), String> {
         || out.stderr.clone(),
     )
 }
+
+/// Issue #35, a stopped terminal. The command plants `.envrc` and
+/// `.vscode/tasks.json`, then stops the terminal's output
+/// (`tcflow(TCOOFF)`) on the stderr it shares with sbx: sbx still moves
+/// both aside and exits, dropping the warnings it cannot write. The
+/// control: the command ran (both were created) and exited 0.
+pub fn stopped_terminal(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let probe = std::env::current_exe().unwrap();
+    let ws = fx.ws.to_str().unwrap();
+    let args = [
+        probe.to_str().unwrap(),
+        "--probe",
+        "plant-and-stop-output",
+        ws,
+    ];
+    let (mut child, _master) = crate::cases::on_terminal(fx, &p, &args);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if start.elapsed().as_secs() > 30 {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let envrc = fx.ws.join(".envrc.sbx-blocked");
+    let vscode = fx.ws.join(".vscode.sbx-blocked/tasks.json");
+    check(envrc.exists() && vscode.exists(), || {
+        format!(
+            "not moved aside: .envrc {}, .vscode {} (sbx: {status:?})",
+            envrc.exists(),
+            vscode.exists()
+        )
+    })?;
+    check(
+        !fx.ws.join(".envrc").exists() && !fx.ws.join(".vscode").exists(),
+        || "a planted file is in place".into(),
+    )?;
+    check(status.is_some_and(|s| s.success()), || {
+        format!("sbx did not exit in time, or failed: {status:?}")
+    })
+}
