@@ -139,13 +139,7 @@ pub fn git_commondir(fx: &Fx) -> Result<(), String> {
     check(out.stderr.contains(".git/commondir.sbx-blocked"), || {
         out.stderr.clone()
     })?;
-    let status = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
-    check(status.status.success(), || {
-        format!("git status: {status:?}")
-    })?;
-    check(!Path::new(&mark).exists(), || {
-        "git status ran the planted core.fsmonitor".into()
-    })?;
+    status_runs_nothing(fx, &mark)?;
     // The bare repository the command made is swept too.
     let evil = fx.ws.join("evil.git/config");
     check(!evil.exists(), || {
@@ -267,18 +261,24 @@ pub fn git_swapped_by_renames(fx: &Fx) -> Result<(), String> {
             && two.stderr.contains("is not what it was at launch"),
         || two.stderr.clone(),
     )?;
-    let status = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
-    check(status.status.success(), || {
-        format!("git status: {status:?}")
-    })?;
-    check(!Path::new(&mark).exists(), || {
-        "git status ran the planted core.fsmonitor".into()
-    })?;
+    status_runs_nothing(fx, &mark)?;
     // Put back, the swapped-in config runs: the hole is real.
     std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
     let _ = git(fx, "", &["status", "--short"]);
     check(Path::new(&mark).exists(), || {
         "control: the restored config did not run".into()
+    })
+}
+
+/// The user's `git status` at the top, after the run, succeeds and runs
+/// no planted `core.fsmonitor` (which would create `mark`).
+fn status_runs_nothing(fx: &Fx, mark: &str) -> Result<(), String> {
+    let status = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
+    check(status.status.success(), || {
+        format!("git status: {status:?}")
+    })?;
+    check(!Path::new(mark).exists(), || {
+        "git status ran the planted core.fsmonitor".into()
     })
 }
 
@@ -387,10 +387,7 @@ pub fn quarantine_decoys(fx: &Fx) -> Result<(), String> {
     check(decoy.is_ok_and(|d| d == "decoy\n"), || {
         "decoys changed".into()
     })?;
-    let _ = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
-    check(!Path::new(&mark).exists(), || {
-        "git status ran the planted core.fsmonitor".into()
-    })
+    status_runs_nothing(fx, &mark)
 }
 
 /// Issue #35, links. `.vscode` is a symlink to a directory outside the

@@ -10,7 +10,7 @@
 use super::kernel;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 const RESOLVE_NO_XDEV: u64 = 0x01;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
@@ -27,7 +27,7 @@ pub struct Top {
     fd: OwnedFd,
 }
 
-/// Every top, outermost only.
+/// Every top, sorted: a top comes before those inside it.
 #[derive(Debug, Default)]
 pub struct Tops(Vec<Top>);
 
@@ -103,27 +103,12 @@ impl Top {
     pub fn open(&self, rel: &[u8], flags: i32) -> io::Result<OwnedFd> {
         let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
         let c = CString::new(rel).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let how: [u64; 3] = [
-            (flags | libc::O_CLOEXEC) as u64,
-            0,
+        kernel::openat2(
+            self.fd.as_raw_fd(),
+            &c,
+            flags,
             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV,
-        ];
-        // SAFETY: a valid directory descriptor, a NUL-terminated path and
-        // a properly sized open_how.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                how.as_ptr(),
-                std::mem::size_of_val(&how),
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        )
     }
 
     /// What `rel` is, not following a final symlink.
