@@ -76,6 +76,24 @@ pub const ALL: &[(&str, Case)] = &[
     ("pin_linked_worktree", pin::git_linked_worktree),
     ("pin_deny_rule_parent", pin::deny_rule_parent),
     ("pin_own_policy_parent", pin::own_policy_parent),
+    (
+        "git_swapped_by_renames_is_caught",
+        protect::git_swapped_by_renames,
+    ),
+    (
+        "after_run_work_stays_inside_the_tree",
+        protect::sweep_stays_inside,
+    ),
+    ("quarantine_cannot_be_exhausted", protect::quarantine_decoys),
+    (
+        "protected_link_replaced_moves_aside",
+        protect::protected_link_replaced,
+    ),
+    ("sweep_budget_is_said", protect::sweep_budget_said),
+    (
+        "stopped_terminal_cannot_stall_the_move",
+        protect::stopped_terminal,
+    ),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),
@@ -789,7 +807,7 @@ fn pty() -> (std::fs::File, String) {
 
 /// Start `sbx run` as the session leader of a fresh terminal, the way a
 /// shell runs a foreground job.
-fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
+pub(crate) fn on_terminal(fx: &Fx, p: &Path, cmd: &[&str]) -> (std::process::Child, std::fs::File) {
     let mut c = std::process::Command::new(crate::fixture::sbx_bin());
     c.env("HOME", fx.root.join("home"))
         .arg("run")

@@ -704,6 +704,16 @@ unsafe fn op(args: &[String]) -> String {
             }
             libc::_exit(0);
         }
+        "plant-and-stop-output" => {
+            // Creates `.envrc` and `.vscode/tasks.json` in a(1), then
+            // stops the terminal's output on stderr (tcflow(TCOOFF)) and
+            // exits without writing anything more.
+            let _ = std::fs::write(format!("{}/.envrc", a(1)), "echo planted\n");
+            let _ = std::fs::create_dir(format!("{}/.vscode", a(1)));
+            let _ = std::fs::write(format!("{}/.vscode/tasks.json", a(1)), "{}\n");
+            libc::tcflow(2, libc::TCOOFF);
+            libc::_exit(0);
+        }
         "unlink" => res(libc::unlink(c(a(1)).as_ptr()).into()),
         "rmdir" => res(libc::rmdir(c(a(1)).as_ptr()).into()),
         "mkdir" => res(libc::mkdir(c(a(1)).as_ptr(), 0o755).into()),

@@ -143,13 +143,7 @@ pub fn git_commondir(fx: &Fx) -> Result<(), String> {
     check(out.stderr.contains(".git/commondir.sbx-blocked"), || {
         out.stderr.clone()
     })?;
-    let status = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
-    check(status.status.success(), || {
-        format!("git status: {status:?}")
-    })?;
-    check(!Path::new(&mark).exists(), || {
-        "git status ran the planted core.fsmonitor".into()
-    })?;
+    status_runs_nothing(fx, &mark)?;
     // The bare repository the command made is swept too.
     let evil = fx.ws.join("evil.git/config");
     check(!evil.exists(), || {
@@ -219,5 +213,286 @@ pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     let _ = git(fx, "", &["status", "--short"]);
     check(Path::new(&mark).exists(), || {
         "control: the restored config did not run at the top".into()
+    })
+}
+
+/// Issue #35, two runs. The first writes a git directory's config and
+/// hook under another name (`stash/`, no repository there, so nothing is
+/// swept); the second only renames: `.git` aside, `stash` in its place,
+/// the repository's objects back in. Renaming changes no time of the
+/// files inside, but `.git/config` and `.git/hooks` are no longer what
+/// they were at launch: both move aside, and the user's next `git
+/// status` runs nothing planted. Put back, it does run.
+pub fn git_swapped_by_renames(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_swapped_by_renames_is_caught")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let one = sh(
+        fx,
+        &format!(
+            "mkdir -p stash/hooks && {} > stash/config && \
+             printf '#!/bin/sh\\ntouch {mark}\\n' > stash/hooks/pre-commit && \
+             chmod +x stash/hooks/pre-commit && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(one.code == 0 && one.answer() == "planted", || {
+        format!("run 1: {one:?}")
+    })?;
+    check(fx.ws.join("stash/config").exists(), || {
+        format!("run 1 moved the stash: {}", one.stderr)
+    })?;
+    let two = sh(
+        fx,
+        "mv .git .git.orig && mv stash .git && \
+         for f in HEAD objects refs description info; do \
+           [ -e .git.orig/$f ] && mv .git.orig/$f .git/; done; echo swapped",
+    );
+    check(two.code == 0 && two.answer() == "swapped", || {
+        format!("run 2: {two:?}")
+    })?;
+    let config = fx.ws.join(".git/config");
+    let aside = fx.ws.join(".git/config.sbx-blocked");
+    check(!config.exists() && aside.exists(), || {
+        format!("the swapped-in config is in place: {}", two.stderr)
+    })?;
+    check(!fx.ws.join(".git/hooks/pre-commit").exists(), || {
+        format!("the swapped-in hook is in place: {}", two.stderr)
+    })?;
+    check(
+        two.stderr.contains(".git/config.sbx-blocked")
+            && two.stderr.contains("is not what it was at launch"),
+        || two.stderr.clone(),
+    )?;
+    status_runs_nothing(fx, &mark)?;
+    // Put back, the swapped-in config runs: the hole is real.
+    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
+    let _ = git(fx, "", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run".into()
+    })
+}
+
+/// The user's `git status` at the top, after the run, succeeds and runs
+/// no planted `core.fsmonitor` (which would create `mark`).
+fn status_runs_nothing(fx: &Fx, mark: &str) -> Result<(), String> {
+    let status = git(fx, "", &["status", "--short"]).map_err(|e| e.to_string())?;
+    check(status.status.success(), || {
+        format!("git status: {status:?}")
+    })?;
+    check(!Path::new(mark).exists(), || {
+        "git status ran the planted core.fsmonitor".into()
+    })
+}
+
+/// Issue #35, the sweep outside the grants. The command adds a submodule
+/// entry `lnk/lib` to the workspace's index and makes `lnk` a symlink to
+/// a repository elsewhere on the machine, whose submodule config changes
+/// during the run (its owner at work). After the run that repository is
+/// untouched; the sweep still moves what the command planted in a
+/// repository inside the workspace (the control).
+pub fn sweep_stays_inside(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "after_run_work_stays_inside_the_tree")? {
+        return Ok(());
+    }
+    let other = fx.root.join("outside/other");
+    let modules = other.join(".git/modules/lib");
+    std::fs::create_dir_all(modules.join("objects")).unwrap();
+    std::fs::create_dir_all(modules.join("refs")).unwrap();
+    std::fs::create_dir_all(other.join("lib")).unwrap();
+    std::fs::write(modules.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(modules.join("config"), "[core]\n").unwrap();
+    std::fs::write(other.join("lib/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+    let mark = fx.path("fsmonitor-ran");
+    let ready = fx.ws.join("ready");
+    let go = fx.ws.join("go");
+    let owner = {
+        let (ready, go, config) = (ready.clone(), go.clone(), modules.join("config"));
+        std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            while !ready.exists() && t.elapsed().as_secs() < 50 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // The owner's own change, during the run.
+            std::fs::write(&config, "[core]\n[user]\n\tname = me\n").unwrap();
+            std::fs::write(&go, "").unwrap();
+        })
+    };
+    let out = sh(
+        fx,
+        &format!(
+            "git update-index --add --cacheinfo \
+               160000,0123456789abcdef0123456789abcdef01234567,lnk/lib && \
+             ln -s {other} lnk && git init -q sub && {} >> sub/.git/config && \
+             touch ready && while [ ! -e go ]; do sleep 0.02; done; echo planted",
+            fsmonitor(&mark),
+            other = other.display()
+        ),
+    );
+    let _ = owner.join();
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("the run: {out:?}")
+    })?;
+    check(
+        modules.join("config").exists() && other.join("lib/.git").exists(),
+        || format!("sbx moved files outside the workspace: {}", out.stderr),
+    )?;
+    let moved: Vec<_> = std::fs::read_dir(&modules)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("sbx-blocked"))
+        .collect();
+    check(moved.is_empty(), || format!("{moved:?}: {}", out.stderr))?;
+    // Control: inside the workspace the sweep ran.
+    check(
+        !fx.ws.join("sub/.git/config").exists()
+            && fx.ws.join("sub/.git/config.sbx-blocked").exists(),
+        || format!("the control was not swept: {}", out.stderr),
+    )
+}
+
+/// Issue #35, decoys. Every name a counter would try
+/// (`commondir.sbx-blocked`, `.2` … `.100`) is made before the
+/// `commondir` that points git at a planted repository: it still moves
+/// aside, under a name no one could guess, the decoys stay as they were,
+/// and the user's next `git status` runs nothing planted.
+pub fn quarantine_decoys(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "quarantine_cannot_be_exhausted")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "echo decoy > .git/commondir.sbx-blocked && i=2 && \
+             while [ $i -le 100 ]; do echo decoy > .git/commondir.sbx-blocked.$i; i=$((i+1)); done && \
+             git init -q --bare \"$PWD/evil.git\" && {} >> evil.git/config && \
+             printf '%s\\n' \"$PWD/evil.git\" > .git/commondir && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("the run: {out:?}")
+    })?;
+    check(!fx.ws.join(".git/commondir").exists(), || {
+        format!("commondir still in place: {}", out.stderr)
+    })?;
+    let aside: Vec<String> = std::fs::read_dir(fx.ws.join(".git"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("commondir.sbx-blocked-"))
+        .collect();
+    check(aside.len() == 1, || format!("{aside:?}: {}", out.stderr))?;
+    check(out.stderr.contains(&aside[0]), || out.stderr.clone())?;
+    // Control: the decoys are as the command left them.
+    let decoy = std::fs::read_to_string(fx.ws.join(".git/commondir.sbx-blocked.100"));
+    check(decoy.is_ok_and(|d| d == "decoy\n"), || {
+        "decoys changed".into()
+    })?;
+    status_runs_nothing(fx, &mark)
+}
+
+/// Issue #35, links. `.vscode` is a symlink to a directory outside the
+/// workspace at launch (nothing can be mounted over it): replaced by a
+/// real directory holding a task, it moves aside after the run. A run
+/// that leaves the link alone leaves it in place (the control).
+pub fn protected_link_replaced(fx: &Fx) -> Result<(), String> {
+    std::fs::create_dir_all(fx.root.join("outside/vsc")).unwrap();
+    let link = fx.ws.join(".vscode");
+    std::os::unix::fs::symlink(fx.root.join("outside/vsc"), &link).unwrap();
+    let calm = sh(fx, "echo ran");
+    check(calm.code == 0 && calm.answer() == "ran", || {
+        format!("control run: {calm:?}")
+    })?;
+    check(
+        std::fs::symlink_metadata(&link).is_ok_and(|m| m.is_symlink())
+            && !calm.stderr.contains("sbx-blocked"),
+        || format!("the untouched link moved: {}", calm.stderr),
+    )?;
+    let out = sh(
+        fx,
+        "rm .vscode && mkdir .vscode && echo '{}' > .vscode/tasks.json && echo planted",
+    );
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("the run: {out:?}")
+    })?;
+    check(!link.exists(), || {
+        format!("the replaced .vscode is in place: {}", out.stderr)
+    })?;
+    check(
+        fx.ws.join(".vscode.sbx-blocked/tasks.json").exists()
+            && out.stderr.contains(".vscode.sbx-blocked"),
+        || out.stderr.clone(),
+    )?;
+    check(fx.root.join("outside/vsc").is_dir(), || {
+        "the link's target changed".into()
+    })
+}
+
+/// Issue #35, the sweep's budget. The command makes more directories
+/// than the sweep lists, then a repository after them: the run says on
+/// stderr (without `--report`) that the search stopped and how much is
+/// left unswept. A run without them says nothing of it (the control).
+pub fn sweep_budget_said(fx: &Fx) -> Result<(), String> {
+    let said = "stopped after 2000 directories";
+    let calm = sh(fx, "git init -q zz 2>/dev/null; echo ran");
+    check(calm.code == 0 && !calm.stderr.contains(said), || {
+        format!("control run: {calm:?}")
+    })?;
+    let out = sh(fx, "seq 1 2100 | sed 's/^/a/' | xargs mkdir && echo made");
+    check(out.code == 0 && out.answer() == "made", || {
+        format!("the run: {out:?}")
+    })?;
+    check(
+        out.stderr.contains(said) && out.stderr.contains("unswept"),
+        || out.stderr.clone(),
+    )
+}
+
+/// Issue #35, a stopped terminal. The command plants `.envrc` and
+/// `.vscode/tasks.json`, then stops the terminal's output
+/// (`tcflow(TCOOFF)`) on the stderr it shares with sbx: sbx still moves
+/// both aside and exits, dropping the warnings it cannot write. The
+/// control: the command ran (both were created) and exited 0.
+pub fn stopped_terminal(fx: &Fx) -> Result<(), String> {
+    let p = fx.policy("best_effort", "");
+    let probe = std::env::current_exe().unwrap();
+    let ws = fx.ws.to_str().unwrap();
+    let args = [
+        probe.to_str().unwrap(),
+        "--probe",
+        "plant-and-stop-output",
+        ws,
+    ];
+    let (mut child, _master) = crate::cases::on_terminal(fx, &p, &args);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if start.elapsed().as_secs() > 30 {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let envrc = fx.ws.join(".envrc.sbx-blocked");
+    let vscode = fx.ws.join(".vscode.sbx-blocked/tasks.json");
+    check(envrc.exists() && vscode.exists(), || {
+        format!(
+            "not moved aside: .envrc {}, .vscode {} (sbx: {status:?})",
+            envrc.exists(),
+            vscode.exists()
+        )
+    })?;
+    check(
+        !fx.ws.join(".envrc").exists() && !fx.ws.join(".vscode").exists(),
+        || "a planted file is in place".into(),
+    )?;
+    check(status.is_some_and(|s| s.success()), || {
+        format!("sbx did not exit in time, or failed: {status:?}")
     })
 }

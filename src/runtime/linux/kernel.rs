@@ -58,19 +58,26 @@ pub fn open_path(path: &str) -> io::Result<Opened<File>> {
 /// `openat2(RESOLVE_NO_SYMLINKS)`: the kernel refuses any symlink on the
 /// way in the same walk that opens (Linux 5.6).
 fn openat2_no_symlinks(c: &CString) -> io::Result<File> {
-    // struct open_how { u64 flags; u64 mode; u64 resolve; }
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    let how: [u64; 3] = [
-        (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        0,
-        RESOLVE_NO_SYMLINKS,
-    ];
+    openat2(libc::AT_FDCWD, c, libc::O_PATH, RESOLVE_NO_SYMLINKS).map(File::from)
+}
+
+/// `openat2` relative to `dir` with `flags` (close-on-exec added) and the
+/// `resolve` restrictions.
+pub(super) fn openat2(
+    dir: std::os::fd::RawFd,
+    path: &std::ffi::CStr,
+    flags: i32,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }
+    let how: [u64; 3] = [(flags | libc::O_CLOEXEC) as u64, 0, resolve];
     // SAFETY: a NUL-terminated path and a properly sized open_how.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
+            dir,
+            path.as_ptr(),
             how.as_ptr(),
             std::mem::size_of_val(&how),
         )
@@ -79,7 +86,7 @@ fn openat2_no_symlinks(c: &CString) -> io::Result<File> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Without `openat2`: open without following a final symlink, then ask

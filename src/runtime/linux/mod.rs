@@ -1,7 +1,10 @@
 //! `sbx run` on Linux: apply a Linux artifact (Landlock + seccomp +
 //! no_new_privs + env filter + limits) to a child between fork and exec.
 
+mod after;
+mod beneath;
 mod child;
+mod identity;
 mod kernel;
 mod limits;
 mod listen;
@@ -314,11 +317,8 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     mount_rules.extend(sockets);
     let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
-    let (mut mounts, absent_protections, repo_tops) = (
-        planned.mounts,
-        planned.absent_protections,
-        planned.repo_tops,
-    );
+    let (mut mounts, protections, repo_tops) =
+        (planned.mounts, planned.protections, planned.repo_tops);
     plan.lines.extend(planned.lines);
     let carve_outs: Vec<String> = mounts
         .iter()
@@ -491,6 +491,13 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
         .map(|r| (r.path.clone(), r.rights.0))
         .collect();
+    // The writable trees' tops, for the work after the run.
+    let writable: Vec<String> = plan
+        .rules
+        .iter()
+        .filter(|r| ns::writes(r.rights))
+        .map(|r| r.path.clone())
+        .collect();
     // The new root shows the rule paths: their descriptors go to the
     // child; the others are closed before forking.
     let root_rules: Vec<ns::RootRule> = if new_root {
@@ -597,8 +604,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // SAFETY: plain prctl on ourselves.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let not_ours = wait::own_children();
-    // Whatever the command changes has a ctime from here on.
-    let since = repos::Stamp::now();
+    let after = after::AfterRun::launch(&writable, &protections, repo_tops);
 
     let mut spawned = child::spawn(&prepared);
     if let Err(child::SpawnError {
@@ -750,14 +756,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // What the proxy refused, with the rules that would allow it.
     eprint!("{}", served.finish());
     // The tree is gone: nothing re-creates what is moved aside.
-    planted::move_aside(&absent_protections);
-    let swept = repos::sweep(
-        &repo_tops,
-        since,
-        crate::lower::git::NESTED_DEPTH,
-        crate::lower::git::DIR_BUDGET,
-    );
-    repos::report(&swept, crate::lower::git::DIR_BUDGET, opts.report);
+    after.finish();
     Ok(wait::exit_code(out.status))
 }
 

@@ -61,7 +61,7 @@ pub fn plan_mounts<F>(
     };
     let mut out = Vec::new();
     let mut lines = Vec::new();
-    let mut absent = Vec::new();
+    let mut protections = Vec::new();
     let mut tops: Vec<String> = Vec::new();
     for m in mounts {
         let path = expand_template(&m.path, &lookup)?;
@@ -69,6 +69,7 @@ pub fn plan_mounts<F>(
             return Err(format!("mount path {path:?} is not absolute"));
         }
         if m.protection {
+            protections.push(path.clone());
             // The repository at a writable tree's top, or one the nested
             // search found: where the sweep after the run starts.
             let top = path
@@ -89,9 +90,6 @@ pub fn plan_mounts<F>(
                 pin: false,
             }),
             Err(e) => {
-                if m.protection && e.kind() == io::ErrorKind::NotFound {
-                    absent.push(path.clone());
-                }
                 let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
                 // Absent when compiled too: the artifact's report says it.
                 let said = m.absent && e.kind() == io::ErrorKind::NotFound;
@@ -129,7 +127,7 @@ pub fn plan_mounts<F>(
     Ok(PlannedMounts {
         mounts: out,
         lines,
-        absent_protections: absent,
+        protections,
         repo_tops,
     })
 }
@@ -139,9 +137,9 @@ pub struct PlannedMounts<F> {
     pub mounts: Vec<MountPlan<F>>,
     /// Carve-outs that are not mounted, and why.
     pub lines: Vec<Precision>,
-    /// sbx's own protections whose path did not exist at launch: the run
-    /// moves aside whatever the command creates there (`planted`).
-    pub absent_protections: Vec<String>,
+    /// Every path of sbx's own protections (and hidden paths), present
+    /// or not: what each is at launch is recorded (`identity`).
+    pub protections: Vec<String>,
     /// The tops of the writable trees sbx protects (each protected
     /// `.git/hooks` or `.git/config`'s worktree, the outermost only): after the run,
     /// repositories made or changed below them are swept (`repos`).

@@ -8,10 +8,8 @@
 //! nested search's depth and moves aside what of them changed during
 //! the run, as `planted` does for the protections absent at launch.
 
-use super::planted;
-use crate::ir::joined as join;
-use std::fs;
-use std::os::unix::fs::MetadataExt;
+use super::beneath::{join, normal, Top, Tops};
+use std::collections::HashSet;
 
 /// What in a git directory makes git run something: hooks, and the
 /// config (and the files that name where git finds them).
@@ -45,8 +43,8 @@ impl Stamp {
         )
     }
 
-    fn of(m: &fs::Metadata) -> Stamp {
-        Stamp(m.ctime(), m.ctime_nsec())
+    fn of(st: &libc::stat) -> Stamp {
+        Stamp(st.st_ctime, st.st_ctime_nsec)
     }
 }
 
@@ -57,95 +55,114 @@ pub struct Swept {
     pub moved: Vec<(String, String)>,
     /// (path, error): changed, but it could not be moved.
     pub failed: Vec<(String, String)>,
-    /// The directory budget ran out before every tree was looked at.
-    pub stopped: bool,
+    /// Directories left unswept when the directory budget ran out (each
+    /// with what lies below it); 0 when the sweep went everywhere.
+    pub unswept: usize,
     /// Index files too large to read for their submodule entries.
     pub unread: Vec<String>,
 }
 
-/// Look through each of `tops` to `depth` directories below it (at most
-/// `budget` directories listed in all, never through a symlink) for git
-/// directories (`.git`, or one holding `HEAD`, `objects` and `refs`) and
-/// `.git` files or links, and move aside each part changed since `since`.
-pub fn sweep(tops: &[String], since: Stamp, depth: usize, budget: usize) -> Swept {
+/// Where the sweep looks, and what it leaves to the identity check.
+pub struct Sweep<'a> {
+    pub tops: &'a Tops,
+    /// Paths whose identity was recorded at launch: the identity check
+    /// decides whether they changed, not their ctime.
+    pub recorded: &'a HashSet<String>,
+    pub since: Stamp,
+}
+
+/// One directory to look at: a top and a path beneath it.
+type At = (usize, Vec<u8>);
+
+/// Look through each of `starts` to `depth` directories below it (at
+/// most `budget` directories listed in all, never through a symlink nor
+/// out of its top) for git directories (`.git`, or one holding `HEAD`,
+/// `objects` and `refs`) and `.git` files or links, and move aside each
+/// part changed during the run.
+pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept {
     let mut out = Swept::default();
     let mut left = budget;
-    let mut todo: Vec<(String, usize)> = tops.iter().rev().map(|t| (t.clone(), 0)).collect();
-    while let Some((dir, level)) = todo.pop() {
+    let mut todo: Vec<(At, usize)> = starts
+        .iter()
+        .rev()
+        .filter_map(|t| s.tops.reach(t))
+        .map(|at| (at, 0))
+        .collect();
+    while let Some(((top, dir), level)) = todo.pop() {
         if left == 0 {
-            out.stopped = true;
+            out.unswept = todo.len() + 1;
             break;
         }
         left -= 1;
+        let t = s.tops.get(top);
         if level == depth {
             // Nothing below is searched: two lookups say what a listing
             // would (most directories searched are at this level).
-            dot_git(&dir, since, &mut out);
-            if fs::symlink_metadata(join(&dir, "HEAD")).is_ok_and(|m| m.is_file())
-                && ["objects", "refs"]
-                    .iter()
-                    .all(|d| fs::symlink_metadata(join(&dir, d)).is_ok_and(|m| m.is_dir()))
+            dot_git(s, top, &dir, &mut out);
+            if is(t, &join(&dir, b"HEAD"), libc::S_IFREG)
+                && is(t, &join(&dir, b"objects"), libc::S_IFDIR)
+                && is(t, &join(&dir, b"refs"), libc::S_IFDIR)
             {
-                look_in(&dir, since, &mut out);
+                look_in(s, top, &dir, &mut out);
             }
             continue;
         }
-        let Ok(rd) = fs::read_dir(&dir) else {
+        let Ok(names) = t.list(&dir) else {
             continue;
         };
         let mut subdirs = Vec::new();
         let (mut head, mut objects, mut refs) = (false, false, false);
-        for e in rd.flatten() {
-            let Ok(t) = e.file_type() else { continue };
-            let name = e.file_name();
-            let Some(name) = name.to_str() else {
-                // Not UTF-8: no git directory is named so; still searched.
-                if t.is_dir() {
-                    if let Some(p) = e.path().to_str() {
-                        subdirs.push(p.to_string());
-                    }
-                }
-                continue;
+        for name in names {
+            let p = join(&dir, &name);
+            let kind = match t.lstat(&p) {
+                Ok((_, st)) => st.st_mode & libc::S_IFMT,
+                Err(_) => continue,
             };
-            match name {
-                ".git" => dot_git(&dir, since, &mut out),
-                "HEAD" => head = t.is_file(),
-                "objects" => objects = t.is_dir(),
-                "refs" => refs = t.is_dir(),
-                _ if t.is_dir() => subdirs.push(join(&dir, name)),
+            match name.as_slice() {
+                b".git" => dot_git(s, top, &dir, &mut out),
+                b"HEAD" => head = kind == libc::S_IFREG,
+                b"objects" => objects = kind == libc::S_IFDIR,
+                b"refs" => refs = kind == libc::S_IFDIR,
+                _ if kind == libc::S_IFDIR => subdirs.push(p),
                 _ => {}
             }
         }
         // A bare repository, or a gitdir kept outside its worktree: git
         // takes a directory with these three for a git directory.
         if head && objects && refs {
-            look_in(&dir, since, &mut out);
+            look_in(s, top, &dir, &mut out);
         }
-        subdirs.sort();
-        todo.extend(subdirs.into_iter().rev().map(|d| (d, level + 1)));
+        todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
     }
     // `git status` at a top recurses into every submodule its index
     // names, at any depth: those repositories are looked at wherever
-    // they are.
-    for top in tops {
-        let path = join(top, ".git/index");
-        let index = match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_file() && m.len() > MAX_INDEX => {
-                out.unread.push(path);
+    // they are, beneath the same top.
+    for (top, dir) in starts.iter().filter_map(|t| s.tops.reach(t)) {
+        let t = s.tops.get(top);
+        let path = join(&dir, b".git/index");
+        let index = match t.read(&path, MAX_INDEX) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                out.unread.push(t.show(&path));
                 continue;
             }
-            Ok(m) if m.is_file() => fs::read(&path).unwrap_or_default(),
-            _ => continue,
+            Err(_) => continue,
         };
         // The index is the command's to write: only a path git itself
-        // would accept, inside the top (no `..`, `.`, empty or `.git`
-        // component), is looked at.
+        // would accept (no `..`, `.`, empty or `.git` component) is
+        // looked at, and never through a symlink.
         for rel in gitlinks(&index).iter().filter(|r| plain(r)) {
             // What the walk moved already is no longer there.
-            dot_git(&join(top, rel), since, &mut out);
+            dot_git(s, top, &join(&dir, rel.as_bytes()), &mut out);
         }
     }
     out
+}
+
+/// `rel` beneath `t` is of type `kind` (`S_IFMT` bits), not followed.
+fn is(t: &Top, rel: &[u8], kind: u32) -> bool {
+    t.lstat(rel)
+        .is_ok_and(|(_, st)| st.st_mode & libc::S_IFMT == kind)
 }
 
 /// A relative path of ordinary components.
@@ -160,34 +177,51 @@ fn plain(rel: &str) -> bool {
 /// and the run says so).
 const MAX_INDEX: u64 = 64 << 20;
 
+/// A `.git` file larger than this is no gitdir file git writes.
+const MAX_GITFILE: u64 = 64 << 10;
+
 /// The `.git` in worktree `dir`: a git directory, or a gitdir file (moved
-/// aside if it changed, else the git directory it names is looked in),
-/// or a link (moved aside if it changed; never followed).
-fn dot_git(dir: &str, since: Stamp, out: &mut Swept) {
-    let g = join(dir, ".git");
-    let Ok(m) = fs::symlink_metadata(&g) else {
+/// aside if it changed, else the git directory it names is looked in
+/// when it lies beneath a top), or a link (moved aside if it changed;
+/// never followed).
+fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept) {
+    let t = s.tops.get(top);
+    let g = join(dir, b".git");
+    let Ok((_, st)) = t.lstat(&g) else {
         return;
     };
-    if m.is_dir() {
-        look_in(&g, since, out);
-    } else if Stamp::of(&m) >= since {
-        move_aside(g, out);
-    } else if m.is_file() {
-        let Some(d) = crate::lower::git::gitdir_line(&g).filter(|d| !d.is_empty()) else {
+    let kind = st.st_mode & libc::S_IFMT;
+    if kind == libc::S_IFDIR {
+        look_in(s, top, &g, out);
+    } else if changed(s, t, &g, &st) {
+        move_aside(t, &g, out);
+    } else if kind == libc::S_IFREG {
+        let Ok(Some(text)) = t.read(&g, MAX_GITFILE) else {
             return;
         };
-        let d = if d.starts_with('/') { d } else { join(dir, &d) };
-        // As git finds it (`..` after the links on the way), so not
-        // normalised by hand.
-        if let Some(d) = fs::canonicalize(&d)
-            .ok()
-            .and_then(|p| p.to_str().map(String::from))
-        {
-            look_in(&d, since, out);
+        let Some(d) = String::from_utf8_lossy(&text)
+            .lines()
+            .find_map(|l| l.strip_prefix("gitdir:"))
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+        else {
+            return;
+        };
+        // Relative to the worktree, or absolute: either way only beneath
+        // a top, and with no symlink on the way (so `..` is what the
+        // kernel would make of it).
+        let at = if d.starts_with('/') {
+            s.tops
+                .reach(&d)
+                .and_then(|(i, rel)| Some((i, normal(&rel)?)))
+        } else {
+            normal(&join(dir, d.as_bytes())).map(|rel| (top, rel))
+        };
+        if let Some((i, rel)) = at {
+            look_in(s, i, &rel, out);
         }
     }
 }
-
 /// The paths of the submodule entries (gitlinks) in a git index file
 /// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it
 /// cannot be read as one.
@@ -258,20 +292,30 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// The parts of git directory `g` changed since `since`.
-fn look_in(g: &str, since: Stamp, out: &mut Swept) {
+/// Whether `rel` changed during the run: by identity when it was
+/// recorded at launch (the identity check has moved it aside then), by
+/// ctime otherwise.
+fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
+    !s.recorded.contains(&t.show(rel)) && Stamp::of(st) >= s.since
+}
+
+/// The parts of git directory `g` changed during the run.
+fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
+    let t = s.tops.get(top);
     for part in PARTS {
-        let p = join(g, part);
-        let Ok(m) = fs::symlink_metadata(&p) else {
+        let p = join(g, part.as_bytes());
+        let Ok((_, st)) = t.lstat(&p) else {
             continue;
         };
-        let changed = if part == "hooks" && m.is_dir() {
-            hooks_changed(&p, &m, since)
+        let moves = if s.recorded.contains(&t.show(&p)) {
+            false
+        } else if part == "hooks" && st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            hooks_changed(s, t, &p, &st)
         } else {
-            Stamp::of(&m) >= since
+            Stamp::of(&st) >= s.since
         };
-        if changed {
-            move_aside(p, out);
+        if moves {
+            move_aside(t, &p, out);
         }
     }
 }
@@ -281,62 +325,65 @@ fn look_in(g: &str, since: Stamp, out: &mut Swept) {
 /// holds any hook (a directory of old scripts renamed into place). git
 /// runs a hook only by its exact name, never a `*.sample` (what `git
 /// init` puts there): those alone change nothing. It moves whole.
-fn hooks_changed(p: &str, m: &fs::Metadata, since: Stamp) -> bool {
-    let Ok(rd) = fs::read_dir(p) else {
-        return Stamp::of(m) >= since;
+fn hooks_changed(s: &Sweep, t: &Top, p: &[u8], st: &libc::stat) -> bool {
+    let Ok(names) = t.list(p) else {
+        return Stamp::of(st) >= s.since;
     };
     let mut any = false;
-    for e in rd.flatten() {
-        if e.file_name().as_encoded_bytes().ends_with(b".sample") {
+    for name in names {
+        if name.ends_with(b".sample") {
             continue;
         }
         any = true;
-        if fs::symlink_metadata(e.path()).is_ok_and(|m| Stamp::of(&m) >= since) {
+        if t.lstat(&join(p, &name))
+            .is_ok_and(|(_, h)| Stamp::of(&h) >= s.since)
+        {
             return true;
         }
     }
-    any && Stamp::of(m) >= since
+    any && Stamp::of(st) >= s.since
 }
 
-fn move_aside(p: String, out: &mut Swept) {
-    match planted::move_one(&p) {
-        Ok(Some(to)) => out.moved.push((p, to)),
+fn move_aside(t: &Top, p: &[u8], out: &mut Swept) {
+    match t.move_aside(p) {
+        Ok(Some(to)) => out.moved.push((t.show(p), to)),
         Ok(None) => {}
-        Err(e) => out.failed.push((p, e.to_string())),
+        Err(e) => out.failed.push((t.show(p), e.to_string())),
     }
 }
 
-/// One stderr line per path moved or not movable; with `verbose`
-/// (`--report`) one if the search stopped early, which the precision
-/// report's bound says on every run already.
-pub fn report(s: &Swept, budget: usize, verbose: bool) {
+/// One warning per path moved or not movable, per index not read, and
+/// one when the directory budget ran out (on every run: what the search
+/// did not reach can hold a planted config).
+pub fn report(s: &Swept, budget: usize, warnings: &mut Vec<String>) {
     for (p, to) in &s.moved {
-        eprintln!(
+        warnings.push(format!(
             "sbx: warning: the command created or changed {p}, in a git repository below \
              a writable tree's top (git would run it outside the sandbox later): moved it \
              to {to}. Review it, then rename it back"
-        );
+        ));
     }
     for (p, e) in &s.failed {
-        eprintln!(
+        warnings.push(format!(
             "sbx: warning: the command created or changed {p}, in a git repository below \
              a writable tree's top, and it could not be moved aside ({e}): review it before \
              running git there"
-        );
+        ));
     }
     for p in &s.unread {
-        eprintln!(
+        warnings.push(format!(
             "sbx: warning: {p} is larger than {} MiB and was not read: review the \
              submodules it names before running git there",
             MAX_INDEX >> 20
-        );
+        ));
     }
-    if s.stopped && verbose {
-        eprintln!(
+    if s.unswept > 0 {
+        warnings.push(format!(
             "sbx: warning: the search for git repositories changed during the run stopped \
-             after {budget} directories: review repositories below the workspace before \
-             running git there"
-        );
+             after {budget} directories, {} unswept (with what lies below them): review \
+             repositories below the workspace before running git there",
+            s.unswept
+        ));
     }
 }
 

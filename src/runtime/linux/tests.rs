@@ -661,9 +661,9 @@ fn carve_outs_missing_at_launch_are_reported() {
     ];
     let planned = super::ns::plan_mounts(&rules, &values(), &mut fake(&["/w"], &[])).unwrap();
     let (mounts, lines) = (planned.mounts, planned.lines);
-    // Only sbx's own protections are moved aside after the run.
+    // Only sbx's own protections are compared after the run.
     assert_eq!(
-        planned.absent_protections,
+        planned.protections,
         ["/home/u/ws/.vscode", "/home/u/ws/.idea"]
     );
     assert_eq!(mounts.len(), 1);

@@ -1,4 +1,5 @@
 use super::*;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 struct Tree(PathBuf);
@@ -40,6 +41,18 @@ impl Tree {
     }
 }
 
+/// The sweep of `ws` (its top), nothing recorded at launch.
+fn swept(t: &Tree, since: Stamp, budget: usize) -> Swept {
+    let tops = Tops::open(&[t.p("ws")]);
+    let recorded = HashSet::new();
+    let s = Sweep {
+        tops: &tops,
+        recorded: &recorded,
+        since,
+    };
+    sweep(&s, &[t.p("ws")], 3, budget)
+}
+
 impl Drop for Tree {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
@@ -66,7 +79,7 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
     t.gitdir("ws/l1/l2/l3/.git");
     t.gitdir("ws/l1/l2/bare.git");
     t.write("ws/src/new.rs", "\n");
-    let s = sweep(&[t.p("ws")], since, 3, 100);
+    let s = swept(&t, since, 100);
     let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
     let want = [
         t.p("ws/a/b/.git"),
@@ -97,7 +110,7 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
     ] {
         assert!(t.exists(kept), "{kept}");
     }
-    assert!(!s.stopped && s.failed.is_empty());
+    assert!(s.unswept == 0 && s.failed.is_empty());
 }
 
 #[test]
@@ -117,7 +130,7 @@ fn changes_in_place_count_and_links_are_not_followed() {
     // Changed, but reached only through a symlink: not the tree's.
     t.write("outside/.git/config", "[core]\n\tfsmonitor = x\n");
     t.write("ws/.git/modules/m/config", "[core]\n\tfsmonitor = y\n");
-    let s = sweep(&[t.p("ws")], since, 3, 100);
+    let s = swept(&t, since, 100);
     assert_eq!(
         s.moved,
         [
@@ -140,11 +153,11 @@ fn the_search_is_bounded_and_says_so() {
     }
     let since = t.start();
     t.gitdir("ws/d4/.git");
-    let s = sweep(&[t.p("ws")], since, 3, 4);
-    assert!(s.stopped);
+    let s = swept(&t, since, 4);
+    assert_eq!(s.unswept, 2);
     assert!(t.exists("ws/d4/.git/config"));
-    let s = sweep(&[t.p("ws")], since, 3, 6);
-    assert!(!s.stopped);
+    let s = swept(&t, since, 6);
+    assert_eq!(s.unswept, 0);
     // Its config; its hooks hold only a sample.
     assert_eq!(s.moved.len(), 1);
 }
@@ -158,7 +171,7 @@ fn a_hooks_directory_renamed_into_place_counts() {
     let since = t.start();
     // Old scripts (old ctimes) put where git looks for hooks.
     fs::rename(t.0.join("ws/scripts"), t.0.join("ws/.git/hooks")).unwrap();
-    let s = sweep(&[t.p("ws")], since, 3, 100);
+    let s = swept(&t, since, 100);
     assert_eq!(
         s.moved,
         [(t.p("ws/.git/hooks"), t.p("ws/.git/hooks.sbx-blocked"))]
@@ -284,7 +297,7 @@ fn submodule_entries_outside_the_top_are_not_followed() {
         "ws/in/deep/er/still/sub/.git/config",
         "[core]\n\tfsmonitor = x\n",
     );
-    let s = sweep(&[t.p("ws")], since, 3, 100);
+    let s = swept(&t, since, 100);
     // Found only through its entry (five levels down)…
     assert_eq!(
         s.moved.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
@@ -293,4 +306,28 @@ fn submodule_entries_outside_the_top_are_not_followed() {
     // …while a repository outside the top, changed by someone else
     // meanwhile, is left alone whatever the index says.
     assert!(t.exists("other/.git/config"));
+}
+
+/// A submodule entry behind a symlink the command made, and a gitdir
+/// file naming a repository outside the top: neither is followed, so a
+/// repository elsewhere on the machine, changed meanwhile, keeps its
+/// files.
+#[test]
+fn nothing_outside_the_top_is_moved() {
+    let t = Tree::new("beneath");
+    t.gitdir("ws/.git");
+    t.gitdir("other/.git/modules/lib");
+    t.write("other/lib/.git", "gitdir: ../.git/modules/lib\n");
+    t.write(
+        "ws/wt/.git",
+        &format!("gitdir: {}\n", t.p("other/.git/modules/lib")),
+    );
+    fs::write(t.0.join("ws/.git/index"), index_of(&["lnk/lib"])).unwrap();
+    let since = t.start();
+    std::os::unix::fs::symlink(t.p("other"), t.p("ws/lnk")).unwrap();
+    t.write("other/.git/modules/lib/config", "[user]\n\tname = me\n");
+    t.write("other/lib/.git", "gitdir: ../.git/modules/lib\n");
+    let s = swept(&t, since, 100);
+    assert!(s.moved.is_empty() && s.failed.is_empty(), "{s:?}");
+    assert!(t.exists("other/.git/modules/lib/config") && t.exists("other/lib/.git"));
 }

@@ -1,0 +1,163 @@
+//! The work `sbx run` does once the command's tree has ended
+//! (docs/protected.md, "After the run"): what is recorded when the run
+//! starts, then the protected paths compared with it ([`planted`]) and
+//! the repositories made or changed during the run swept ([`repos`]),
+//! every file operation beneath a writable tree's top ([`beneath`]).
+//! The warnings are written only once every file is safe.
+
+use super::beneath::Tops;
+use super::identity::{self, Record};
+use super::{planted, repos};
+use std::collections::HashSet;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// What the run starts with.
+pub struct AfterRun {
+    tops: Tops,
+    records: Vec<Record>,
+    repo_tops: Vec<String>,
+    since: repos::Stamp,
+}
+
+impl AfterRun {
+    /// Just before the command starts: open the tops (`writable`: the
+    /// writable rules' paths) and record what each of `protections` is.
+    /// A protection beneath no writable rule (none without Landlock) is
+    /// reached from the directory above it.
+    pub fn launch(writable: &[String], protections: &[String], repo_tops: Vec<String>) -> Self {
+        let mut dirs: Vec<String> = writable.to_vec();
+        for p in protections.iter().chain(&repo_tops) {
+            let covered = writable
+                .iter()
+                .any(|w| crate::ir::path_within(p, w) && p != w);
+            if !covered {
+                if let Some((d, _)) = p.rsplit_once('/') {
+                    dirs.push(if d.is_empty() { "/" } else { d }.to_string());
+                }
+            }
+        }
+        let tops = Tops::open(&dirs);
+        let records = identity::record(&tops, protections);
+        AfterRun {
+            tops,
+            records,
+            repo_tops,
+            // Whatever the command changes has a ctime from here on.
+            since: repos::Stamp::now(),
+        }
+    }
+
+    /// Once the tree is gone (nothing re-creates what is moved aside):
+    /// every file operation first, then the warnings, each given a
+    /// bounded time to be written, with SIGINT, SIGTERM and SIGHUP held
+    /// off meanwhile so that a Ctrl-C cannot leave half of it undone.
+    pub fn finish(self) {
+        let held = Held::signals();
+        let mut warnings = Vec::new();
+        planted::move_aside(&self.tops, &self.records, &mut warnings);
+        let recorded: HashSet<String> = self.records.iter().map(|r| r.path.clone()).collect();
+        let sweep = repos::Sweep {
+            tops: &self.tops,
+            recorded: &recorded,
+            since: self.since,
+        };
+        let swept = repos::sweep(
+            &sweep,
+            &self.repo_tops,
+            crate::lower::git::NESTED_DEPTH,
+            crate::lower::git::DIR_BUDGET,
+        );
+        repos::report(&swept, crate::lower::git::DIR_BUDGET, &mut warnings);
+        drop(self);
+        write_bounded(&warnings, WRITE_WAIT_MS);
+        drop(held);
+    }
+}
+
+/// How long one warning may wait for stderr to take it.
+const WRITE_WAIT_MS: i32 = 2000;
+
+/// The signals a terminal or a caller's timeout sends to end sbx.
+const HELD: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The first of [`HELD`] that arrived while they were held (0: none).
+static ARRIVED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn note(sig: libc::c_int) {
+    let _ = ARRIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+/// While alive, [`HELD`] are noted instead of acted on, in every thread
+/// (a mask would hold them off in this thread only, and sbx has others);
+/// once dropped, the previous handlers are back and the first noted
+/// signal is raised again, so it still ends sbx, with its files safe.
+struct Held(Vec<(libc::c_int, libc::sigaction)>);
+
+impl Held {
+    fn signals() -> Held {
+        let mut old = Vec::new();
+        for sig in HELD {
+            // SAFETY: a handler that only stores an integer.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = note as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_RESTART;
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        Held(old)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.0 {
+            // SAFETY: restoring what sigaction returned.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+        let sig = ARRIVED.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            // SAFETY: plain raise of a signal to ourselves.
+            unsafe { libc::raise(sig) };
+        }
+    }
+}
+
+/// Write each line to stderr, waiting at most `wait_ms` each time for it
+/// to accept more (`poll`), so a terminal whose output the command
+/// stopped (`tcflow(TCOOFF)`) cannot hold sbx forever. stderr is shared
+/// with the user's shell: it stays blocking, and a write is only made
+/// once poll says some room is there. What cannot be written is dropped.
+pub fn write_bounded(lines: &[String], wait_ms: i32) {
+    let err = std::io::stderr();
+    let fd = err.as_raw_fd();
+    for line in lines {
+        let text = format!("{line}\n");
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            if unsafe { libc::poll(&mut p, 1, wait_ms) } != 1 || p.revents & libc::POLLOUT == 0 {
+                return;
+            }
+            // A terminal that polls writable takes at least some bytes
+            // without blocking; at most a pipe's atomic size at a time.
+            let n = rest.len().min(libc::PIPE_BUF);
+            // SAFETY: a valid buffer of n bytes.
+            let w = unsafe { libc::write(fd, rest.as_ptr().cast(), n) };
+            if w <= 0 {
+                return;
+            }
+            rest = &rest[w as usize..];
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! File operations after the run, inside the writable trees only
+//! (docs/protected.md, "After the run"). Each writable tree's top is
+//! opened when the run starts; afterwards every path is resolved beneath
+//! one of those descriptors with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV)`, and every rename happens
+//! inside a directory opened so. The command can put a symlink, a `..`
+//! or a submodule entry anywhere in the tree: none of them makes sbx
+//! look at, or move, anything outside a top.
+
+use super::kernel;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+const RESOLVE_NO_XDEV: u64 = 0x01;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
+
+/// First name tried for a moved-aside path; when it is taken, a random
+/// suffix follows it ([`aside_name`]).
+pub const SUFFIX: &str = ".sbx-blocked";
+
+/// A writable tree's top, opened when the run starts.
+#[derive(Debug)]
+pub struct Top {
+    pub path: String,
+    fd: OwnedFd,
+}
+
+/// Every top, sorted: a top comes before those inside it.
+#[derive(Debug, Default)]
+pub struct Tops(Vec<Top>);
+
+impl Tops {
+    /// Open `dirs` (the writable rules' paths, and the directory above
+    /// any protected path no rule covers) through no symlink; a path
+    /// that is not a directory, or cannot be opened, is no top.
+    pub fn open(dirs: &[String]) -> Tops {
+        let mut dirs: Vec<&String> = dirs.iter().collect();
+        dirs.sort();
+        dirs.dedup();
+        let mut out: Vec<Top> = Vec::new();
+        for d in dirs {
+            let Ok(o) = kernel::open_path(d) else {
+                continue;
+            };
+            if o.is_dir {
+                out.push(Top {
+                    path: d.clone(),
+                    fd: o.handle.into(),
+                });
+            }
+        }
+        Tops(out)
+    }
+
+    /// The tops that hold `path`, outermost first, each with the path
+    /// relative to it ("" for the top itself).
+    pub fn holding<'a>(&'a self, path: &'a str) -> impl Iterator<Item = (usize, &'a str)> + 'a {
+        self.0.iter().enumerate().filter_map(move |(i, t)| {
+            if path == t.path {
+                return Some((i, ""));
+            }
+            let rest = path.strip_prefix(t.path.as_str())?;
+            let rest = if t.path == "/" {
+                rest
+            } else {
+                rest.strip_prefix('/')?
+            };
+            Some((i, rest))
+        })
+    }
+
+    /// The outermost top through which `path` is reached without
+    /// crossing a mount, with the path relative to it.
+    pub fn reach(&self, path: &str) -> Option<(usize, Vec<u8>)> {
+        self.holding(path)
+            .find(|&(i, rel)| {
+                !matches!(self.0[i].lstat(rel.as_bytes()), Err(e) if e.raw_os_error() == Some(libc::EXDEV))
+            })
+            .map(|(i, rel)| (i, rel.as_bytes().to_vec()))
+    }
+
+    pub fn get(&self, i: usize) -> &Top {
+        &self.0[i]
+    }
+}
+
+impl Top {
+    /// `rel` beneath the top, for messages.
+    pub fn show(&self, rel: &[u8]) -> String {
+        let rel = String::from_utf8_lossy(rel);
+        match (self.path.as_str(), rel.is_empty()) {
+            (p, true) => p.to_string(),
+            ("/", false) => format!("/{rel}"),
+            (p, false) => format!("{p}/{rel}"),
+        }
+    }
+
+    /// `openat2` beneath the top with `flags` (close-on-exec added):
+    /// ELOOP for a symlink on the way (the last component too, unless
+    /// `O_PATH | O_NOFOLLOW`), EXDEV for a mount or a `..` out of the top.
+    pub fn open(&self, rel: &[u8], flags: i32) -> io::Result<OwnedFd> {
+        let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
+        let c = CString::new(rel).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        kernel::openat2(
+            self.fd.as_raw_fd(),
+            &c,
+            flags,
+            RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV,
+        )
+    }
+
+    /// What `rel` is, not following a final symlink.
+    pub fn lstat(&self, rel: &[u8]) -> io::Result<(OwnedFd, libc::stat)> {
+        let fd = self.open(rel, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let st = fstat(&fd)?;
+        Ok((fd, st))
+    }
+
+    /// The names in directory `rel` (not `.` and `..`).
+    pub fn list(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        let fd = self.open(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let mut names = Vec::new();
+        // SAFETY: fdopendir takes the descriptor over; closedir closes it.
+        unsafe {
+            let dir = libc::fdopendir(fd.as_raw_fd());
+            if dir.is_null() {
+                return Err(io::Error::last_os_error());
+            }
+            std::mem::forget(fd);
+            loop {
+                let e = libc::readdir(dir);
+                if e.is_null() {
+                    break;
+                }
+                let name = std::ffi::CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+                if name != b"." && name != b".." {
+                    names.push(name.to_vec());
+                }
+            }
+            libc::closedir(dir);
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// A regular file's bytes; `None` when it is larger than `max`.
+    pub fn read(&self, rel: &[u8], max: u64) -> io::Result<Option<Vec<u8>>> {
+        // Non-blocking: a FIFO put there opens at once, and is refused.
+        let fd = self.open(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY)?;
+        let st = fstat(&fd)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        if st.st_size as u64 > max {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        use std::io::Read;
+        std::fs::File::from(fd).take(max).read_to_end(&mut out)?;
+        Ok(Some(out))
+    }
+
+    /// Rename `rel` aside in its own directory ([`aside_name`]); the new
+    /// path, or `None` when nothing is there.
+    pub fn move_aside(&self, rel: &[u8]) -> io::Result<Option<String>> {
+        let (dir, name) = match rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&rel[..0], rel),
+        };
+        if name.is_empty() {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        let parent = match self.open(dir, libc::O_PATH | libc::O_DIRECTORY) {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let from = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+        for attempt in 0..ATTEMPTS {
+            let new = aside_name(name, attempt, random());
+            let to = CString::new(new.as_slice())
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            // SAFETY: a valid directory descriptor and NUL-terminated
+            // names; RENAME_NOREPLACE never overwrites a file. The raw
+            // system call: musl's libc has no renameat2 wrapper.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    parent.as_raw_fd(),
+                    from.as_ptr(),
+                    parent.as_raw_fd(),
+                    to.as_ptr(),
+                    libc::RENAME_NOREPLACE,
+                )
+            };
+            if r == 0 {
+                let mut shown = dir.to_vec();
+                if !shown.is_empty() {
+                    shown.push(b'/');
+                }
+                shown.extend_from_slice(&new);
+                return Ok(Some(self.show(&shown)));
+            }
+            last = io::Error::last_os_error();
+            match last.raw_os_error() {
+                Some(libc::EEXIST) => continue,
+                Some(libc::ENOENT) => return Ok(None),
+                _ => return Err(last),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// Names tried before giving up: after the plain one, each a fresh
+/// 64-bit random suffix, which no file made in advance can match.
+const ATTEMPTS: u32 = 16;
+
+/// The moved-aside name of `name`: `NAME.sbx-blocked` first, then
+/// `NAME.sbx-blocked-<16 hex digits of random>`.
+pub fn aside_name(name: &[u8], attempt: u32, random: u64) -> Vec<u8> {
+    let mut out = name.to_vec();
+    out.extend_from_slice(SUFFIX.as_bytes());
+    if attempt > 0 {
+        out.extend_from_slice(format!("-{random:016x}").as_bytes());
+    }
+    out
+}
+
+/// 64 bits from the kernel's random source (the clock and pid when it
+/// fails: the suffix need only be unknown in advance, not secret).
+fn random() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: an 8-byte buffer.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n == 8 {
+        return u64::from_ne_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32)
+}
+
+pub fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
+    // SAFETY: a valid descriptor and a properly sized stat buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+/// The target of the symlink `fd` (opened with `O_PATH | O_NOFOLLOW`).
+pub fn link_target(fd: &OwnedFd) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: an empty path reads the link the descriptor refers to.
+    let n = unsafe {
+        libc::readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// `a/b` from `a` and `b` ("" is the top).
+pub fn join(a: &[u8], b: &[u8]) -> Vec<u8> {
+    if a.is_empty() {
+        return b.to_vec();
+    }
+    let mut out = a.to_vec();
+    out.push(b'/');
+    out.extend_from_slice(b);
+    out
+}
+
+/// `rel` with `.` and `..` taken out, as the kernel walks it when no
+/// symlink is on the way; `None` when it climbs above the top.
+pub fn normal(rel: &[u8]) -> Option<Vec<u8>> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in rel.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quarantine_names_do_not_run_out() {
+        assert_eq!(aside_name(b"config", 0, 7), b"config.sbx-blocked");
+        assert_eq!(
+            aside_name(b"config", 1, 0xab),
+            b"config.sbx-blocked-00000000000000ab"
+        );
+        let t = std::env::temp_dir().join(format!("sbx-beneath-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        std::fs::create_dir_all(t.join("ws/.git")).unwrap();
+        std::fs::write(t.join("ws/.git/config"), "planted").unwrap();
+        // Decoys made in advance: every name a counter would try.
+        std::fs::write(t.join("ws/.git/config.sbx-blocked"), "decoy").unwrap();
+        for n in 2..=100 {
+            std::fs::write(t.join(format!("ws/.git/config.sbx-blocked.{n}")), "d").unwrap();
+        }
+        let tops = Tops::open(&[t.join("ws").to_str().unwrap().to_string()]);
+        let to = tops.get(0).move_aside(b".git/config").unwrap().unwrap();
+        let prefix = t.join("ws/.git/config.sbx-blocked-");
+        assert!(to.starts_with(prefix.to_str().unwrap()), "{to}");
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "planted");
+        assert!(!t.join("ws/.git/config").exists());
+        assert_eq!(tops.get(0).move_aside(b".git/config").unwrap(), None);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn nothing_outside_the_top_is_reached() {
+        let t = std::env::temp_dir().join(format!("sbx-beneath-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        std::fs::create_dir_all(t.join("ws/sub")).unwrap();
+        std::fs::create_dir_all(t.join("other/.git")).unwrap();
+        std::fs::write(t.join("other/.git/config"), "theirs").unwrap();
+        std::os::unix::fs::symlink(t.join("other"), t.join("ws/lnk")).unwrap();
+        let tops = Tops::open(&[t.join("ws").to_str().unwrap().to_string()]);
+        let top = tops.get(0);
+        let loop_ = Some(libc::ELOOP);
+        let xdev = Some(libc::EXDEV);
+        let err = |r: io::Result<Option<String>>| r.unwrap_err().raw_os_error();
+        assert_eq!(err(top.move_aside(b"lnk/.git/config")), loop_);
+        assert_eq!(err(top.move_aside(b"../other/.git/config")), xdev);
+        assert_eq!(err(top.move_aside(b"sub/../../other/.git/config")), xdev);
+        assert_eq!(err(top.move_aside(b"/other/.git/config")), xdev);
+        assert!(t.join("other/.git/config").exists());
+        // The link itself is inside, and moves as a link.
+        let to = top.move_aside(b"lnk").unwrap().unwrap();
+        assert!(std::fs::symlink_metadata(&to).unwrap().is_symlink());
+        assert_eq!(normal(b"a/./b/../c"), Some(b"a/c".to_vec()));
+        assert_eq!(normal(b"a/../../c"), None);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+}
