@@ -227,6 +227,8 @@ pub fn git_swapped_by_renames(fx: &Fx) -> Result<(), String> {
     if !git_repo(fx, "git_swapped_by_renames_is_caught")? {
         return Ok(());
     }
+    // A nested repository too: only its `.git` is pinned, not `sub`.
+    git(fx, "", &["init", "-q", "sub"]).map_err(|e| e.to_string())?;
     let mark = fx.path("fsmonitor-ran");
     let one = sh(
         fx,
@@ -243,32 +245,44 @@ pub fn git_swapped_by_renames(fx: &Fx) -> Result<(), String> {
     check(fx.ws.join("stash/config").exists(), || {
         format!("run 1 moved the stash: {}", one.stderr)
     })?;
+    // The first line: the top's `.git` is pinned (a mount point of
+    // itself), so it cannot be renamed at all.
+    let pinned = sh(fx, "mv .git .git.orig");
+    check(
+        pinned.stderr.contains("Device or resource busy") && fx.ws.join(".git/HEAD").exists(),
+        || format!("run 2, pinned: {pinned:?}"),
+    )?;
+    // The second line: renaming the nested repository's parent is not
+    // pinned; the identity recorded at launch catches the swap, whose
+    // renames change no ctime inside.
     let two = sh(
         fx,
-        "mv .git .git.orig && mv stash .git && \
+        "mv sub sub.old && mkdir sub && mv stash sub/.git && \
          for f in HEAD objects refs description info; do \
-           [ -e .git.orig/$f ] && mv .git.orig/$f .git/; done; echo swapped",
+           [ -e sub.old/.git/$f ] && mv sub.old/.git/$f sub/.git/; done; echo swapped",
     );
     check(two.code == 0 && two.answer() == "swapped", || {
         format!("run 2: {two:?}")
     })?;
-    let config = fx.ws.join(".git/config");
-    let aside = fx.ws.join(".git/config.sbx-blocked");
+    let config = fx.ws.join("sub/.git/config");
+    let aside = fx.ws.join("sub/.git/config.sbx-blocked");
     check(!config.exists() && aside.exists(), || {
         format!("the swapped-in config is in place: {}", two.stderr)
     })?;
-    check(!fx.ws.join(".git/hooks/pre-commit").exists(), || {
+    check(!fx.ws.join("sub/.git/hooks/pre-commit").exists(), || {
         format!("the swapped-in hook is in place: {}", two.stderr)
     })?;
+    check(two.stderr.contains("is not what it was at launch"), || {
+        two.stderr.clone()
+    })?;
+    let status = git(fx, "sub", &["status", "--short"]).map_err(|e| e.to_string())?;
     check(
-        two.stderr.contains(".git/config.sbx-blocked")
-            && two.stderr.contains("is not what it was at launch"),
-        || two.stderr.clone(),
+        status.status.success() && !Path::new(&mark).exists(),
+        || format!("git status in sub ran the planted monitor: {status:?}"),
     )?;
-    status_runs_nothing(fx, &mark)?;
     // Put back, the swapped-in config runs: the hole is real.
     std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
-    let _ = git(fx, "", &["status", "--short"]);
+    let _ = git(fx, "sub", &["status", "--short"]);
     check(Path::new(&mark).exists(), || {
         "control: the restored config did not run".into()
     })
