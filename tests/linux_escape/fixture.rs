@@ -142,11 +142,6 @@ execute = true
     }
 
     /// A new policy file in the fixture's root holding `text`.
-    pub fn policy_text(&self, text: &str) -> PathBuf {
-        self.write_policy(text)
-    }
-
-    /// A new policy file in the fixture's root holding `text`.
     fn write_policy(&self, text: &str) -> PathBuf {
         let n = std::fs::read_dir(&self.root).unwrap().count();
         let p = self.root.join(format!("policy{n}.toml"));
