@@ -183,7 +183,7 @@ pub fn learn(
                     net.insert((host.clone(), *port, *bind));
                 }
             }
-            Denied::Socket | Denied::Baseline(_) => {}
+            Denied::Socket | Denied::Baseline(_) | Denied::UserNamespace(_) => {}
         }
     }
     for (dir, files) in reads {

@@ -354,3 +354,37 @@ except OSError as e: print(e.strerror)' \"$p\"; done",
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A command that fails because sbx refused it a user namespace (the
+/// default: `[linux] nested_user_namespaces = false`) learns why from
+/// `--denials`, which names the setting.
+#[test]
+fn denials_name_the_user_namespace_setting() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let policy = common::root().join("fixtures/default.toml");
+    let o = run(&policy, &ws, &["--denials"], "unshare -U true", None);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("a user namespace: refused unless the policy sets [linux] nested_user_namespaces = true"),
+        "{err}"
+    );
+    // Control: the same run allowed by the setting succeeds.
+    let allowed = root.join("userns.toml");
+    std::fs::write(
+        &allowed,
+        "version = 1\n[linux]\nnested_user_namespaces = true\n",
+    )
+    .unwrap();
+    let o = run(&allowed, &ws, &["--denials"], "unshare -U true", None);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -206,7 +206,7 @@ fn an_artifact_read_back_moves_planted_files_aside() {
     assert!(!h.ws.join(".envrc").exists(), "{err}");
     assert!(h.ws.join(".envrc.sbx-blocked").exists(), "{err}");
     assert!(
-        err.contains("moved it to [TMP]/ws/.envrc.sbx-blocked"),
+        err.contains("moved [TMP]/ws/.envrc to [TMP]/ws/.envrc.sbx-blocked"),
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(h.ws.join("notes")).unwrap(), "y\n");

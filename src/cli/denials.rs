@@ -150,7 +150,10 @@ pub(super) fn traced(
     });
     let out = format!("/proc/{}/fd/{}", std::process::id(), write.as_raw_fd());
     let mut calls = String::from("%file,%network,%process,fchdir");
-    for c in sbx::runtime::denials::BASELINE {
+    for c in sbx::runtime::denials::BASELINE
+        .iter()
+        .chain(sbx::runtime::denials::USER_NAMESPACE)
+    {
         // `?`: a call this strace does not know (fchmodat2) is no error.
         calls.push_str(",?");
         calls.push_str(c);

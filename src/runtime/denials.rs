@@ -29,6 +29,10 @@ pub enum Denied {
     Socket,
     /// A call no policy allows (sbx's baseline: seccomp), by name.
     Baseline(String),
+    /// A user namespace refused (`unshare` or `clone` with
+    /// `CLONE_NEWUSER`, `setns`), by the call's name: allowed only by
+    /// `[linux] nested_user_namespaces = true`.
+    UserNamespace(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -48,6 +52,11 @@ impl Op {
         }
     }
 }
+
+/// Calls that join a user namespace, refused unless `[linux]
+/// nested_user_namespaces = true`, traced besides `%process` and
+/// [`BASELINE`] (which has `unshare`).
+pub const USER_NAMESPACE: &[&str] = &["setns"];
 
 /// Calls seccomp refuses whatever the policy, with EPERM.
 pub const BASELINE: &[&str] = &[
@@ -204,6 +213,10 @@ fn line(l: &str, cwd: &str, keep: Keep) -> Option<Denied> {
             }
         }
         "socket" if errno == "EACCES" => Denied::Socket,
+        "unshare" | "clone" if errno == "EPERM" && args.contains("CLONE_NEWUSER") => {
+            Denied::UserNamespace(call.to_string())
+        }
+        "setns" if errno == "EPERM" => Denied::UserNamespace(call.to_string()),
         c if errno == "EPERM" && BASELINE.contains(&c) => Denied::Baseline(c.to_string()),
         _ => return None,
     };
@@ -482,6 +495,14 @@ fn list(
                 "  {call:<8} refused whatever the policy (sbx's baseline, docs/linux.md)"
             );
         }
+        Denied::UserNamespace(call) => {
+            let _ = writeln!(
+                s,
+                "  {call:<8} a user namespace: refused unless the policy sets [linux] \
+                 nested_user_namespaces = true (Chromium's own sandbox, rootless containers \
+                 and a nested sbx need it)"
+            );
+        }
     }
 }
 
@@ -560,6 +581,34 @@ bind(5, {sa_family=AF_INET, sin_port=htons(8080), sin_addr=inet_addr("0.0.0.0")}
                     port: 8080
                 },
             ]
+        );
+    }
+
+    /// A refused user namespace is named with the setting that allows
+    /// it; an `unshare` of other namespaces stays a baseline refusal,
+    /// and clone3's ENOSYS (libc then falls back to clone) is no denial.
+    #[test]
+    fn a_refused_user_namespace_names_the_setting() {
+        let t = "unshare(CLONE_NEWUSER|CLONE_NEWNS) = -1 EPERM (Operation not permitted)\n\
+                 clone3({flags=CLONE_NEWUSER, exit_signal=SIGCHLD}, 88) = -1 ENOSYS (Function not implemented)\n\
+                 clone(child_stack=NULL, flags=CLONE_NEWUSER|SIGCHLD) = -1 EPERM (Operation not permitted)\n\
+                 unshare(CLONE_NEWNS) = -1 EPERM (Operation not permitted)\n\
+                 setns(3</proc/1/ns/user>, CLONE_NEWUSER) = -1 EPERM (Operation not permitted)\n";
+        let d = parse(t, "/w");
+        let user = |c: &str| Denied::UserNamespace(c.into());
+        assert_eq!(
+            d,
+            [
+                user("unshare"),
+                user("clone"),
+                Denied::Baseline("unshare".into()),
+                user("setns")
+            ]
+        );
+        let text = report(&d, &ANCHORS, &|_| true);
+        assert!(
+            text.contains("unshare  a user namespace: refused unless the policy sets [linux] nested_user_namespaces = true"),
+            "{text}"
         );
     }
 
