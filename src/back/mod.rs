@@ -6,7 +6,7 @@ use std::io::Write;
 
 pub mod ir_json;
 pub mod landlock;
-mod roots;
+pub(crate) mod roots;
 pub mod sbpl;
 pub mod windows;
 

@@ -345,13 +345,16 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
     // What the command can rename: beneath a writable rule, but not in
     // a shared temp directory that the new root replaces with its own.
-    let writable = |d: &str| {
-        plan.rules.iter().any(|r| {
-            crate::ir::path_within(d, &r.path)
-                && ns::writes(r.rights)
-                && !(new_root && temp::is_shared(&r.path, &values.temp))
-        })
-    };
+    // Looked up by the directory's prefixes, not by testing every rule.
+    let renamable = crate::back::roots::Index::new(
+        plan.rules
+            .iter()
+            .filter(|r| {
+                ns::writes(r.rights) && !(new_root && temp::is_shared(&r.path, &values.temp))
+            })
+            .map(|r| r.path.as_str()),
+    );
+    let writable = |d: &str| !renamable.covering(d).is_empty();
     let unpinned = pins::add(&mut mounts, &writable, &mut |p| kernel::open_path(p));
     plan.lines.extend(unpinned);
     if !user_ns && !new_root && plan.abi > 0 {

@@ -157,11 +157,6 @@ pub fn run_file_mounts<F>(
     rules: &[super::plan::PathRule<F>],
     files: &[std::path::PathBuf],
 ) -> Vec<MountRule> {
-    use crate::back::landlock::rights::FsSet;
-    let reads = ["execute", "read_file", "read_dir", "ioctl_dev"]
-        .iter()
-        .filter_map(|n| FsSet::named(n))
-        .fold(FsSet::EMPTY, FsSet::or);
     let mut out: Vec<MountRule> = Vec::new();
     for f in files {
         let Some(path) = std::fs::canonicalize(f)
@@ -172,7 +167,7 @@ pub fn run_file_mounts<F>(
         };
         let writable = rules
             .iter()
-            .any(|r| crate::ir::path_within(&path, &r.path) && !r.rights.minus(reads).is_empty());
+            .any(|r| crate::ir::path_within(&path, &r.path) && writes(r.rights));
         if writable && !out.iter().any(|m| m.path == path) {
             out.push(MountRule {
                 path,
