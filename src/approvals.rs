@@ -72,15 +72,22 @@ pub enum Error {
 /// `$XDG_STATE_HOME/sbx/approvals.json`, else `~/.local/state/sbx/…`
 /// (`%LOCALAPPDATA%\sbx\…` on Windows).
 pub fn default_path() -> Option<Utf8PathBuf> {
+    state_dir().map(|d| d.join("approvals.json"))
+}
+
+/// sbx's user-local state: `$XDG_STATE_HOME/sbx`, else
+/// `~/.local/state/sbx` (`%LOCALAPPDATA%\sbx` on Windows). It holds the
+/// approvals store and the after-run journal; `sbx run` keeps it
+/// read-only to the command (POLICY.md §13).
+pub fn state_dir() -> Option<Utf8PathBuf> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if cfg!(windows) {
-        return var("LOCALAPPDATA")
-            .map(|d| Utf8PathBuf::from(d).join("sbx").join("approvals.json"));
+        return var("LOCALAPPDATA").map(|d| Utf8PathBuf::from(d).join("sbx"));
     }
     if let Some(x) = var("XDG_STATE_HOME") {
-        return Some(Utf8PathBuf::from(x).join("sbx/approvals.json"));
+        return Some(Utf8PathBuf::from(x).join("sbx"));
     }
-    var("HOME").map(|h| Utf8PathBuf::from(h).join(".local/state/sbx/approvals.json"))
+    var("HOME").map(|h| Utf8PathBuf::from(h).join(".local/state/sbx"))
 }
 
 /// `--approvals FILE` (made absolute against the current directory), else

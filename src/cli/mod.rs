@@ -83,6 +83,12 @@ enum Cmd {
         after_help = "Example:\n  sbx learn -o policy.toml -- cargo test\n  sbx learn --policy base.toml -o app.toml -- ./build.sh\n\nSensitive paths the command used are listed in the file, never granted.\nEnvironment variables are not learned: the minimal set stays."
     )]
     Learn(learn::LearnArgs),
+    /// Finish the after-run work of runs whose sbx was killed (Linux): move
+    /// aside what they planted, sweep, remove their temp directories.
+    #[command(
+        after_help = "Example:\n  sbx sweep\n\n`sbx run` does the same before it starts. Exit status: 0 done (or nothing to do), 1 a journal entry was left alone."
+    )]
+    Sweep,
     /// Print a shell completion script for sbx.
     #[command(
         after_help = "Example:\n  sbx completions bash > ~/.local/share/bash-completion/completions/sbx\n  sbx completions zsh > ~/.zfunc/_sbx\n  sbx completions fish > ~/.config/fish/completions/sbx.fish"
@@ -231,6 +237,7 @@ pub fn main() -> i32 {
         Cmd::Approve(a) => approve::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Learn(a) => learn::run(a),
+        Cmd::Sweep => sweep(),
         Cmd::Completions { shell } => {
             let mut text = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "sbx", &mut text);
@@ -664,5 +671,33 @@ mod tests {
                 (None, Err(_)) => {}
             }
         }
+    }
+}
+
+/// `sbx sweep`.
+fn sweep() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        match sbx::runtime::linux::sweep() {
+            Ok(lines) if lines.is_empty() => {
+                println!("sbx: no unfinished run");
+                0
+            }
+            Ok(lines) => {
+                for l in &lines {
+                    eprintln!("{l}");
+                }
+                i32::from(lines.iter().any(|l| l.contains("left alone")))
+            }
+            Err(e) => {
+                eprintln!("sbx: {e}");
+                2
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        println!("sbx: no unfinished run (after-run work exists on Linux only)");
+        0
     }
 }

@@ -167,6 +167,14 @@ fn linux(a: RunArgs) -> i32 {
             }
         };
     }
+    // Runs killed before their after-run work first: the lowering's
+    // search of the workspace then sees what they planted moved aside,
+    // and sbx's state directory exists for the rule that keeps it
+    // read-only. `linux::run` looks again (nothing left by then).
+    // Without a journal, `linux::run` says so.
+    if let Ok(lines) = linux::sweep() {
+        linux::write_warnings(&lines);
+    }
     match linux_artifact(&a) {
         Some(art) => linux::run(&art, &a.command, &opts),
         None => FAILED,
@@ -259,9 +267,11 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
     match compile::lower_to_apply(&policy, &opts, os) {
         Ok(l) => {
             let mut ir = l.ir;
-            // POLICY.md §13: the run's own policy and approvals store.
+            // POLICY.md §13: the run's own policy, approvals store and
+            // sbx's state (the after-run journal among it).
             let mut own = vec![policy_path.to_string()];
             own.extend(sbx::approvals::store_path(a.approvals.as_deref()).map(String::from));
+            own.extend(sbx::approvals::state_dir().map(String::from));
             sbx::lower::hidden::run_files(&mut ir, &own);
             let (lines, rest): (Vec<_>, Vec<_>) = l
                 .diagnostics

@@ -117,10 +117,15 @@ pub fn run_files(ir: &mut crate::ir::Ir, files: &[String]) {
                 continue;
             }
             let aliases = g.aliases_below(&path);
+            let kind = if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                PathKind::Dir
+            } else {
+                PathKind::File
+            };
             ir.fs.push(Grant {
                 path,
                 access,
-                kind: PathKind::File,
+                kind,
                 source: Source::RunFile,
                 aliases,
                 external: None,

@@ -1,6 +1,7 @@
 //! One function per escape attempt. Each returns `Err(explanation)`.
 
 use crate::fixture::{check, expect, Fx, Out};
+use crate::guard_cases as guard;
 use crate::listen_cases as listen;
 use crate::ns_cases as ns;
 use crate::pin_cases as pin;
@@ -93,6 +94,16 @@ pub const ALL: &[(&str, Case)] = &[
     (
         "stopped_terminal_cannot_stall_the_move",
         protect::stopped_terminal,
+    ),
+    ("killed_sbx_guardian_finishes", guard::sbx_killed),
+    ("killed_group_guardian_finishes", guard::group_killed),
+    (
+        "killed_guardian_sbx_sweep_finishes",
+        guard::both_killed_sweep,
+    ),
+    (
+        "killed_guardian_next_run_finishes",
+        guard::both_killed_next_run,
     ),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),

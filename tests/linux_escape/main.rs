@@ -13,6 +13,8 @@ mod cases;
 #[cfg(target_os = "linux")]
 mod fixture;
 #[cfg(target_os = "linux")]
+mod guard_cases;
+#[cfg(target_os = "linux")]
 mod listen_cases;
 #[cfg(target_os = "linux")]
 mod ns_cases;

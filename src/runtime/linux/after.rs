@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// What the run starts with.
 pub struct AfterRun {
-    tops: Tops,
-    records: Vec<Record>,
-    repo_tops: Vec<String>,
-    since: repos::Stamp,
+    pub(super) tops: Tops,
+    pub(super) records: Vec<Record>,
+    pub(super) repo_tops: Vec<String>,
+    pub(super) since: repos::Stamp,
 }
 
 impl AfterRun {
@@ -48,12 +48,31 @@ impl AfterRun {
         }
     }
 
-    /// Once the tree is gone (nothing re-creates what is moved aside):
-    /// every file operation first, then the warnings, each given a
-    /// bounded time to be written, with SIGINT, SIGTERM and SIGHUP held
-    /// off meanwhile so that a Ctrl-C cannot leave half of it undone.
-    pub fn finish(self) {
-        let held = Held::signals();
+    /// Nothing to check or sweep after the run (no writable tree).
+    pub fn is_empty(&self) -> bool {
+        self.tops.all().is_empty() && self.records.is_empty()
+    }
+
+    /// What an earlier run recorded, read back from its journal.
+    pub fn from_parts(
+        tops: Tops,
+        records: Vec<Record>,
+        repo_tops: Vec<String>,
+        since: repos::Stamp,
+    ) -> Self {
+        AfterRun {
+            tops,
+            records,
+            repo_tops,
+            since,
+        }
+    }
+
+    /// Every file operation of the after-run work; the warnings to show.
+    /// Done again on the same files it changes nothing (what was moved
+    /// aside is absent, and absent is the same as at launch or gone), so
+    /// a guardian or a later run may repeat work a killed sbx began.
+    pub fn work(self) -> Vec<String> {
         let mut warnings = Vec::new();
         planted::move_aside(&self.tops, &self.records, &mut warnings);
         let recorded: HashSet<String> = self.records.iter().map(|r| r.path.clone()).collect();
@@ -69,14 +88,12 @@ impl AfterRun {
             crate::lower::git::DIR_BUDGET,
         );
         repos::report(&swept, crate::lower::git::DIR_BUDGET, &mut warnings);
-        drop(self);
-        write_bounded(&warnings, WRITE_WAIT_MS);
-        drop(held);
+        warnings
     }
 }
 
 /// How long one warning may wait for stderr to take it.
-const WRITE_WAIT_MS: i32 = 2000;
+pub const WRITE_WAIT_MS: i32 = 2000;
 
 /// The signals a terminal or a caller's timeout sends to end sbx.
 const HELD: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
@@ -92,10 +109,10 @@ extern "C" fn note(sig: libc::c_int) {
 /// (a mask would hold them off in this thread only, and sbx has others);
 /// once dropped, the previous handlers are back and the first noted
 /// signal is raised again, so it still ends sbx, with its files safe.
-struct Held(Vec<(libc::c_int, libc::sigaction)>);
+pub struct Held(Vec<(libc::c_int, libc::sigaction)>);
 
 impl Held {
-    fn signals() -> Held {
+    pub fn signals() -> Held {
         let mut old = Vec::new();
         for sig in HELD {
             // SAFETY: a handler that only stores an integer.

@@ -16,6 +16,33 @@ const RESOLVE_NO_XDEV: u64 = 0x01;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 const RESOLVE_BENEATH: u64 = 0x08;
 
+/// When the object behind `fd` was made, if the filesystem keeps it
+/// (`statx` with `STATX_BTIME`; not every libc sbx builds with has it,
+/// so the system call is made directly).
+pub fn birth(fd: &OwnedFd) -> Option<(i64, u32)> {
+    const STATX_BTIME: u32 = 0x800;
+    // struct statx is 256 bytes; stx_mask is at 0, stx_btime at 80.
+    let mut buf = [0u64; 32];
+    let empty = c"";
+    // SAFETY: a valid descriptor, an empty path with AT_EMPTY_PATH and a
+    // buffer of struct statx's size.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            fd.as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            STATX_BTIME,
+            buf.as_mut_ptr(),
+        )
+    };
+    let mask = buf[0] as u32;
+    if r != 0 || mask & STATX_BTIME == 0 {
+        return None;
+    }
+    Some((buf[10] as i64, buf[11] as u32))
+}
+
 /// First name tried for a moved-aside path; when it is taken, a random
 /// suffix follows it ([`aside_name`]).
 pub const SUFFIX: &str = ".sbx-blocked";
@@ -84,9 +111,46 @@ impl Tops {
     pub fn get(&self, i: usize) -> &Top {
         &self.0[i]
     }
+
+    pub fn all(&self) -> &[Top] {
+        &self.0
+    }
+
+    /// Open again tops recorded by an earlier run as (path, device,
+    /// inode): a top that is gone, or is another directory now, is `None`
+    /// in the returned map (old index to new), and nothing beneath it is
+    /// touched.
+    pub fn reopen(saved: &[(String, u64, u64)]) -> (Tops, Vec<Option<usize>>) {
+        let mut out = Vec::new();
+        let mut map = Vec::new();
+        for (path, dev, ino) in saved {
+            let top = kernel::open_path(path)
+                .ok()
+                .filter(|o| o.is_dir)
+                .and_then(|o| {
+                    let fd: OwnedFd = o.handle.into();
+                    let st = fstat(&fd).ok()?;
+                    (st.st_dev as u64 == *dev && st.st_ino as u64 == *ino).then(|| Top {
+                        path: path.clone(),
+                        fd,
+                    })
+                });
+            map.push(top.map(|t| {
+                out.push(t);
+                out.len() - 1
+            }));
+        }
+        (Tops(out), map)
+    }
 }
 
 impl Top {
+    /// (device, inode) of the top, as the journal records it.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let st = fstat(&self.fd)?;
+        Ok((st.st_dev as u64, st.st_ino as u64))
+    }
+
     /// `rel` beneath the top, for messages.
     pub fn show(&self, rel: &[u8]) -> String {
         let rel = String::from_utf8_lossy(rel);

@@ -284,6 +284,8 @@ pub struct SpawnError {
 /// A started command.
 pub struct Spawned {
     pub pid: libc::pid_t,
+    /// The PID namespace's init, when there is one.
+    pub init: Option<libc::pid_t>,
     /// The PID namespace's init (killed with the leftovers: the kernel
     /// then kills every process left in the namespace) runs on this stack (it shares our memory): unmapped only
     /// once the init is gone.
@@ -407,6 +409,7 @@ pub fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
     }
     Ok(Spawned {
         pid,
+        init: None,
         init_stack: None,
     })
 }
@@ -480,6 +483,7 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
     }
     Ok(Spawned {
         pid: cmd,
+        init: (init > 0).then_some(init),
         init_stack,
     })
 }

@@ -23,8 +23,13 @@ pub enum Seen {
         kind: u32,
         /// A symlink's target.
         target: Option<Vec<u8>>,
-        /// Held open so that (dev, ino) names this object all run long.
-        _hold: OwnedFd,
+        /// When it was made (`statx`), where the filesystem keeps it: a
+        /// record read back from the journal holds no descriptor, and an
+        /// inode number freed meanwhile may name a newer object.
+        birth: Option<(i64, u32)>,
+        /// Held open so that (dev, ino) names this object all run long
+        /// (none in a record read back from the journal).
+        _hold: Option<OwnedFd>,
     },
 }
 
@@ -97,7 +102,8 @@ fn look(tops: &Tops, top: usize, rel: &[u8]) -> io::Result<Seen> {
         ino: st.st_ino,
         kind,
         target,
-        _hold: fd,
+        birth: beneath::birth(&fd),
+        _hold: Some(fd),
     })
 }
 
@@ -127,12 +133,16 @@ pub fn compare(tops: &Tops, r: &Record) -> Now {
                 ino,
                 kind,
                 target,
+                birth,
                 ..
             },
             Some((fd, st)),
         ) => {
             let same_kind = st.st_mode & libc::S_IFMT == *kind;
-            if same_kind && st.st_dev == *dev && st.st_ino == *ino {
+            // Without a held descriptor the number may have been reused:
+            // a birth time recorded must match too.
+            let born_then = birth.is_none() || beneath::birth(&fd) == *birth;
+            if same_kind && st.st_dev == *dev && st.st_ino == *ino && born_then {
                 return Now::Same;
             }
             // A link made anew with the same target points where the

@@ -4,7 +4,9 @@
 mod after;
 mod beneath;
 mod child;
+mod guardian;
 mod identity;
+mod journal;
 mod kernel;
 mod limits;
 mod listen;
@@ -128,6 +130,19 @@ pub fn run_json(text: &str, argv: &[OsString], opts: &RunOptions) -> i32 {
     }
 }
 
+/// `sbx sweep`: finish the after-run work of every run whose sbx and
+/// guardian were killed (docs/protected.md, "If sbx is killed"); the
+/// lines to show, none when there was nothing to finish.
+pub fn sweep() -> Result<Vec<String>, String> {
+    let dir = journal::dir().map_err(|e| format!("the after-run journal: {e}"))?;
+    Ok(journal::finish_dead(&dir))
+}
+
+/// Write warnings to stderr without blocking on a stopped terminal.
+pub fn write_warnings(lines: &[String]) {
+    after::write_bounded(lines, after::WRITE_WAIT_MS);
+}
+
 /// Run `argv` under `art`; returns `sbx run`'s exit code (CLI.md): the
 /// child's code, 128+N for signal N, 126/127 when exec fails, 125 when
 /// sbx failed or the sandbox could not be applied as required (then
@@ -227,6 +242,12 @@ fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
 fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
     let name = argv.first().ok_or_else(|| fail("no command given"))?;
+    // Runs that ended without their after-run work first: what they
+    // planted must not be recorded as this run's starting point.
+    let runs = journal::dir();
+    if let Ok(dir) = &runs {
+        after::write_bounded(&journal::finish_dead(dir), after::WRITE_WAIT_MS);
+    }
 
     let filter = EnvFilter::new(&art.env, false).map_err(|e| fail(format!("env: {e}")))?;
     let mut env = filter.apply(std::env::vars_os());
@@ -288,7 +309,10 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         eprintln!("sbx: warning: {w}");
     }
     let mut mount_rules = art.namespaces.mounts.clone();
-    mount_rules.extend(ns::run_file_mounts(&plan.rules, &opts.own_files));
+    // The run's own files, and sbx's state (approvals, the journal).
+    let mut own = opts.own_files.clone();
+    own.extend(crate::approvals::state_dir().map(Into::into));
+    mount_rules.extend(ns::run_file_mounts(&plan.rules, &own));
     // Host sockets beneath a broad rule (POLICY.md §13).
     let sockets = sockets::hide(
         &plan
@@ -461,7 +485,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // The run's own temp directories (POLICY.md §13), each with the
     // rights of the rule it stands in for; removed when the run is over
     // (dropped last, after the wait).
-    let private_temp = if new_root {
+    let mut private_temp = if new_root {
         temp::PrivateTemp::make(plan.rules.iter().map(|r| r.path.as_str()), &values.temp)
             .map_err(|e| fail(format!("the run's temp directories: {e}")))?
     } else {
@@ -606,8 +630,36 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // killed when the child exits, also processes that left its group.
     // SAFETY: plain prctl on ourselves.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    let not_ours = wait::own_children();
+    let mut not_ours = wait::own_children();
     let after = after::AfterRun::launch(&writable, &protections, repo_tops);
+    let temp_base = private_temp.as_mut().and_then(temp::PrivateTemp::hand_over);
+    let entry = match &runs {
+        _ if after.is_empty() && temp_base.is_none() => None,
+        Ok(dir) => match journal::Entry::write(dir, &after, temp_base.as_deref()) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                if !opts.quiet {
+                    eprintln!(
+                        "sbx: warning: the after-run journal cannot be written ({e}): if sbx \
+                         is killed, nothing finishes its after-run work"
+                    );
+                }
+                None
+            }
+        },
+        Err(e) => {
+            if !opts.quiet {
+                eprintln!(
+                    "sbx: warning: no after-run journal ({e}): if sbx is killed, nothing \
+                     finishes its after-run work"
+                );
+            }
+            None
+        }
+    };
+    // Dropped unrun when nothing starts: the temp directory and the
+    // entry go with it.
+    let work = guardian::Work::new(after, temp_base, entry);
 
     let mut spawned = child::spawn(&prepared);
     if let Err(child::SpawnError {
@@ -729,6 +781,11 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         }
     };
     let pid = spawned.pid;
+    // Before any thread of sbx's starts (the listen check's, the proxy's).
+    let guardian = guardian::start(spawned.init.unwrap_or(pid), work);
+    if let Ok(g) = &guardian {
+        not_ours.push(g.pid);
+    }
     // The listener, if the command got the listen check: sbx answers it.
     if let Some(l) = prepared.listen.take() {
         if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
@@ -759,7 +816,15 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // What the proxy refused, with the rules that would allow it.
     eprint!("{}", served.finish());
     // The tree is gone: nothing re-creates what is moved aside.
-    after.finish();
+    match guardian {
+        Ok(g) => g.finish(),
+        Err(work) => {
+            let held = after::Held::signals();
+            after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
+            drop(held);
+        }
+    }
+    drop(private_temp);
     Ok(wait::exit_code(out.status))
 }
 

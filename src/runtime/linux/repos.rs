@@ -43,6 +43,15 @@ impl Stamp {
         )
     }
 
+    /// (seconds, nanoseconds), as the journal keeps it.
+    pub fn parts(self) -> (i64, i64) {
+        (self.0, self.1)
+    }
+
+    pub fn from_parts((s, n): (i64, i64)) -> Stamp {
+        Stamp(s, n)
+    }
+
     fn of(st: &libc::stat) -> Stamp {
         Stamp(st.st_ctime, st.st_ctime_nsec)
     }

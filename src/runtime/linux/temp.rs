@@ -41,6 +41,8 @@ pub struct PrivateTemp {
     dirs: Vec<(String, PathBuf, File)>,
     /// A rule names `/dev/shm`: the new root gets a fresh tmpfs there.
     pub shm: bool,
+    /// The after-run work removes `base` ([`PrivateTemp::hand_over`]).
+    handed: bool,
 }
 
 impl PrivateTemp {
@@ -67,6 +69,7 @@ impl PrivateTemp {
             },
             dirs: Vec::new(),
             shm,
+            handed: false,
         };
         for (i, name) in names.into_iter().enumerate() {
             let dir = out.base.join(i.to_string());
@@ -130,24 +133,71 @@ impl PrivateTemp {
     }
 }
 
+impl PrivateTemp {
+    /// Leave the removal to the after-run work, which gets the path
+    /// (the handles stay open until this is dropped).
+    pub fn hand_over(&mut self) -> Option<PathBuf> {
+        if self.handed || self.dirs.is_empty() {
+            return None;
+        }
+        self.handed = true;
+        Some(self.base.clone())
+    }
+}
+
 impl Drop for PrivateTemp {
     fn drop(&mut self) {
-        if self.dirs.is_empty() {
+        if self.dirs.is_empty() || self.handed {
             return;
         }
-        // std's remove_dir_all opens each level without following
-        // symlinks, so a link the command left points nowhere it can
-        // reach. A directory it made unreadable is opened up first.
-        if std::fs::remove_dir_all(&self.base).is_err() {
-            open_up(&self.base);
-            if let Err(e) = std::fs::remove_dir_all(&self.base) {
-                eprintln!(
+        if let Some(e) = remove_base(&self.base) {
+            eprintln!("{e}");
+        }
+    }
+}
+
+/// Remove a run's temp directory; the warning when it cannot be.
+/// std's remove_dir_all opens each level without following symlinks, so
+/// a link the command left points nowhere it can reach. A directory it
+/// made unreadable is opened up first.
+pub fn remove_base(base: &Path) -> Option<String> {
+    if std::fs::remove_dir_all(base).is_err() {
+        open_up(base);
+        if let Err(e) = std::fs::remove_dir_all(base) {
+            if e.kind() != io::ErrorKind::NotFound {
+                return Some(format!(
                     "sbx: warning: cannot remove the run's temp directory {}: {e}",
-                    self.base.display()
-                );
+                    base.display()
+                ));
             }
         }
     }
+    None
+}
+
+/// `base`, read back from a journal, is a run's temp directory as
+/// [`fresh_base`] makes them: `sbx-run-*` right in one of [`PARENTS`], a
+/// real directory of this user's.
+pub fn check_base(base: &Path) -> io::Result<PathBuf> {
+    let bad = || io::Error::other("not a temp directory of an sbx run");
+    let parent = base.parent().and_then(Path::to_str).ok_or_else(bad)?;
+    let name = base.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
+    if !PARENTS.contains(&parent) || !name.starts_with("sbx-run-") || name.contains('/') {
+        return Err(bad());
+    }
+    match std::fs::symlink_metadata(base) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no preconditions.
+            if !m.is_dir() || m.uid() != unsafe { libc::geteuid() } {
+                return Err(bad());
+            }
+        }
+        // Removed already: nothing to do, and nothing wrong.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    Ok(base.to_path_buf())
 }
 
 /// Give the owner every right on each directory below `dir` (never

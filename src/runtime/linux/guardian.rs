@@ -1,0 +1,198 @@
+//! The after-run work, and the guardian that does it whether or not sbx
+//! survives the run (docs/protected.md, "If sbx is killed").
+//!
+//! Once the command has started, sbx forks a guardian: a process of its
+//! own session (so a terminal's Ctrl-C and a harness's kill of sbx's
+//! process group do not reach it) that ignores the signals which end
+//! sbx. When the run ends, sbx tells it so and waits while it moves
+//! aside what was planted, sweeps, removes the run's temp directory and
+//! the journal entry, and writes the warnings. If sbx dies first, the
+//! guardian sees its end of a pipe close, waits for the sandbox's tree
+//! to end (a pidfd on the PID namespace's init, which dies with sbx) and
+//! does the same. If both are killed, the journal entry stays for the
+//! next `sbx run` or `sbx sweep`.
+
+use super::after::{self, AfterRun, Held};
+use super::journal::Entry;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+
+/// Everything the after-run work needs, held by whoever does it.
+pub struct Work {
+    after: Option<AfterRun>,
+    temp: Option<PathBuf>,
+    entry: Option<Entry>,
+}
+
+impl Work {
+    pub fn new(after: AfterRun, temp: Option<PathBuf>, entry: Option<Entry>) -> Work {
+        Work {
+            after: Some(after),
+            temp,
+            entry,
+        }
+    }
+
+    /// Do it all (the command's tree has ended); the warnings to show.
+    pub fn run(mut self) -> Vec<String> {
+        let mut warnings = self.after.take().map(AfterRun::work).unwrap_or_default();
+        if let Some(t) = self.temp.take() {
+            warnings.extend(super::temp::remove_base(&t));
+        }
+        // Last: until here a killed worker leaves the entry to the next run.
+        if let Some(e) = self.entry.take() {
+            e.remove();
+        }
+        warnings
+    }
+
+    /// In sbx once a guardian holds a copy: nothing of it is done here.
+    fn hand_over(mut self) {
+        self.after = None;
+        self.temp = None;
+        // Closing our descriptor keeps the lock: the guardian's copy of
+        // the same open file holds it.
+        self.entry = None;
+    }
+}
+
+impl Drop for Work {
+    /// Not run (nothing was started): the temp directory and the entry go.
+    fn drop(&mut self) {
+        if let Some(t) = self.temp.take() {
+            if let Some(w) = super::temp::remove_base(&t) {
+                eprintln!("{w}");
+            }
+        }
+        if let Some(e) = self.entry.take() {
+            e.remove();
+        }
+    }
+}
+
+/// sbx's side of a started guardian.
+pub struct Guardian {
+    pub pid: libc::pid_t,
+    go: OwnedFd,
+}
+
+/// What ends sbx, and what a terminal sends to a background session.
+const IGNORED: [libc::c_int; 8] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGTSTP,
+    libc::SIGTTIN,
+    libc::SIGTTOU,
+    libc::SIGPIPE,
+];
+
+/// Fork the guardian for the tree whose end is `tree`'s (the PID
+/// namespace's init, or the command without one). Must be called while
+/// sbx has no other thread (the guardian runs on after the fork), and
+/// while `tree` is unreaped (its pidfd is opened here). On failure the
+/// work comes back, for sbx to do itself.
+pub fn start(tree: libc::pid_t, work: Work) -> Result<Guardian, Work> {
+    // SAFETY: pidfd_open on our own unreaped child.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tree, 0) };
+    // SAFETY: a new descriptor, owned here.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd as i32) });
+    let mut fds = [0; 2];
+    // SAFETY: a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(work);
+    }
+    // SAFETY: both were just made and are owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fork in a process with no other thread; the child only
+    // runs `guard`, which ends in _exit.
+    match unsafe { libc::fork() } {
+        -1 => Err(work),
+        0 => {
+            drop(wr);
+            guard(rd, pidfd, tree, work)
+        }
+        pid => {
+            work.hand_over();
+            Ok(Guardian { pid, go: wr })
+        }
+    }
+}
+
+impl Guardian {
+    /// The tree has ended: the guardian does the work and writes the
+    /// warnings; sbx waits for it with SIGINT, SIGTERM and SIGHUP held
+    /// off, so that the shell's prompt comes after them (a killed sbx
+    /// changes nothing else: the guardian goes on).
+    pub fn finish(self) {
+        let held = Held::signals();
+        // SAFETY: one byte to our own pipe.
+        unsafe { libc::write(self.go.as_raw_fd(), b"G".as_ptr().cast(), 1) };
+        drop(self.go);
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+        drop(held);
+    }
+}
+
+/// The guardian process.
+fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> ! {
+    // SAFETY: process-wide settings of this new process only.
+    unsafe {
+        libc::setsid();
+        for sig in IGNORED {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // Standard output may be a pipe a caller reads to its end: the
+        // guardian must not hold it open. Standard error keeps the
+        // warnings.
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+        }
+    }
+    let mut byte = [0u8; 1];
+    let told = loop {
+        // SAFETY: a valid buffer of one byte.
+        let n = unsafe { libc::read(go.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        break n == 1;
+    };
+    if !told {
+        // sbx is gone before the end of the run: wait for the tree.
+        wait_for(pidfd.as_ref(), tree);
+    }
+    let warnings = work.run();
+    after::write_bounded(&warnings, after::WRITE_WAIT_MS);
+    // SAFETY: ends this process without running sbx's exit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+/// Until `tree` has ended: its pidfd becomes readable then; without one
+/// (kernels before 5.3), it is looked for every 20 ms.
+fn wait_for(pidfd: Option<&OwnedFd>, tree: libc::pid_t) {
+    if let Some(fd) = pidfd {
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        while unsafe { libc::poll(&mut p, 1, -1) } < 0 {}
+        return;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(tree, 0) } == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

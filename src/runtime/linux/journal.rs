@@ -1,0 +1,468 @@
+//! The after-run journal (docs/protected.md, "If sbx is killed"). Before
+//! the command starts, `sbx run` writes what the after-run work needs
+//! (the writable tops with their identities, what each protected path
+//! was, where to sweep, the run's temp directory) to a file of its own
+//! under `$XDG_STATE_HOME/sbx/runs/`, and holds an `flock` on it for as
+//! long as it or its guardian lives. The work removes the file when it is
+//! done. A file whose lock can be taken belongs to a run that ended
+//! without finishing (both sbx and its guardian killed): the next
+//! `sbx run` and `sbx sweep` finish it.
+//!
+//! The directory is read-only to every sandboxed command (the run's own
+//! files, POLICY.md §13), and an entry is still checked before use: its
+//! file is ours and private, every recorded path lies beneath a recorded
+//! top that is still the directory it was, and every file operation is
+//! the same `openat2` beneath that top as after any run.
+
+use super::after::AfterRun;
+use super::beneath::Tops;
+use super::identity::{Record, Seen};
+use super::repos::Stamp;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Bumped when the format changes; an entry of another version is
+/// reported and left alone.
+const VERSION: u32 = 1;
+
+/// The largest entry read back (a very large policy records tens of
+/// thousands of paths; far more is not an entry sbx wrote).
+const MAX_BYTES: u64 = 64 << 20;
+
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    version: u32,
+    /// sbx's process id and start (seconds since the epoch), for messages.
+    pid: u32,
+    started: u64,
+    /// (path, device, inode).
+    tops: Vec<(String, u64, u64)>,
+    records: Vec<SavedRecord>,
+    repo_tops: Vec<String>,
+    since: (i64, i64),
+    /// The run's private temp directory.
+    temp: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedRecord {
+    path: String,
+    top: usize,
+    rel: String,
+    /// Absent: `None`.
+    object: Option<SavedObject>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedObject {
+    dev: u64,
+    ino: u64,
+    kind: u32,
+    target: Option<Vec<u8>>,
+    birth: Option<(i64, u32)>,
+}
+
+/// The runs directory: `$XDG_STATE_HOME/sbx/runs`, made (0700) if need be.
+pub fn dir() -> io::Result<PathBuf> {
+    let state = crate::approvals::state_dir()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no HOME or XDG_STATE_HOME"))?;
+    let runs = state.join("runs").into_std_path_buf();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&runs)?;
+    private_dir(&runs)?;
+    Ok(runs)
+}
+
+/// `d` is a real directory of ours that nobody else can write.
+fn private_dir(d: &Path) -> io::Result<()> {
+    let m = std::fs::symlink_metadata(d)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err(io::Error::other(format!(
+            "{} is not a private directory of this user",
+            d.display()
+        )));
+    }
+    Ok(())
+}
+
+/// This run's entry, locked while the file is open.
+#[derive(Debug)]
+pub struct Entry {
+    path: PathBuf,
+    file: File,
+}
+
+impl Entry {
+    /// Record `after` (and the run's temp directory) before the command
+    /// starts.
+    pub fn write(runs: &Path, after: &AfterRun, temp: Option<&Path>) -> io::Result<Entry> {
+        let saved = save(after, temp)?;
+        let text = serde_json::to_vec(&saved).map_err(io::Error::other)?;
+        // Written under a name no sweep reads, locked, then renamed into
+        // place: a sweep never sees an entry that is not locked and whole.
+        let (path, mut file) = create(runs)?;
+        let done = lock(&file, false).and_then(|()| file.write_all(&text));
+        let named = path.with_extension("json");
+        if let Err(e) = done.and_then(|()| std::fs::rename(&path, &named)) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        // No fsync: what is guarded against is sbx being killed, and the
+        // page cache outlives that.
+        Ok(Entry { path: named, file })
+    }
+
+    /// The work is done: the entry goes (unlinked before the lock goes,
+    /// so nobody finishes it twice).
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+        drop(self.file);
+    }
+}
+
+/// A new file named after the process and a counter, made with O_EXCL
+/// (`.new`: renamed to `.json` once written).
+fn create(runs: &Path) -> io::Result<(PathBuf, File)> {
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+    for n in 0..64u32 {
+        let path = runs.join(format!("{pid}-{nanos:x}-{n}.new"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+fn lock(f: &File, wait: bool) -> io::Result<()> {
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
+    let tops = after
+        .tops
+        .all()
+        .iter()
+        .map(|t| t.identity().map(|(d, i)| (t.path.clone(), d, i)))
+        .collect::<io::Result<Vec<_>>>()?;
+    let records = after
+        .records
+        .iter()
+        .map(|r| SavedRecord {
+            path: r.path.clone(),
+            top: r.top,
+            rel: String::from_utf8_lossy(&r.rel).into_owned(),
+            object: match &r.seen {
+                Seen::Absent => None,
+                Seen::Object {
+                    dev,
+                    ino,
+                    kind,
+                    target,
+                    birth,
+                    ..
+                } => Some(SavedObject {
+                    dev: *dev as u64,
+                    ino: *ino as u64,
+                    kind: *kind,
+                    target: target.clone(),
+                    birth: *birth,
+                }),
+            },
+        })
+        .collect();
+    Ok(Saved {
+        version: VERSION,
+        pid: std::process::id(),
+        started: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        tops,
+        records,
+        repo_tops: after.repo_tops.clone(),
+        since: after.since.parts(),
+        temp: temp.and_then(|t| t.to_str()).map(String::from),
+    })
+}
+
+/// An entry read back, checked, with its tops open again.
+struct Loaded {
+    after: AfterRun,
+    temp: Option<PathBuf>,
+    pid: u32,
+    /// Paths that could not be checked (their top is gone or another
+    /// directory now).
+    lost: Vec<String>,
+}
+
+fn load(text: &[u8]) -> Result<Loaded, String> {
+    let s: Saved = serde_json::from_slice(text).map_err(|e| format!("unreadable: {e}"))?;
+    if s.version != VERSION {
+        return Err(format!("written by another sbx (format {})", s.version));
+    }
+    let (tops, map) = Tops::reopen(&s.tops);
+    let mut records = Vec::new();
+    let mut lost = Vec::new();
+    for r in s.records {
+        let Some(saved_top) = s.tops.get(r.top) else {
+            return Err(format!("{} names no recorded top", r.path));
+        };
+        // The path must be the top joined with a plain relative path.
+        let rel = r.rel.as_bytes();
+        if super::beneath::normal(rel).as_deref() != Some(rel) || rel.is_empty() {
+            return Err(format!("{} is not a plain path beneath its top", r.path));
+        }
+        let joined = if saved_top.0 == "/" {
+            format!("/{}", r.rel)
+        } else {
+            format!("{}/{}", saved_top.0, r.rel)
+        };
+        if joined != r.path {
+            return Err(format!("{} does not lie beneath {}", r.path, saved_top.0));
+        }
+        let Some(top) = map[r.top] else {
+            lost.push(r.path);
+            continue;
+        };
+        records.push(Record {
+            path: r.path,
+            top,
+            rel: r.rel.into_bytes(),
+            seen: match r.object {
+                None => Seen::Absent,
+                Some(o) => Seen::Object {
+                    dev: o.dev as libc::dev_t,
+                    ino: o.ino as libc::ino_t,
+                    kind: o.kind,
+                    target: o.target,
+                    birth: o.birth,
+                    _hold: None,
+                },
+            },
+        });
+    }
+    // Sweeps start only beneath a top still open.
+    let repo_tops = s
+        .repo_tops
+        .into_iter()
+        .filter(|t| tops.holding(t).next().is_some())
+        .collect();
+    let temp = match s.temp {
+        None => None,
+        Some(t) => Some(super::temp::check_base(Path::new(&t)).map_err(|e| format!("{t}: {e}"))?),
+    };
+    Ok(Loaded {
+        after: AfterRun::from_parts(tops, records, repo_tops, Stamp::from_parts(s.since)),
+        temp,
+        pid: s.pid,
+        lost,
+    })
+}
+
+/// Finish the after-run work of every run that ended without it (its
+/// entry unlocked). Returns the warnings to show, each run's introduced.
+pub fn finish_dead(runs: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(list) = std::fs::read_dir(runs) else {
+        return out;
+    };
+    let mut names: Vec<PathBuf> = list
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    names.sort();
+    for path in names {
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+        else {
+            continue;
+        };
+        if lock(&file, false).is_err() {
+            // A live run, or another sweep at it.
+            continue;
+        }
+        // Unlinked by whoever held the lock before us: done already.
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        out.extend(finish_one(&path, file));
+    }
+    out
+}
+
+fn finish_one(path: &Path, mut file: File) -> Vec<String> {
+    let shown = path.display();
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return vec![format!("sbx: warning: after-run journal {shown}: {e}")],
+    };
+    if meta.uid() != me || meta.mode() & 0o077 != 0 || !meta.is_file() {
+        return vec![format!(
+            "sbx: warning: after-run journal {shown} is not a private file of this user: \
+             left alone"
+        )];
+    }
+    let mut text = Vec::new();
+    if let Err(e) = (&mut file).take(MAX_BYTES).read_to_end(&mut text) {
+        return vec![format!("sbx: warning: after-run journal {shown}: {e}")];
+    }
+    let loaded = match load(&text) {
+        Ok(l) => l,
+        Err(e) => {
+            return vec![format!(
+                "sbx: warning: after-run journal {shown} is {e}: left alone (remove it once \
+                 reviewed)"
+            )]
+        }
+    };
+    let mut out = vec![format!(
+        "sbx: a run (sbx pid {}) ended without its after-run work (sbx was killed): \
+         finishing it now",
+        loaded.pid
+    )];
+    for p in &loaded.lost {
+        out.push(format!(
+            "sbx: warning: {p} could not be checked: the writable tree above it is gone or \
+             is another directory now"
+        ));
+    }
+    out.extend(loaded.after.work());
+    if let Some(t) = &loaded.temp {
+        out.extend(super::temp::remove_base(t));
+    }
+    let _ = std::fs::remove_file(path);
+    drop(file);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn scratch(name: &str) -> PathBuf {
+        let t = std::env::temp_dir().join(format!("sbx-journal-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&t);
+        fs::create_dir_all(&t).unwrap();
+        t
+    }
+
+    #[test]
+    fn a_dead_runs_entry_is_finished_by_the_next() {
+        let t = scratch("dead");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
+        fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
+        let p = |r: &str| t.join(r).to_str().unwrap().to_string();
+        let after = AfterRun::launch(
+            &[p("ws")],
+            &[p("ws/.git/config"), p("ws/.envrc")],
+            Vec::new(),
+        );
+        let entry = Entry::write(&runs, &after, None).unwrap();
+        // While the run lives, nobody finishes it.
+        assert!(finish_dead(&runs).is_empty());
+        // The run plants, then sbx dies: the lock goes with the file.
+        fs::write(t.join("ws/.envrc"), "evil").unwrap();
+        fs::rename(t.join("ws/.git/config"), t.join("ws/config.old")).unwrap();
+        fs::write(t.join("ws/.git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        drop(after);
+        drop(entry.file);
+        let said = finish_dead(&runs);
+        assert!(
+            said[0].contains("ended without its after-run work"),
+            "{said:?}"
+        );
+        assert!(!t.join("ws/.envrc").exists());
+        assert!(!t.join("ws/.git/config").exists(), "{said:?}");
+        assert_eq!(fs::read_dir(&runs).unwrap().count(), 0);
+        // Done once: the next finds nothing.
+        assert!(finish_dead(&runs).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_poisoned_entry_is_refused() {
+        let t = scratch("poison");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        fs::create_dir_all(t.join("ws")).unwrap();
+        fs::create_dir_all(t.join("home/.ssh")).unwrap();
+        fs::write(t.join("home/.ssh/authorized_keys"), "key").unwrap();
+        let ws = t.join("ws");
+        let meta = fs::metadata(&ws).unwrap();
+        let top = (ws.to_str().unwrap().to_string(), meta.dev(), meta.ino());
+        let keys = t.join("home/.ssh/authorized_keys");
+        let poisoned = [
+            // A path outside its top.
+            serde_json::json!({"version": 1, "pid": 1, "started": 0, "tops": [top],
+                "records": [{"path": keys, "top": 0, "rel": "../home/.ssh/authorized_keys",
+                "object": null}], "repo_tops": [], "since": [0, 0], "temp": null}),
+            // A path that does not match its top and rel.
+            serde_json::json!({"version": 1, "pid": 1, "started": 0, "tops": [top],
+                "records": [{"path": keys, "top": 0, "rel": "x", "object": null}],
+                "repo_tops": [], "since": [0, 0], "temp": null}),
+            // A temp directory that is not one sbx makes.
+            serde_json::json!({"version": 1, "pid": 1, "started": 0, "tops": [top],
+                "records": [], "repo_tops": [], "since": [0, 0],
+                "temp": t.join("home").to_str().unwrap()}),
+        ];
+        for (i, p) in poisoned.iter().enumerate() {
+            let f = runs.join(format!("{i}.json"));
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&f)
+                .unwrap()
+                .write_all(p.to_string().as_bytes())
+                .unwrap();
+            let said = finish_dead(&runs);
+            assert!(said.iter().any(|l| l.contains("left alone")), "{said:?}");
+            assert!(keys.exists());
+            assert!(t.join("home").exists());
+            fs::remove_file(&f).unwrap();
+        }
+        // Another user's (or a shared) file is not read at all.
+        let f = runs.join("open.json");
+        fs::write(&f, poisoned[0].to_string()).unwrap();
+        fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let said = finish_dead(&runs);
+        assert!(said[0].contains("not a private file"), "{said:?}");
+        fs::remove_dir_all(&t).unwrap();
+    }
+}

@@ -1,0 +1,231 @@
+//! Issue #35, a killed sbx: the after-run work happens whether or not
+//! sbx survives the run. The command plants an `.envrc` and a nested
+//! repository whose config has a `core.fsmonitor`, ignores SIGTERM, and
+//! keeps running; the harness then kills sbx the way a caller's timeout
+//! does (SIGKILL to sbx, or to its whole process group). The guardian
+//! finishes the work; with the guardian killed too, `sbx sweep` or the
+//! next `sbx run` does. Real git outside is the oracle, and each case
+//! first shows that the plant was made (and, where nothing finishes the
+//! work, that it would run).
+
+use crate::fixture::{check, sbx_bin, Fx};
+use crate::protect_cases::{fsmonitor, git, git_repo};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the harness ends the run.
+#[derive(Clone, Copy)]
+enum Kill {
+    /// SIGKILL to sbx alone (`timeout -k`, Python's `subprocess.run`).
+    Sbx,
+    /// SIGKILL to sbx's process group (a harness's group kill).
+    Group,
+    /// The guardian first, then sbx: the journal is all that is left.
+    Both,
+}
+
+/// A command that plants, says so by creating `ready`, and keeps
+/// running through SIGTERM.
+fn plant(mark: &str) -> String {
+    format!(
+        "trap '' TERM HUP INT; echo 'touch {mark}' > .envrc && git init -q sub && {} >> \
+         sub/.git/config && : > ready && exec sleep 47",
+        fsmonitor(mark)
+    )
+}
+
+fn start(fx: &Fx, script: &str) -> Child {
+    let err = std::fs::File::create(fx.root.join("sbx.err")).unwrap();
+    Command::new(sbx_bin())
+        .args(["run"])
+        .arg(fx.default_policy())
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .args(["--", "/bin/sh", "-c", script])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", fx.root.join("home"))
+        .env("LANG", "C.UTF-8")
+        .current_dir(&fx.ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// Wait (at most `secs`) until `done` holds.
+fn until(secs: u64, done: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(secs) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+/// sbx's child that leads a session of its own: the guardian.
+fn guardian_of(pid: u32) -> Option<i32> {
+    let mut kids = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        kids.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    kids.into_iter().find(|k| {
+        let stat = std::fs::read_to_string(format!("/proc/{k}/stat")).unwrap_or_default();
+        // Fields after the command's name: state, ppid, pgrp, session.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        rest.split_whitespace().nth(3) == Some(&k.to_string())
+    })
+}
+
+/// A process of the run is still alive (the `sleep 47` it ends in).
+fn run_alive() -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x0047\x00"))
+}
+
+fn journal_empty(fx: &Fx) -> bool {
+    let runs = fx.root.join("home/.local/state/sbx/runs");
+    std::fs::read_dir(runs).map_or(true, |d| {
+        d.flatten()
+            .all(|e| e.path().extension().is_none_or(|x| x != "json"))
+    })
+}
+
+fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
+    let mark = fx.path("fsmonitor-ran");
+    let mut sbx = start(fx, &plant(&mark));
+    let ready = fx.ws.join("ready");
+    let err = || std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
+    if !until(30, || ready.exists()) {
+        let _ = sbx.kill();
+        let _ = sbx.wait();
+        return Err(format!("the command never got ready: {}", err()));
+    }
+    // The control: the plant is in place, and would run.
+    let config = fx.ws.join("sub/.git/config");
+    check(config.exists() && fx.ws.join(".envrc").exists(), || {
+        "control: nothing was planted".into()
+    })?;
+    let pid = sbx.id();
+    let guardian = guardian_of(pid);
+    check(guardian.is_some() || !matches!(how, Kill::Both), || {
+        format!("no guardian among sbx's children: {}", err())
+    })?;
+    // SAFETY: signals to processes this case started.
+    unsafe {
+        match how {
+            Kill::Sbx => libc::kill(pid as i32, libc::SIGKILL),
+            Kill::Group => libc::kill(-(pid as i32), libc::SIGKILL),
+            Kill::Both => {
+                libc::kill(guardian.unwrap_or(0), libc::SIGKILL);
+                libc::kill(pid as i32, libc::SIGKILL)
+            }
+        };
+    }
+    let _ = sbx.wait();
+    check(until(10, || !run_alive()), || {
+        "the run's processes outlived the killed sbx".into()
+    })?;
+    if let Some(args) = then {
+        // Nothing finished the work: the plant is still there.
+        std::thread::sleep(Duration::from_millis(300));
+        check(config.exists() && fx.ws.join(".envrc").exists(), || {
+            format!("control: the plant went without a sweep: {}", err())
+        })?;
+        let out = fx.sbx(
+            &args
+                .iter()
+                .map(|a| a.replace("POLICY", fx.default_policy().to_str().unwrap()))
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>(),
+            None,
+        );
+        check(out.code == 0, || format!("{args:?}: {out:?}"))?;
+        check(
+            out.stderr.contains("ended without its after-run work")
+                && out.stderr.contains(".envrc.sbx-blocked"),
+            || format!("{args:?} did not say what it finished: {}", out.stderr),
+        )?;
+    }
+    check(
+        until(10, || {
+            !config.exists() && !fx.ws.join(".envrc").exists() && journal_empty(fx)
+        }),
+        || {
+            format!(
+                "after the kill: config {}, .envrc {}, journal empty {}: {}",
+                config.exists(),
+                fx.ws.join(".envrc").exists(),
+                journal_empty(fx),
+                err()
+            )
+        },
+    )?;
+    check(
+        fx.ws.join(".envrc.sbx-blocked").exists()
+            && fx.ws.join("sub/.git/config.sbx-blocked").exists(),
+        || "moved, but not aside".into(),
+    )?;
+    // The run's private temp directory went too.
+    let prefix = format!("sbx-run-{pid}-");
+    let leaked: Vec<String> = ["/var/tmp", "/tmp"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    check(leaked.is_empty(), || {
+        format!("the run's temp directory is left: {leaked:?}")
+    })?;
+    // The oracle: git outside runs nothing planted.
+    for dir in ["", "sub"] {
+        let _ = git(fx, dir, &["status", "--short"]).map_err(|e| e.to_string())?;
+        check(!Path::new(&mark).exists(), || {
+            format!("git status in {dir:?} ran the planted core.fsmonitor")
+        })?;
+    }
+    Ok(())
+}
+
+pub fn sbx_killed(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "killed_sbx_guardian_finishes")? {
+        return Ok(());
+    }
+    killed(fx, Kill::Sbx, None)
+}
+
+pub fn group_killed(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "killed_group_guardian_finishes")? {
+        return Ok(());
+    }
+    killed(fx, Kill::Group, None)
+}
+
+pub fn both_killed_sweep(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "killed_guardian_sbx_sweep_finishes")? {
+        return Ok(());
+    }
+    killed(fx, Kill::Both, Some(&["sweep"]))
+}
+
+pub fn both_killed_next_run(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "killed_guardian_next_run_finishes")? {
+        return Ok(());
+    }
+    killed(fx, Kill::Both, Some(&["run", "POLICY", "--", "/bin/true"]))
+}
