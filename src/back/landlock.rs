@@ -324,8 +324,12 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         limits: ir.limits.clone(),
         namespaces: NsConfig {
             mode: ir.linux.namespaces,
+            // Without the layer nothing is mounted, but the after-run
+            // check still needs to know what sbx protects (docs/protected.md).
             mounts: if ir.linux.namespaces == ir::Namespaces::Never {
-                Vec::new()
+                let mut m = mounts::mounts(ir, &carve);
+                m.retain(|m| m.protection);
+                m
             } else {
                 mounts::mounts(ir, &carve)
             },

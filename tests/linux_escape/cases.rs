@@ -105,6 +105,10 @@ pub const ALL: &[(&str, Case)] = &[
         "killed_guardian_next_run_finishes",
         guard::both_killed_next_run,
     ),
+    (
+        "never_still_checks_after_the_run",
+        guard::never_checks_after_the_run,
+    ),
     ("ns_carve_out_read_only", ns::carve_out_read_only),
     ("ns_carve_out_rewidened_beneath", ns::carve_out_nested),
     ("ns_deny_rule_hides", ns::deny_rule_hides),

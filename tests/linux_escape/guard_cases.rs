@@ -229,3 +229,36 @@ pub fn both_killed_next_run(fx: &Fx) -> Result<(), String> {
     }
     killed(fx, Kill::Both, Some(&["run", "POLICY", "--", "/bin/true"]))
 }
+
+/// Issue #35 under `[linux] namespaces = "never"`: nothing is mounted,
+/// but the after-run check still knows what sbx protects. The command
+/// creates `.envrc` and swaps `.vscode` (present at launch, so Landlock
+/// keeps it read-only) for a new directory by renames: both move aside.
+/// Control: the command did it (exit 0, the old `.vscode` renamed), and
+/// an ordinary new file stays.
+pub fn never_checks_after_the_run(fx: &Fx) -> Result<(), String> {
+    std::fs::create_dir_all(fx.ws.join(".vscode")).unwrap();
+    std::fs::write(fx.ws.join(".vscode/settings.json"), "{}").unwrap();
+    let p = fx.policy("best_effort", "\n[linux]\nnamespaces = \"never\"\n");
+    let out = crate::protect_cases::sh_under(
+        fx,
+        &p,
+        "echo 'touch x' > .envrc && mv .vscode .vscode.old && mkdir .vscode && \
+         echo '{}' > .vscode/tasks.json && echo kept > keep.txt && echo planted",
+    );
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("the run: {out:?}")
+    })?;
+    check(
+        fx.ws.join(".vscode.old/settings.json").exists() && fx.ws.join("keep.txt").exists(),
+        || "control: the run's own changes are gone".into(),
+    )?;
+    check(
+        !fx.ws.join(".envrc").exists() && fx.ws.join(".envrc.sbx-blocked").exists(),
+        || format!(".envrc not moved aside: {}", out.stderr),
+    )?;
+    check(
+        !fx.ws.join(".vscode").exists() && fx.ws.join(".vscode.sbx-blocked/tasks.json").exists(),
+        || format!("the swapped .vscode not moved aside: {}", out.stderr),
+    )
+}

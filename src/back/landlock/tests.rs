@@ -749,3 +749,32 @@ fn argument_rules_round_trip_as_lines() {
         assert!(ArgRule::try_from(bad.to_string()).is_err(), "{bad}");
     }
 }
+
+/// `namespaces = "never"` mounts nothing, but the artifact still lists
+/// sbx's protections for the after-run check (docs/protected.md), and
+/// such an artifact is consistent; a carve-out's mount is not listed.
+#[test]
+fn never_lists_the_protections_only() {
+    let mut ir = typical();
+    ir.fs.push(Grant {
+        source: Source::Protected {
+            entry: ".envrc".into(),
+        },
+        ..grant(2, "/w/.envrc", Access::READ, PathKind::File)
+    });
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    ir.linux.namespaces = crate::ir::Namespaces::Never;
+    let art = build(&ir).unwrap();
+    let listed: Vec<(&str, bool)> = art
+        .namespaces
+        .mounts
+        .iter()
+        .map(|m| (m.path.as_str(), m.protection))
+        .collect();
+    assert_eq!(listed, [("/w/.envrc", true)]);
+    assert!(crate::back::landlock::contradictions(&art).is_empty());
+    // A carve-out's mount listed under "never" is an edited artifact.
+    let mut edited = art.clone();
+    edited.namespaces.mounts[0].protection = false;
+    assert!(!crate::back::landlock::contradictions(&edited).is_empty());
+}

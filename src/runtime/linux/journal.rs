@@ -294,11 +294,22 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
     let Ok(list) = std::fs::read_dir(runs) else {
         return out;
     };
-    let mut names: Vec<PathBuf> = list
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let mut names: Vec<PathBuf> = Vec::new();
+    for p in list.flatten().map(|e| e.path()) {
+        match p.extension().and_then(|x| x.to_str()) {
+            Some("json") => names.push(p),
+            // A writer killed before its rename left this; one alive
+            // holds it locked, and is past it within a minute.
+            Some("new") if stale(&p) => {
+                if let Ok(f) = std::fs::File::open(&p) {
+                    if lock(&f, false).is_ok() {
+                        let _ = std::fs::remove_file(&p);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     names.sort();
     for path in names {
         let Ok(file) = std::fs::OpenOptions::new()
@@ -319,6 +330,15 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
         out.extend(finish_one(&path, file));
     }
     out
+}
+
+/// Written more than a minute ago.
+fn stale(p: &Path) -> bool {
+    std::fs::symlink_metadata(p)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|d| d.as_secs() > 60)
 }
 
 fn finish_one(path: &Path, mut file: File) -> Vec<String> {

@@ -308,7 +308,14 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     for w in &plan.warnings {
         eprintln!("sbx: warning: {w}");
     }
-    let mut mount_rules = art.namespaces.mounts.clone();
+    let never = art.namespaces.mode == crate::ir::Namespaces::Never;
+    // Under "never" the artifact lists sbx's protections for the
+    // after-run check only: nothing is mounted over them.
+    let mut mount_rules = if never {
+        Vec::new()
+    } else {
+        art.namespaces.mounts.clone()
+    };
     // The run's own files, and sbx's state (approvals, the journal).
     let mut own = opts.own_files.clone();
     own.extend(crate::approvals::state_dir().map(Into::into));
@@ -341,9 +348,18 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     mount_rules.extend(sockets);
     let planned =
         ns::plan_mounts(&mount_rules, &values, &mut |p| kernel::open_path(p)).map_err(fail)?;
-    let (mut mounts, protections, repo_tops) =
+    let (mut mounts, mut protections, mut repo_tops) =
         (planned.mounts, planned.protections, planned.repo_tops);
     plan.lines.extend(planned.lines);
+    if never {
+        let listed = ns::plan_mounts(&art.namespaces.mounts, &values, &mut |p| {
+            kernel::open_path(p)
+        })
+        .map_err(fail)?;
+        protections = listed.protections;
+        repo_tops = listed.repo_tops;
+        plan.lines.extend(listed.lines);
+    }
     let carve_outs: Vec<String> = mounts
         .iter()
         .filter(|m| m.is_carve_out())

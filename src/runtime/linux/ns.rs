@@ -275,8 +275,8 @@ pub fn wanted(art: &LinuxArtifact, needs: Needs) -> Wanted {
 /// as root.
 pub fn given_up(carve_outs: &[String], root: bool) -> String {
     let mut out = String::from(
-        "which gives up: protected paths (.git/hooks, .git/config, … are writable where \
-         their tree is), private temp directories (the host's /tmp and its sockets are \
+        "which gives up: protected paths (.git/hooks, .git/config, … can be replaced \
+         during the run, and sbx moves what differs aside when it ends), private temp directories (the host's /tmp and its sockets are \
          shared), hiding the host's paths and sockets outside the grants, and a private \
          process tree and /proc",
     );
