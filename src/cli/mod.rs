@@ -578,6 +578,34 @@ fn write_text(output: Option<&Utf8PathBuf>, text: &str) -> Result<(), Diagnostic
     }
 }
 
+/// `sbx sweep`.
+fn sweep() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        match sbx::runtime::linux::sweep() {
+            Ok(lines) if lines.is_empty() => {
+                println!("sbx: no unfinished run");
+                0
+            }
+            Ok(lines) => {
+                for l in &lines {
+                    eprintln!("{l}");
+                }
+                i32::from(lines.iter().any(|l| l.contains("left alone")))
+            }
+            Err(e) => {
+                eprintln!("sbx: {e}");
+                2
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        println!("sbx: no unfinished run (after-run work exists on Linux only)");
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -671,33 +699,5 @@ mod tests {
                 (None, Err(_)) => {}
             }
         }
-    }
-}
-
-/// `sbx sweep`.
-fn sweep() -> i32 {
-    #[cfg(target_os = "linux")]
-    {
-        match sbx::runtime::linux::sweep() {
-            Ok(lines) if lines.is_empty() => {
-                println!("sbx: no unfinished run");
-                0
-            }
-            Ok(lines) => {
-                for l in &lines {
-                    eprintln!("{l}");
-                }
-                i32::from(lines.iter().any(|l| l.contains("left alone")))
-            }
-            Err(e) => {
-                eprintln!("sbx: {e}");
-                2
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        println!("sbx: no unfinished run (after-run work exists on Linux only)");
-        0
     }
 }

@@ -118,14 +118,17 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
     }
     // The control: the plant is in place, and would run.
     let config = fx.ws.join("sub/.git/config");
-    check(config.exists() && fx.ws.join(".envrc").exists(), || {
-        "control: nothing was planted".into()
-    })?;
     let pid = sbx.id();
     let guardian = guardian_of(pid);
-    check(guardian.is_some() || !matches!(how, Kill::Both), || {
-        format!("no guardian among sbx's children: {}", err())
-    })?;
+    let planted = config.exists() && fx.ws.join(".envrc").exists();
+    if !planted || (guardian.is_none() && matches!(how, Kill::Both)) {
+        let _ = sbx.kill();
+        let _ = sbx.wait();
+        return Err(format!(
+            "control: planted {planted}, guardian {guardian:?}: {}",
+            err()
+        ));
+    }
     // SAFETY: signals to processes this case started.
     unsafe {
         match how {

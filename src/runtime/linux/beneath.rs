@@ -120,7 +120,7 @@ impl Tops {
     /// inode): a top that is gone, or is another directory now, is `None`
     /// in the returned map (old index to new), and nothing beneath it is
     /// touched.
-    pub fn reopen(saved: &[(String, u64, u64)]) -> (Tops, Vec<Option<usize>>) {
+    pub fn reopen(saved: &[(String, libc::dev_t, libc::ino_t)]) -> (Tops, Vec<Option<usize>>) {
         let mut out = Vec::new();
         let mut map = Vec::new();
         for (path, dev, ino) in saved {
@@ -130,7 +130,7 @@ impl Tops {
                 .and_then(|o| {
                     let fd: OwnedFd = o.handle.into();
                     let st = fstat(&fd).ok()?;
-                    (st.st_dev as u64 == *dev && st.st_ino as u64 == *ino).then(|| Top {
+                    (st.st_dev == *dev && st.st_ino == *ino).then(|| Top {
                         path: path.clone(),
                         fd,
                     })
@@ -146,9 +146,9 @@ impl Tops {
 
 impl Top {
     /// (device, inode) of the top, as the journal records it.
-    pub fn identity(&self) -> io::Result<(u64, u64)> {
+    pub fn identity(&self) -> io::Result<(libc::dev_t, libc::ino_t)> {
         let st = fstat(&self.fd)?;
-        Ok((st.st_dev as u64, st.st_ino as u64))
+        Ok((st.st_dev, st.st_ino))
     }
 
     /// `rel` beneath the top, for messages.

@@ -40,7 +40,7 @@ struct Saved {
     pid: u32,
     started: u64,
     /// (path, device, inode).
-    tops: Vec<(String, u64, u64)>,
+    tops: Vec<(String, libc::dev_t, libc::ino_t)>,
     records: Vec<SavedRecord>,
     repo_tops: Vec<String>,
     since: (i64, i64),
@@ -59,8 +59,8 @@ struct SavedRecord {
 
 #[derive(Serialize, Deserialize)]
 struct SavedObject {
-    dev: u64,
-    ino: u64,
+    dev: libc::dev_t,
+    ino: libc::ino_t,
     kind: u32,
     target: Option<Vec<u8>>,
     birth: Option<(i64, u32)>,
@@ -190,8 +190,8 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
                     birth,
                     ..
                 } => Some(SavedObject {
-                    dev: *dev as u64,
-                    ino: *ino as u64,
+                    dev: *dev,
+                    ino: *ino,
                     kind: *kind,
                     target: target.clone(),
                     birth: *birth,
@@ -259,8 +259,8 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
             seen: match r.object {
                 None => Seen::Absent,
                 Some(o) => Seen::Object {
-                    dev: o.dev as libc::dev_t,
-                    ino: o.ino as libc::ino_t,
+                    dev: o.dev,
+                    ino: o.ino,
                     kind: o.kind,
                     target: o.target,
                     birth: o.birth,

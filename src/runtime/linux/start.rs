@@ -1,0 +1,980 @@
+//! `sbx run` on Linux as its phases (docs/linux.md): **prepare** decides
+//! what is enforced and how, and reports it, changing nothing on the
+//! host; **set up** makes the run's temp directories, the Landlock
+//! ruleset, the namespace layer's plan, the after-run record and its
+//! journal; **spawn** starts the command (or refuses, or falls back as
+//! the policy allows); **wait** serves the command (the guardian, the
+//! listen check, the proxy) until its tree has ended; **finish** says
+//! what happened and hands the after-run work to the guardian.
+
+use super::{
+    after, check_artifact, child, guardian, journal, kernel, kernel_abi, limits, listen, ns,
+    nschild, passfd, pins, plan, program, report, seccomp, sockets, temp, wait, ProxyHook,
+    RunOptions,
+};
+use crate::back::landlock::LinuxArtifact;
+use crate::ir::{Enforcement, Precision, Status};
+use crate::runtime::env::EnvFilter;
+use crate::runtime::expand::Values;
+use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub(super) type Fail = (i32, String);
+
+pub(super) fn start(
+    art: &LinuxArtifact,
+    argv: &[OsString],
+    opts: &RunOptions,
+) -> Result<i32, Fail> {
+    check_artifact(art).map_err(fail)?;
+    let runs = earlier_runs();
+    let decided = prepare(art, argv, opts)?;
+    let mut set = set_up(art, opts, decided, &runs)?;
+    let spawned = spawn(art, opts, &mut set)?;
+    let (spawned, out, guardian) = serve(art, &mut set, spawned);
+    Ok(finish(art, set, spawned, out, guardian))
+}
+
+pub(super) fn fail(msg: impl Into<String>) -> Fail {
+    (EXIT_SBX_FAILED, msg.into())
+}
+
+fn utf8(p: &Path) -> Result<String, Fail> {
+    p.to_str()
+        .map(String::from)
+        .ok_or_else(|| fail(format!("path {} is not valid UTF-8", p.display())))
+}
+
+fn cstring(b: &[u8]) -> Result<CString, Fail> {
+    CString::new(b).map_err(|_| fail("argument or environment contains a NUL byte"))
+}
+
+/// Executables that get `execute`: the program and the listed commands,
+/// each with the interpreters the kernel opens to start it. Listed
+/// commands not found are reported.
+fn exec_files(
+    art: &LinuxArtifact,
+    program: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<(Vec<String>, Vec<Precision>), Fail> {
+    let mut lines = Vec::new();
+    let mut paths = program::exec_chain(program);
+    for e in art.exec_allow.iter().flatten() {
+        let found = match &e.path {
+            Some(p) => Some(PathBuf::from(p)),
+            None => program::resolve(OsStr::new(&e.name), path_var),
+        };
+        match found {
+            Some(p) => paths.extend(program::exec_chain(&p)),
+            None => lines.push(Precision {
+                rule: format!("commands.{}", e.name),
+                target: "linux".into(),
+                status: Status::Dropped,
+                reason: format!("{} was not found through PATH: it cannot be run", e.name),
+                advisory: false,
+            }),
+        }
+    }
+    let mut files = Vec::new();
+    for p in &paths {
+        let s = utf8(p)?;
+        if !files.contains(&s) {
+            files.push(s);
+        }
+    }
+    Ok((files, lines))
+}
+
+/// Values for a portable artifact's placeholders.
+fn values(opts: &RunOptions) -> Result<Values, Fail> {
+    let cwd = || std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")));
+    let workspace = match &opts.workspace {
+        Some(w) if w.is_absolute() => w.clone(),
+        Some(w) => cwd()?.join(w),
+        None => cwd()?,
+    };
+    let home = match &opts.home {
+        Some(h) => h.clone(),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+    };
+    let temp = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    Ok(Values {
+        workspace: utf8(&workspace)?,
+        home: utf8(&home)?,
+        temp: utf8(&temp)?,
+    })
+}
+
+/// `dir` (a canonical current directory) is the workspace or inside it.
+fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
+    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| PathBuf::from(workspace));
+    dir.starts_with(ws)
+}
+
+/// Runs that ended without their after-run work are finished first:
+/// what they planted must not be recorded as this run's starting point.
+/// The journal's directory, for this run's entry.
+fn earlier_runs() -> std::io::Result<PathBuf> {
+    let runs = journal::dir();
+    if let Ok(dir) = &runs {
+        after::write_bounded(&journal::finish_dead(dir), after::WRITE_WAIT_MS);
+    }
+    runs
+}
+
+/// What `prepare` decided.
+struct Decided {
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    program: PathBuf,
+    values: Values,
+    plan: plan::Plan<File>,
+    served: ServedProxy,
+    hook: Option<ProxyHook>,
+    mounts: Vec<ns::MountPlan<File>>,
+    protections: Vec<String>,
+    repo_tops: Vec<String>,
+    carve_outs: Vec<String>,
+    user_ns: bool,
+    wanted: ns::Wanted,
+    new_root: bool,
+    section: Result<seccomp::Section, String>,
+}
+
+/// What is enforced and how: the plan of Landlock rules, the proxy, the
+/// mounts and pins, the precision lines; the report printed and a
+/// `required` policy refused here, before anything is made.
+fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<Decided, Fail> {
+    let name = argv.first().ok_or_else(|| fail("no command given"))?;
+    let filter = EnvFilter::new(&art.env, false).map_err(|e| fail(format!("env: {e}")))?;
+    let mut env = filter.apply(std::env::vars_os());
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone());
+
+    let program = program::resolve(name, path_var.as_deref()).ok_or_else(|| {
+        (
+            EXIT_NOT_FOUND,
+            format!("{}: command not found", name.to_string_lossy()),
+        )
+    })?;
+    if !program.exists() {
+        return Err((
+            EXIT_NOT_FOUND,
+            format!("{}: No such file or directory", program.display()),
+        ));
+    }
+
+    let (exec_files, lines) = exec_files(art, &program, path_var.as_deref())?;
+    let values = values(opts)?;
+
+    let kabi = kernel_abi();
+    let mut plan = plan::plan(
+        &art.landlock,
+        kabi,
+        opts.landlock_abi,
+        &values,
+        &exec_files,
+        &mut |p| kernel::open_path(p),
+        &mut kernel::realpath,
+    )
+    .map_err(fail)?;
+    plan.lines.splice(0..0, lines);
+    // Host rules (#15): served by sbx's proxy behind a private network
+    // namespace. With `[linux] namespaces = "never"` they fall back to
+    // their ports (said in --report, refused under `required`).
+    let served = ServedProxy::default();
+    let never = art.namespaces.mode == crate::ir::Namespaces::Never;
+    let hook = match (&opts.proxy, &art.proxy) {
+        (Some(h), _) => Some(h.clone()),
+        (None, Some(spec)) if never => {
+            let why = "[linux] namespaces = \"never\" turns off the network namespace";
+            plan.lines
+                .extend(crate::back::landlock::proxy::fallback(spec, why));
+            None
+        }
+        (None, Some(spec)) => {
+            let [http, socks] = crate::runtime::proxy::PORTS;
+            // No token: only the command's own namespace reaches the
+            // listeners (macOS needs one, docs/macos.md).
+            crate::runtime::proxy::merge_env(&mut env, http, socks, None);
+            Some(served.hook(spec.clone(), opts.report))
+        }
+        (None, None) => None,
+    };
+    for w in &plan.warnings {
+        eprintln!("sbx: warning: {w}");
+    }
+    let Layer {
+        mounts,
+        protections,
+        repo_tops,
+        carve_outs,
+        user_ns,
+        wanted,
+        new_root,
+    } = layer(art, opts, &mut plan, &values, hook.is_some())?;
+
+    let section = seccomp::compile_section(&art.seccomp);
+    let seccomp_count = section
+        .as_ref()
+        .map(|s| s.plain().len())
+        .map_err(|e| (*e).clone());
+
+    if opts.report {
+        eprint!(
+            "{}",
+            report::text(
+                art,
+                &plan,
+                &report::Extras {
+                    seccomp: &seccomp_count,
+                    exec_files: &exec_files,
+                    forced_abi: opts.landlock_abi,
+                    // SAFETY: getuid has no preconditions.
+                    root: unsafe { libc::getuid() } == 0,
+                    namespaces: &ns::describe(&wanted, user_ns && wanted.any(), mounts.len()),
+                    mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
+                    new_root,
+                    private_net: wanted.net,
+                }
+            )
+        );
+    }
+    refuse_or_warn(art, opts, &plan, &seccomp_count)?;
+    let (argv, envp) = c_strings(argv, &env)?;
+    Ok(Decided {
+        argv,
+        envp,
+        program,
+        values,
+        plan,
+        served,
+        hook,
+        mounts,
+        protections,
+        repo_tops,
+        carve_outs,
+        user_ns,
+        wanted,
+        new_root,
+        section,
+    })
+}
+
+/// The namespace layer's part of a run.
+struct Layer {
+    mounts: Vec<ns::MountPlan<File>>,
+    protections: Vec<String>,
+    repo_tops: Vec<String>,
+    carve_outs: Vec<String>,
+    user_ns: bool,
+    wanted: ns::Wanted,
+    new_root: bool,
+}
+
+/// The mounts (carve-outs, the run's own files, host sockets, pins), the
+/// namespaces wanted, whether the command gets a new root, and what is
+/// protected for the after-run check; their precision lines go to `plan`.
+fn layer(
+    art: &LinuxArtifact,
+    opts: &RunOptions,
+    plan: &mut plan::Plan<File>,
+    values: &Values,
+    proxy: bool,
+) -> Result<Layer, Fail> {
+    let never = art.namespaces.mode == crate::ir::Namespaces::Never;
+    // Under "never" the artifact lists sbx's protections for the
+    // after-run check only: nothing is mounted over them.
+    let mut mount_rules = if never {
+        Vec::new()
+    } else {
+        art.namespaces.mounts.clone()
+    };
+    // The run's own files, and sbx's state (approvals, the journal).
+    let mut own = opts.own_files.clone();
+    own.extend(crate::approvals::state_dir().map(Into::into));
+    mount_rules.extend(ns::run_file_mounts(&plan.rules, &own));
+    // Host sockets beneath a broad rule (POLICY.md §13).
+    let sockets = sockets::hide(
+        &plan
+            .rules
+            .iter()
+            .map(|r| r.path.as_str())
+            .collect::<Vec<_>>(),
+        &values.home,
+        std::env::var("XDG_RUNTIME_DIR").ok().as_deref(),
+    );
+    if !sockets.is_empty() && never {
+        plan.lines.push(plan::line(
+            String::from("linux.sockets"),
+            Status::Wider,
+            format!(
+                "[linux] namespaces = \"never\": these host sockets beneath a rule stay \
+                 reachable (they are hidden only by a mount): {}",
+                sockets
+                    .iter()
+                    .map(|m| m.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    mount_rules.extend(sockets);
+    let planned =
+        ns::plan_mounts(&mount_rules, values, &mut |p| kernel::open_path(p)).map_err(fail)?;
+    let (mut mounts, mut protections, mut repo_tops) =
+        (planned.mounts, planned.protections, planned.repo_tops);
+    plan.lines.extend(planned.lines);
+    if never {
+        let listed = ns::plan_mounts(&art.namespaces.mounts, values, &mut |p| {
+            kernel::open_path(p)
+        })
+        .map_err(fail)?;
+        protections = listed.protections;
+        repo_tops = listed.repo_tops;
+        plan.lines.extend(listed.lines);
+    }
+    let carve_outs: Vec<String> = mounts
+        .iter()
+        .filter(|m| m.is_carve_out())
+        .map(|m| m.path.clone())
+        .collect();
+    // SAFETY: geteuid has no preconditions.
+    let user_ns = unsafe { libc::geteuid() } != 0;
+    let shared_temp = plan
+        .rules
+        .iter()
+        .any(|r| temp::is_shared(&r.path, &values.temp));
+    let wanted = ns::wanted(
+        art,
+        ns::Needs {
+            carve_outs: !carve_outs.is_empty(),
+            proxy,
+            root: !user_ns,
+            shared_temp,
+        },
+    );
+    // Without Landlock (ABI 0) no path is opened, and a rule on `/`
+    // grants the host's root itself: the host's root stays.
+    let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
+    // What the command can rename: beneath a writable rule, but not in
+    // a shared temp directory that the new root replaces with its own.
+    // Looked up by the directory's prefixes, not by testing every rule.
+    let renamable = crate::back::roots::Index::new(
+        plan.rules
+            .iter()
+            .filter(|r| {
+                ns::writes(r.rights) && !(new_root && temp::is_shared(&r.path, &values.temp))
+            })
+            .map(|r| r.path.as_str()),
+    );
+    let writable = |d: &str| !renamable.covering(d).is_empty();
+    let unpinned = pins::add(&mut mounts, &writable, &mut |p| kernel::open_path(p));
+    plan.lines.extend(unpinned);
+    if !user_ns && !new_root && plan.abi > 0 {
+        // Only a read-only mount stops root (capabilities or not: uid 0
+        // owns the files) from chmod, chown and utime, which Landlock
+        // does not check.
+        plan.lines.push(plan::line(
+            String::from("linux.read_only_grants"),
+            Status::Wider,
+            format!(
+                "sbx runs as root without the new root ({}): the modes, owners and times of \
+                 files the policy only lets it read can be changed",
+                if never {
+                    "[linux] namespaces = \"never\""
+                } else {
+                    "a rule grants /"
+                }
+            ),
+        ));
+    }
+    if shared_temp && !new_root && plan.abi > 0 {
+        plan.lines.push(plan::line(
+            String::from("linux.private_temp"),
+            Status::Wider,
+            String::from(
+                "without the new root the command shares the host's temp directories, \
+                 whose UNIX sockets (tmux, ssh-agent, X11, editors) it can connect to",
+            ),
+        ));
+    }
+    if never && !opts.quiet {
+        eprintln!(
+            "sbx: warning: [linux] namespaces = \"never\": running with Landlock alone, {}",
+            ns::given_up(&carve_outs, !user_ns)
+        );
+    }
+
+    Ok(Layer {
+        mounts,
+        protections,
+        repo_tops,
+        carve_outs,
+        user_ns,
+        wanted,
+        new_root,
+    })
+}
+
+/// `min_abi` and `required` refuse here; best effort warns once.
+fn refuse_or_warn(
+    art: &LinuxArtifact,
+    opts: &RunOptions,
+    plan: &plan::Plan<File>,
+    seccomp_count: &Result<usize, String>,
+) -> Result<(), Fail> {
+    if let Some(min) = art.min_abi {
+        if plan.abi < min {
+            return Err(fail(format!(
+                "Landlock ABI {} is older than the policy's min_abi = {min}: nothing was run",
+                plan.abi
+            )));
+        }
+    }
+    let mut problems: Vec<String> = art
+        .precision
+        .iter()
+        .chain(plan.lines.iter())
+        .filter(|p| p.status.is_inexact() && !p.advisory)
+        .map(|p| format!("{} ({:?}): {}", p.rule, p.status, p.reason))
+        .collect();
+    if let Err(e) = seccomp_count {
+        problems.push(format!("seccomp cannot be applied: {e}"));
+    }
+    if art.enforcement == Enforcement::Required && !problems.is_empty() {
+        return Err(fail(format!(
+            "enforcement = \"required\" but the sandbox would not be exact, nothing was run:\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+    if plan.abi == 0 {
+        // Best effort without Landlock: one warning, then run.
+        eprintln!(
+            "sbx: warning: Landlock is {}: filesystem and network rules are NOT enforced",
+            match opts.landlock_abi {
+                Some(0) => "disabled (ABI limited to 0)",
+                _ => "not available on this kernel (is `landlock` in the lsm= boot parameter?)",
+            }
+        );
+    }
+    if let Err(e) = seccomp_count {
+        eprintln!("sbx: warning: seccomp not applied: {e}");
+    }
+    Ok(())
+}
+
+/// What `set_up` made, for the spawn and what follows.
+struct SetUp {
+    prepared: child::Prepared,
+    program: PathBuf,
+    section: Result<seccomp::Section, String>,
+    /// Landlock restricts TCP bind: listen() without bind() is checked
+    /// on the real network (#20).
+    bind_restricted: bool,
+    /// The ports a listening socket may hold (the listen check).
+    bind_ports: Vec<u16>,
+    served: ServedProxy,
+    hook: Option<ProxyHook>,
+    proxy_sock: Option<OwnedFd>,
+    carve_outs: Vec<String>,
+    user_ns: bool,
+    new_root: bool,
+    not_ours: Vec<libc::pid_t>,
+    /// Until the guardian takes it; dropped unrun when nothing starts
+    /// (the temp directory and the journal entry go with it).
+    work: Option<guardian::Work>,
+    /// Dropped last: its handles serve the set-up.
+    _private_temp: Option<temp::PrivateTemp>,
+}
+
+/// The run's temp directories, the Landlock ruleset, the child's steps
+/// (namespace layer and new root included), the after-run record and
+/// its journal entry.
+fn set_up(
+    art: &LinuxArtifact,
+    opts: &RunOptions,
+    d: Decided,
+    runs: &std::io::Result<PathBuf>,
+) -> Result<SetUp, Fail> {
+    let Decided {
+        argv,
+        envp,
+        program,
+        values,
+        mut plan,
+        served,
+        hook,
+        mounts,
+        protections,
+        repo_tops,
+        carve_outs,
+        user_ns,
+        wanted,
+        new_root,
+        section,
+    } = d;
+    // The run's own temp directories (POLICY.md §13), each with the
+    // rights of the rule it stands in for.
+    let mut private_temp = if new_root {
+        temp::PrivateTemp::make(plan.rules.iter().map(|r| r.path.as_str()), &values.temp)
+            .map_err(|e| fail(format!("the run's temp directories: {e}")))?
+    } else {
+        None
+    };
+    let temp_rules: Vec<(&File, u64)> = private_temp
+        .iter()
+        .flat_map(|t| t.handles())
+        .filter_map(|(path, f)| {
+            let rule = plan.rules.iter().find(|r| r.path == path)?;
+            Some((f, rule.rights.0))
+        })
+        .collect();
+    let ruleset = kernel::create(&plan, &temp_rules).map_err(fail)?;
+    drop(temp_rules);
+    let bind_restricted = plan.handled_net & landlock::AccessNet::BindTcp as u64 != 0;
+    let bind_ports: Vec<u16> = plan
+        .ports
+        .iter()
+        .filter(|(_, bits)| bits & landlock::AccessNet::BindTcp as u64 != 0)
+        .map(|(p, _)| *p)
+        .collect();
+    let net_rules = plan.handled_net & 2 != 0;
+    // Rules the command adds again on the mounts made for it: /proc's,
+    // and the fresh /dev/shm's (new inodes that no rule could name).
+    let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
+    let proc_rules: Vec<(String, u64)> = plan
+        .rules
+        .iter()
+        .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
+        .map(|r| (r.path.clone(), r.rights.0))
+        .collect();
+    // The writable trees' tops, for the work after the run.
+    let writable: Vec<String> = plan
+        .rules
+        .iter()
+        .filter(|r| ns::writes(r.rights))
+        .map(|r| r.path.clone())
+        .collect();
+    // The new root shows the rule paths: their descriptors go to the
+    // child; the others are closed before forking.
+    let root_rules: Vec<ns::RootRule> = if new_root {
+        plan.rules
+            .drain(..)
+            .map(|r| ns::RootRule {
+                writable: ns::writes(r.rights),
+                path: r.path,
+                file: r.handle,
+                via: r.via,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(plan);
+
+    let mut prepared = child::Prepared::new(
+        cstring(program.as_os_str().as_bytes())?,
+        argv,
+        envp,
+        ruleset,
+        section
+            .as_ref()
+            .map(seccomp::Section::plain)
+            .unwrap_or_default(),
+        limits::rlimits(&art.limits),
+        limits::keep_mask(&art.keep_capabilities, &art.drop_capabilities).map_err(fail)?,
+    );
+    // In a private network namespace nothing is checked: prepared only
+    // for the real network (or once the namespace is refused).
+    if !wanted.net {
+        prepared.listen = listen_prep(&section, bind_restricted)?;
+    }
+    let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
+    let mut proxy_sock = None;
+    if wanted.any() {
+        let root = if new_root {
+            make_root(art, opts, &values, root_rules, private_temp.as_ref())?
+        } else {
+            None
+        };
+        let (prep, sock) = ns::prepare(
+            &wanted,
+            user_ns,
+            mounts,
+            proxy_ports,
+            net_rules,
+            proc_rules,
+            root,
+        )
+        .map_err(fail)?;
+        prepared.ns = Some(prep);
+        proxy_sock = sock;
+    }
+
+    // Orphaned descendants come back to us, so the tree is found and
+    // killed when the child exits, also processes that left its group.
+    // SAFETY: plain prctl on ourselves.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let not_ours = wait::own_children();
+    let after = after::AfterRun::launch(&writable, &protections, repo_tops);
+    let temp_base = private_temp.as_mut().and_then(temp::PrivateTemp::hand_over);
+    let entry = if after.is_empty() && temp_base.is_none() {
+        None
+    } else {
+        journal_entry(runs, &after, temp_base.as_deref(), opts.quiet)
+    };
+    Ok(SetUp {
+        prepared,
+        program,
+        section,
+        bind_restricted,
+        bind_ports,
+        served,
+        hook,
+        proxy_sock,
+        carve_outs,
+        user_ns,
+        new_root,
+        not_ours,
+        work: Some(guardian::Work::new(after, temp_base, entry)),
+        _private_temp: private_temp,
+    })
+}
+
+/// The command's argv and envp as C strings.
+fn c_strings(
+    argv: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Result<(Vec<CString>, Vec<CString>), Fail> {
+    let argv_c = argv
+        .iter()
+        .map(|a| cstring(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let envp_c = env
+        .iter()
+        .map(|(k, v)| {
+            let mut b = k.as_bytes().to_vec();
+            b.push(b'=');
+            b.extend_from_slice(v.as_bytes());
+            cstring(&b)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((argv_c, envp_c))
+}
+
+/// The new root of granted paths, after saying so when the command
+/// starts in a directory that does not exist in it.
+fn make_root(
+    art: &LinuxArtifact,
+    opts: &RunOptions,
+    values: &Values,
+    rules: Vec<ns::RootRule>,
+    temp: Option<&temp::PrivateTemp>,
+) -> Result<Option<nschild::NewRoot>, Fail> {
+    let cwd = std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?;
+    // In a new root only granted paths and the directories leading to
+    // them exist: a command started in the workspace that the policy
+    // does not grant is told so, rather than started at `/` unannounced.
+    let unseen = match cwd.to_str() {
+        // Not UTF-8: no rule path can name it; nothing to say.
+        None => false,
+        Some(dir) => !rules
+            .iter()
+            .any(|r| crate::ir::path_within(dir, &r.path) || crate::ir::path_within(&r.path, dir)),
+    };
+    if unseen && !opts.quiet && in_workspace(&cwd, &values.workspace) {
+        eprintln!(
+            "sbx: warning: the current directory {} is under no path the policy grants, so \
+             it does not exist in the sandbox: the command starts in / (a policy with [[fs]] \
+             rules grants the workspace only if a rule names it, such as path = \".\")",
+            cwd.display()
+        );
+    }
+    let aliases = ns::expand_links(&art.namespaces.links, values).map_err(fail)?;
+    ns::new_root(rules, &aliases, &cwd, temp).map_err(fail)
+}
+
+/// This run's journal entry; without one, a warning (not under `--quiet`).
+fn journal_entry(
+    runs: &std::io::Result<PathBuf>,
+    after: &after::AfterRun,
+    temp: Option<&Path>,
+    quiet: bool,
+) -> Option<journal::Entry> {
+    let why = match runs {
+        Ok(dir) => match journal::Entry::write(dir, after, temp) {
+            Ok(e) => return Some(e),
+            Err(e) => format!("the after-run journal cannot be written ({e})"),
+        },
+        Err(e) => format!("no after-run journal ({e})"),
+    };
+    if !quiet {
+        eprintln!("sbx: warning: {why}: if sbx is killed, nothing finishes its after-run work");
+    }
+    None
+}
+
+/// The listen check's filters, when the command is on the real network
+/// and Landlock restricts TCP bind.
+fn listen_prep(
+    section: &Result<seccomp::Section, String>,
+    bind_restricted: bool,
+) -> Result<Option<child::ListenPrep>, Fail> {
+    let filters = match section {
+        Ok(s) if bind_restricted => s.listen(),
+        _ => None,
+    };
+    filters
+        .map(child::ListenPrep::new)
+        .transpose()
+        .map_err(|e| fail(format!("the listen() check: {e}")))
+}
+
+/// Start the command. A namespace set-up that fails on a host that has
+/// namespaces refuses the run; on a host without them the run goes on
+/// without the layer where the policy allows it; a listen check that
+/// cannot be installed likewise.
+fn spawn(art: &LinuxArtifact, opts: &RunOptions, s: &mut SetUp) -> Result<child::Spawned, Fail> {
+    let proxy_listeners = s.hook.as_ref().map_or(0, |h| h.ports.len());
+    let mut spawned = child::spawn(&s.prepared);
+    if let Err(child::SpawnError {
+        step: Some(step),
+        error,
+        at,
+    }) = &spawned
+    {
+        if step.is_namespace() && !step.host_lacks_namespaces(error) {
+            // The host gives namespaces and this set-up failed anyway,
+            // most often on a path that changed meanwhile (the child
+            // of another run renaming it): never a reason to run with
+            // less (POLICY.md §13).
+            let path = s
+                .prepared
+                .ns
+                .as_ref()
+                .and_then(|ns| ns.failed_path(*step, *at))
+                .map(|p| format!(" at {p}"))
+                .unwrap_or_default();
+            let changed = if error.raw_os_error() == Some(libc::EXDEV) {
+                " (it is no longer the file sbx opened: renamed or replaced during set-up)"
+            } else {
+                ""
+            };
+            return Err(fail(format!(
+                "{} failed{path}: {error}{changed}; nothing was run",
+                step.describe()
+            )));
+        }
+        if step.is_namespace() {
+            // Nothing ran, and this host has no namespaces: go on
+            // without the layer, or refuse.
+            let why = format!("{} failed: {error}", step.describe());
+            let required = art.enforcement == Enforcement::Required;
+            if required && proxy_listeners > 0 {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     the host rules need the proxy's private network namespace; nothing was run"
+                )));
+            }
+            if required && !s.carve_outs.is_empty() {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     without them these carve-outs get the rights of the rule above them: {}; \
+                     nothing was run",
+                    s.carve_outs.join(", ")
+                )));
+            }
+            if required && !s.user_ns && s.new_root {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but namespaces are not available ({why}); \
+                     without the new root's read-only mounts a root run can change the modes, \
+                     owners and times of what it may only read; nothing was run"
+                )));
+            }
+            // Past the listeners, their ports are in the ruleset already:
+            // without the namespace they would be ports on the host.
+            if proxy_listeners > 0 && matches!(step, child::Step::PidNamespace | child::Step::Proc)
+            {
+                return Err(fail(format!("namespaces: {why}: nothing was run")));
+            }
+            if !opts.quiet {
+                eprintln!(
+                    "sbx: warning: namespaces are not available on this host ({why}): \
+                     running with Landlock alone, {}",
+                    ns::given_up(&s.carve_outs, !s.user_ns)
+                );
+            }
+            s.prepared.ns = None;
+            s.proxy_sock = None;
+            if s.prepared.listen.is_none() {
+                s.prepared.listen = listen_prep(&s.section, s.bind_restricted)?;
+            }
+            spawned = child::spawn(&s.prepared);
+        }
+    }
+    if let Err(child::SpawnError {
+        step: Some(child::Step::ListenCheck),
+        error,
+        ..
+    }) = &spawned
+    {
+        if error.raw_os_error() == Some(libc::EBUSY) {
+            // Nothing ran. Another supervisor's filter holds the one
+            // listener the kernel allows: run without the check, or refuse.
+            let why = "a seccomp filter sbx runs under has a listener already (one per process)";
+            if art.enforcement == Enforcement::Required {
+                return Err(fail(format!(
+                    "enforcement = \"required\" but listen() cannot be checked: {why}; \
+                     nothing was run"
+                )));
+            }
+            eprintln!(
+                "sbx: warning: listen() is not checked ({why}): a TCP socket that listens \
+                 without bind() gets a port on this host's network"
+            );
+            s.prepared.listen = None;
+            spawned = child::spawn(&s.prepared);
+        }
+    }
+    spawned.map_err(|e| match e.step {
+        Some(child::Step::Exec) => {
+            let code = if e.error.kind() == std::io::ErrorKind::NotFound {
+                EXIT_NOT_FOUND
+            } else {
+                EXIT_NOT_EXECUTABLE
+            };
+            (code, format!("{}: {}", s.program.display(), e.error))
+        }
+        Some(step) => fail(format!(
+            "{} failed: {}: nothing was run",
+            step.describe(),
+            e.error
+        )),
+        None => fail(format!("cannot start the command: {}", e.error)),
+    })
+}
+
+/// Serve the started command until its tree has ended: the guardian
+/// first (before any thread of sbx's starts: the listen check's, the
+/// proxy's), then the listen check and the proxy.
+fn serve(
+    art: &LinuxArtifact,
+    s: &mut SetUp,
+    spawned: child::Spawned,
+) -> (
+    child::Spawned,
+    wait::Outcome,
+    Result<guardian::Guardian, guardian::Work>,
+) {
+    let pid = spawned.pid;
+    let work = s
+        .work
+        .take()
+        .expect("the after-run work is handed over once");
+    let guardian = guardian::start(spawned.init.unwrap_or(pid), work);
+    if let Ok(g) = &guardian {
+        s.not_ours.push(g.pid);
+    }
+    // The listener, if the command got the listen check: sbx answers it.
+    if let Some(l) = s.prepared.listen.take() {
+        if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
+            if let Err(e) = listen::supervise(fd, std::mem::take(&mut s.bind_ports)) {
+                // The listener is closed: the kernel fails every listen().
+                eprintln!("sbx: warning: the listen() check did not start: {e}");
+            }
+        }
+    }
+    if let Some(hook) = &s.hook {
+        let listeners = match &s.proxy_sock {
+            Some(sock) => ns::receive_listeners(sock, hook.ports.len()),
+            None => Vec::new(),
+        };
+        (hook.serve)(listeners);
+    }
+    let wall = art.limits.wall_time_s.map(Duration::from_secs);
+    let forwarding = wait::Forwarding::install(pid);
+    let out = wait::wait(pid, s.prepared.tty(), wall, &s.not_ours);
+    drop(forwarding);
+    (spawned, out, guardian)
+}
+
+/// The tree has ended: say what happened, then the after-run work (the
+/// guardian's, or sbx's own when no guardian could start). Returns the
+/// run's exit code.
+fn finish(
+    art: &LinuxArtifact,
+    s: SetUp,
+    spawned: child::Spawned,
+    out: wait::Outcome,
+    guardian: Result<guardian::Guardian, guardian::Work>,
+) -> i32 {
+    // The init was killed and reaped with the leftovers.
+    spawned.finish();
+    if out.timed_out {
+        eprintln!(
+            "sbx: wall_time_s = {} reached: killed the process tree",
+            art.limits.wall_time_s.unwrap_or_default()
+        );
+    }
+    // What the proxy refused, with the rules that would allow it.
+    eprint!("{}", s.served.finish());
+    // Nothing re-creates what is moved aside now.
+    match guardian {
+        Ok(g) => g.finish(),
+        Err(work) => {
+            let held = after::Held::signals();
+            after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
+            drop(held);
+        }
+    }
+    drop(s);
+    wait::exit_code(out.status)
+}
+
+/// The proxy `sbx run` starts for an artifact's host rules, once the
+/// command's network namespace hands over its listeners.
+#[derive(Default, Clone)]
+struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy::Proxy>>>);
+
+impl ServedProxy {
+    fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
+        let slot = self.clone();
+        ProxyHook {
+            ports: crate::runtime::proxy::PORTS.to_vec(),
+            serve: std::sync::Arc::new(move |listeners| {
+                if listeners.len() != crate::runtime::proxy::PORTS.len() {
+                    // No namespace: nothing listens at the ports the
+                    // command's proxy variables name, so it has no network.
+                    eprintln!(
+                        "sbx: warning: no private network namespace: the proxy is not \
+                         running, so host rules reach nothing"
+                    );
+                    return;
+                }
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report, None) {
+                    Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
+                    Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
+                }
+            }),
+        }
+    }
+
+    /// Stop the proxy; its summary of refusals ("" when none, or when it
+    /// never ran).
+    fn finish(&self) -> String {
+        let p = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        p.map(|p| p.finish()).unwrap_or_default()
+    }
+}
