@@ -105,6 +105,7 @@ pub const ALL: &[(&str, Case)] = &[
         "killed_guardian_next_run_finishes",
         guard::both_killed_next_run,
     ),
+    ("concurrent_runs_sweep_once", guard::concurrent_runs),
     (
         "never_still_checks_after_the_run",
         guard::never_checks_after_the_run,

@@ -265,3 +265,51 @@ pub fn never_checks_after_the_run(fx: &Fx) -> Result<(), String> {
         || format!("the swapped .vscode not moved aside: {}", out.stderr),
     )
 }
+
+/// Issue #35, two runs at once in one workspace: the shorter run does not
+/// sweep the tree of the one still going (whose fresh clone it would
+/// break), and leaves nothing unswept either: the run still going sweeps
+/// it when it ends, from its earlier start. Run B plants a nested
+/// repository with a `core.fsmonitor` while run A waits; B says the
+/// search is left to A (the control: without A the same run moves it at
+/// once, `git_repository_made_in_the_run_is_swept`), and once A ends the
+/// config is moved aside and git outside runs nothing.
+pub fn concurrent_runs(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "concurrent_runs_sweep_once")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let mut a = start(fx, ": > a-ready; while [ ! -e go ]; do sleep 0.05; done");
+    let ready = fx.ws.join("a-ready");
+    if !until(30, || ready.exists()) {
+        let _ = a.kill();
+        let _ = a.wait();
+        return Err("run A never got ready".into());
+    }
+    let b = crate::protect_cases::sh_under(
+        fx,
+        &fx.default_policy(),
+        &format!(
+            "git init -q sub && {} >> sub/.git/config && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    let config = fx.ws.join("sub/.git/config");
+    let deferred = b.code == 0
+        && b.answer() == "planted"
+        && config.exists()
+        && b.stderr.contains("left to another sbx run");
+    std::fs::write(fx.ws.join("go"), "").unwrap();
+    let status = a.wait().map_err(|e| e.to_string())?;
+    check(deferred, || format!("run B: {b:?}"))?;
+    let err = std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
+    check(status.success(), || format!("run A: {status:?}: {err}"))?;
+    check(
+        !config.exists() && fx.ws.join("sub/.git/config.sbx-blocked").exists(),
+        || format!("run A did not sweep what B planted: {err}"),
+    )?;
+    let _ = git(fx, "sub", &["status", "--short"]).map_err(|e| e.to_string())?;
+    check(!Path::new(&mark).exists(), || {
+        "git status ran the planted core.fsmonitor".into()
+    })
+}

@@ -7,7 +7,7 @@
 
 use super::beneath::Tops;
 use super::identity::{self, Record};
-use super::{planted, repos};
+use super::{journal, planted, repos};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -72,9 +72,26 @@ impl AfterRun {
     /// Done again on the same files it changes nothing (what was moved
     /// aside is absent, and absent is the same as at launch or gone), so
     /// a guardian or a later run may repeat work a killed sbx began.
-    pub fn work(self) -> Vec<String> {
+    /// `own`: this run's journal entry, through which the sweeps of other
+    /// runs still going are found ([`journal::left_to_others`]).
+    pub fn work(self, own: Option<&std::path::Path>) -> Vec<String> {
         let mut warnings = Vec::new();
         planted::move_aside(&self.tops, &self.records, &mut warnings);
+        let left = own
+            .map(|e| journal::left_to_others(e, &self.repo_tops, self.since))
+            .unwrap_or_default();
+        for t in &left {
+            warnings.push(format!(
+                "sbx: the search of {t} for repositories made during the run is left to \
+                 another sbx run still going there, which does it when it ends"
+            ));
+        }
+        let starts: Vec<String> = self
+            .repo_tops
+            .iter()
+            .filter(|t| !left.contains(t))
+            .cloned()
+            .collect();
         let recorded: HashSet<String> = self.records.iter().map(|r| r.path.clone()).collect();
         let sweep = repos::Sweep {
             tops: &self.tops,
@@ -83,7 +100,7 @@ impl AfterRun {
         };
         let swept = repos::sweep(
             &sweep,
-            &self.repo_tops,
+            &starts,
             crate::lower::git::NESTED_DEPTH,
             crate::lower::git::DIR_BUDGET,
         );

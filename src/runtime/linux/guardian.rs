@@ -35,7 +35,12 @@ impl Work {
 
     /// Do it all (the command's tree has ended); the warnings to show.
     pub fn run(mut self) -> Vec<String> {
-        let mut warnings = self.after.take().map(AfterRun::work).unwrap_or_default();
+        let own = self.entry.as_ref().map(|e| e.path().to_path_buf());
+        let mut warnings = self
+            .after
+            .take()
+            .map(|a| a.work(own.as_deref()))
+            .unwrap_or_default();
         if let Some(t) = self.temp.take() {
             warnings.extend(super::temp::remove_base(&t));
         }

@@ -101,6 +101,10 @@ pub struct Entry {
 }
 
 impl Entry {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Record `after` (and the run's temp directory) before the command
     /// starts.
     pub fn write(runs: &Path, after: &AfterRun, temp: Option<&Path>) -> io::Result<Entry> {
@@ -211,6 +215,56 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
         since: after.since.parts(),
         temp: temp.and_then(|t| t.to_str()).map(String::from),
     })
+}
+
+/// The sweep starts of the other runs still going (their entries
+/// locked), each with the moment its sweep counts changes from.
+#[derive(Deserialize)]
+struct Sweeps {
+    repo_tops: Vec<String>,
+    since: (i64, i64),
+}
+
+/// Sweep starts of `ours` that a run still going will sweep itself, from
+/// an earlier moment than ours: left to it, so that no run sweeps the
+/// tree of another while that run lasts (its fresh clone's config moved
+/// aside under it). `own` is this run's entry, skipped.
+pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> {
+    let Some(runs) = own.parent() else {
+        return Vec::new();
+    };
+    let Ok(list) = std::fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for path in list.flatten().map(|e| e.path()) {
+        if path == own || path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Ok(mut file) = File::open(&path) else {
+            continue;
+        };
+        if lock(&file, false).is_ok() {
+            // Not a live run: its work is the next sweep's.
+            continue;
+        }
+        let mut text = Vec::new();
+        if (&mut file).take(MAX_BYTES).read_to_end(&mut text).is_err() {
+            continue;
+        }
+        let Ok(other) = serde_json::from_slice::<Sweeps>(&text) else {
+            continue;
+        };
+        if Stamp::from_parts(other.since) > since {
+            continue;
+        }
+        for t in ours {
+            if other.repo_tops.contains(t) && !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+    }
+    out
 }
 
 /// An entry read back, checked, with its tops open again.
@@ -379,7 +433,7 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
              is another directory now"
         ));
     }
-    out.extend(loaded.after.work());
+    out.extend(loaded.after.work(Some(path)));
     if let Some(t) = &loaded.temp {
         out.extend(super::temp::remove_base(t));
     }
@@ -483,6 +537,30 @@ mod tests {
         fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
         let said = finish_dead(&runs);
         assert!(said[0].contains("not a private file"), "{said:?}");
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_live_run_that_started_first_keeps_its_sweep() {
+        let t = scratch("live");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        fs::create_dir_all(t.join("ws")).unwrap();
+        let ws = t.join("ws").to_str().unwrap().to_string();
+        let early = AfterRun::launch(&[ws.clone()], &[], vec![ws.clone()]);
+        let live = Entry::write(&runs, &early, None).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let late = AfterRun::launch(&[ws.clone()], &[], vec![ws.clone()]);
+        let ours = Entry::write(&runs, &late, None).unwrap();
+        let tops = [ws.clone(), "/elsewhere".to_string()];
+        assert_eq!(left_to_others(ours.path(), &tops, late.since), [ws.clone()]);
+        // The other way round: the live run started later and would miss
+        // what was changed before it began.
+        assert!(left_to_others(live.path(), &tops, early.since).is_empty());
+        // Once it has ended, nothing is left to it.
+        live.remove();
+        assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
+        ours.remove();
         fs::remove_dir_all(&t).unwrap();
     }
 }
