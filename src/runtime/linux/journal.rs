@@ -547,13 +547,13 @@ mod tests {
         fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
         fs::create_dir_all(t.join("ws")).unwrap();
         let ws = t.join("ws").to_str().unwrap().to_string();
-        let early = AfterRun::launch(&[ws.clone()], &[], vec![ws.clone()]);
+        let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()]);
         let live = Entry::write(&runs, &early, None).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let late = AfterRun::launch(&[ws.clone()], &[], vec![ws.clone()]);
+        let late = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()]);
         let ours = Entry::write(&runs, &late, None).unwrap();
         let tops = [ws.clone(), "/elsewhere".to_string()];
-        assert_eq!(left_to_others(ours.path(), &tops, late.since), [ws.clone()]);
+        assert_eq!(left_to_others(ours.path(), &tops, late.since), [ws]);
         // The other way round: the live run started later and would miss
         // what was changed before it began.
         assert!(left_to_others(live.path(), &tops, early.since).is_empty());
