@@ -75,19 +75,9 @@ pub fn default_path() -> Option<Utf8PathBuf> {
     state_dir().map(|d| d.join("approvals.json"))
 }
 
-/// sbx's user-local state: `$XDG_STATE_HOME/sbx`, else
-/// `~/.local/state/sbx` (`%LOCALAPPDATA%\sbx` on Windows). It holds the
-/// approvals store and the after-run journal; `sbx run` keeps it
-/// read-only to the command (POLICY.md §13).
+/// sbx's user-local state directory ([`crate::runtime::state_dir`]).
 pub fn state_dir() -> Option<Utf8PathBuf> {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    if cfg!(windows) {
-        return var("LOCALAPPDATA").map(|d| Utf8PathBuf::from(d).join("sbx"));
-    }
-    if let Some(x) = var("XDG_STATE_HOME") {
-        return Some(Utf8PathBuf::from(x).join("sbx"));
-    }
-    var("HOME").map(|h| Utf8PathBuf::from(h).join(".local/state/sbx"))
+    crate::runtime::state_dir()
 }
 
 /// `--approvals FILE` (made absolute against the current directory), else

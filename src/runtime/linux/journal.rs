@@ -68,7 +68,7 @@ struct SavedObject {
 
 /// The runs directory: `$XDG_STATE_HOME/sbx/runs`, made (0700) if need be.
 pub fn dir() -> io::Result<PathBuf> {
-    let state = crate::approvals::state_dir()
+    let state = crate::runtime::state_dir()
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no HOME or XDG_STATE_HOME"))?;
     let runs = state.join("runs").into_std_path_buf();
     std::fs::DirBuilder::new()

@@ -303,7 +303,7 @@ fn layer(
     };
     // The run's own files, and sbx's state (approvals, the journal).
     let mut own = opts.own_files.clone();
-    own.extend(crate::approvals::state_dir().map(Into::into));
+    own.extend(crate::runtime::state_dir().map(Into::into));
     mount_rules.extend(ns::run_file_mounts(&plan.rules, &own));
     // Host sockets beneath a broad rule (POLICY.md §13).
     let sockets = sockets::hide(
