@@ -67,7 +67,7 @@ fn each_lint_fires_on_the_lint_fixture() {
         .map(|d| d["code"].as_str().unwrap())
         .collect();
     for c in [
-        "SBX020", "SBX022", "SBX023", "SBX024", "SBX025", "SBX026", "SBX027",
+        "SBX020", "SBX022", "SBX023", "SBX024", "SBX025", "SBX026", "SBX027", "SBX033",
     ] {
         assert!(codes.contains(&c), "{c} missing from {codes:?}");
     }
@@ -93,7 +93,7 @@ fn deny_warnings_allow_and_deny() {
     assert_eq!(code, 1);
     // Allowing every warning code of the fixture makes --deny-warnings pass.
     let allow: Vec<&str> = [
-        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027", "SBX029",
+        "SBX015", "SBX020", "SBX021", "SBX024", "SBX025", "SBX026", "SBX027", "SBX029", "SBX033",
     ]
     .iter()
     .flat_map(|c| ["--allow", c])
@@ -266,9 +266,9 @@ fn explain_code() {
     let (code, out, _) = h.sbx(&["check", "--explain", "SBX020"]);
     assert_eq!(code, 0);
     let info = sbx::diag::codes::lookup("SBX020").unwrap();
-    assert!(out.starts_with("SBX020 (warning): grant reaches a sensitive path\n"));
+    assert!(out.starts_with("SBX020 (warning): directory grant holds a sensitive file\n"));
     assert!(out.contains(info.explanation));
-    assert!(out.contains("    path = \"~\""));
+    assert!(out.contains("    path = \".\""));
     snap!("check_explain_sbx020", out);
     let (code, _, err) = h.sbx(&["check", "--explain", "SBX999"]);
     assert_eq!(code, 2);
@@ -410,4 +410,41 @@ fn lifted_protection_in_every_format_and_against_a_baseline() {
         err.contains("widens the baseline: create, update, delete on [TMP]/ws/.git/hooks"),
         "{err}"
     );
+}
+
+/// SBX020 looks at what exists (issue #39): an ordinary directory grant
+/// passes `--deny-warnings` until an `.env` appears below it, and a
+/// rule naming `~/.ssh` stays flagged under `--allow SBX020` (SBX033).
+#[test]
+fn sensitive_file_warnings_follow_what_exists() {
+    let h = Host::new();
+    std::fs::remove_file(h.ws.join(".env")).unwrap();
+    std::fs::create_dir_all(h.ws.join("src/deep")).unwrap();
+    let p = h.ws.join("p.toml");
+    std::fs::write(&p, "[[fs]]\npath = \"src\"\nread = true\nwrite = true\n").unwrap();
+    let p = p.to_str().unwrap();
+    let (code, _, err) = check(&h, p, &["--deny-warnings"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(h.ws.join("src/deep/.env.local"), "TOKEN=x\n").unwrap();
+    let (code, _, err) = check(&h, p, &["--deny-warnings"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("SBX020") && err.contains("src/deep/.env.local"),
+        "{err}"
+    );
+    let (code, _, err) = check(&h, p, &["--deny-warnings", "--allow", "SBX020"]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(
+        h.ws.join("q.toml"),
+        "[[fs]]\npath = \"src\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nread = true\n",
+    )
+    .unwrap();
+    let q = h.ws.join("q.toml");
+    let (code, _, err) = check(
+        &h,
+        q.to_str().unwrap(),
+        &["--deny-warnings", "--allow", "SBX020"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("SBX033") && err.contains("~/.ssh/"), "{err}");
 }

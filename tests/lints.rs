@@ -108,9 +108,9 @@ fn carve_out_from_precision_reports() {
 fn sensitive_paths_directly_and_through_ancestors() {
     let h = Host::new();
     // Covered is not consent (POLICY.md §7): the `~/` paths a broader
-    // rule covers are hidden (SBX029, one per path that exists); patterns
-    // stay a warning (SBX020).
-    for d in [".ssh", ".aws", ".kube"] {
+    // rule covers are hidden (SBX029, one per path that exists); a
+    // pattern is a warning (SBX020) only where something matches it.
+    for d in [".ssh", ".aws", ".kube", "proj/deep/er"] {
         std::fs::create_dir_all(h.home.join(d)).unwrap();
     }
     std::fs::write(h.home.join(".aws/credentials"), "").unwrap();
@@ -120,11 +120,7 @@ fn sensitive_paths_directly_and_through_ancestors() {
     assert!(with(&d, codes::SENSITIVE_COVERED)
         .iter()
         .all(|c| !c.message.contains("~/.gnupg/")));
-    let s = with(&d, codes::SENSITIVE);
-    assert_eq!(s.len(), 1);
-    assert!(s[0].message.contains("**/.env"), "{}", s[0].message);
-    assert!(!s[0].message.contains("~/.ssh/"), "{}", s[0].message);
-    assert_eq!(s[0].location.as_ref().unwrap().line, 1);
+    assert!(with(&d, codes::SENSITIVE).is_empty(), "{d:#?}");
     let covered = with(&d, codes::SENSITIVE_COVERED);
     for p in ["~/.ssh/", "~/.aws/credentials", "~/.kube/config"] {
         let c = covered
@@ -134,16 +130,39 @@ fn sensitive_paths_directly_and_through_ancestors() {
         assert!(c.message.starts_with("fs[0] (p.toml:1:1) grants read on "));
         assert_eq!(c.location.as_ref().unwrap().line, 1);
     }
-
-    // A more specific rule decides ~/.ssh: it names it, so it is consent.
-    let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n\n[[fs]]\npath = \"~/.ssh/config\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nexecute = true\n");
+    // An `.env` two levels down: found, named, located.
+    let env = h.home.join("proj/deep/.env");
+    std::fs::write(&env, "TOKEN=x").unwrap();
+    let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n");
     let s = with(&d, codes::SENSITIVE);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    assert!(
+        s[0].message.contains(&format!(
+            "holds the sensitive path **/.env ({})",
+            env.display()
+        )),
+        "{}",
+        s[0].message
+    );
+    assert_eq!(s[0].location.as_ref().unwrap().line, 1);
+    // Not below a tool's own tree (node_modules), however deep.
+    std::fs::remove_file(&env).unwrap();
+    std::fs::create_dir_all(h.home.join("proj/node_modules/x")).unwrap();
+    std::fs::write(h.home.join("proj/node_modules/x/.env"), "").unwrap();
+    let d = lint(&h, "[[fs]]\npath = \"~/proj\"\nread = true\n");
+    assert!(with(&d, codes::SENSITIVE).is_empty(), "{d:#?}");
+
+    // A more specific rule decides ~/.ssh: it names it, so it is consent,
+    // under a code of its own (accepting SBX020 never hides it).
+    let d = lint(&h, "[[fs]]\npath = \"~\"\nread = true\n\n[[fs]]\npath = \"~/.ssh/config\"\nread = true\n\n[[fs]]\npath = \"~/.ssh\"\nexecute = true\n");
+    let s = with(&d, codes::SENSITIVE_NAMED);
     assert!(with(&d, codes::SENSITIVE_COVERED)
         .iter()
         .all(|c| !c.message.contains("~/.ssh/")));
+    assert!(with(&d, codes::SENSITIVE).is_empty(), "{d:#?}");
     let ssh = s.iter().find(|d| d.message.starts_with("fs[2]")).unwrap();
     assert!(
-        ssh.message.contains("is inside the sensitive path ~/.ssh/"),
+        ssh.message.contains("inside the sensitive path ~/.ssh/"),
         "{}",
         ssh.message
     );
@@ -152,12 +171,16 @@ fn sensitive_paths_directly_and_through_ancestors() {
 
     // User globs extend the list; a file cannot contain `**/.env`.
     std::fs::write(h.home.join(".gitconfig"), "").unwrap();
-    let d = lint(&h, "sensitive_paths = [\"~/.myapp/*/token\"]\n\n[[fs]]\npath = \"~/.myapp/prod\"\nread = true\n\n[[fs]]\npath = \"~/.gitconfig\"\nread = true\n");
+    std::fs::create_dir_all(h.home.join(".myapp/prod/eu")).unwrap();
+    std::fs::write(h.home.join(".myapp/prod/eu/token"), "").unwrap();
+    let d = lint(&h, "sensitive_paths = [\"~/.myapp/*/*/token\"]\n\n[[fs]]\npath = \"~/.myapp/prod\"\nread = true\n\n[[fs]]\npath = \"~/.gitconfig\"\nread = true\n");
     let s = with(&d, codes::SENSITIVE);
     assert_eq!(s.len(), 1, "{s:#?}");
     assert!(
-        s[0].message
-            .contains("contains the sensitive path **/.env, **/.env.*, ~/.myapp/*/token"),
+        s[0].message.contains(&format!(
+            "holds the sensitive path ~/.myapp/*/*/token ({})",
+            h.home.join(".myapp/prod/eu/token").display()
+        )),
         "{}",
         s[0].message
     );

@@ -42,7 +42,7 @@ fn one_line_each_and_quiet_silences_them() {
     let cases = [
         (
             format!("{WS}\n[[fs]]\npath = \"~/.ssh\"\nread = true\n"),
-            "sbx: warning[SBX020]: fs[1] (",
+            "sbx: warning[SBX033]: fs[1] (",
             "grants read on [TMP]/home/.ssh, inside the sensitive path ~/.ssh/",
         ),
         (

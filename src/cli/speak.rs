@@ -12,7 +12,7 @@ pub fn one_line(code: &str) -> bool {
     code == codes::SENSITIVE_COVERED || code == codes::PROTECTION_LIFTED
 }
 
-/// The lines, in a fixed order: named sensitive paths (SBX020), then the
+/// The lines, in a fixed order: named sensitive paths (SBX033), then the
 /// lowering warnings in theirs (lifted protections, hidden sensitive paths).
 pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
     let mut out = Vec::new();
@@ -23,7 +23,7 @@ pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
         let g = &ir.fs[h.grant];
         out.push(format!(
             "warning[{}]: {} grants {} on {}, inside the sensitive path {}",
-            codes::SENSITIVE,
+            codes::SENSITIVE_NAMED,
             g.source.label(),
             g.access.names().join(", "),
             g.path,

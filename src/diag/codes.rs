@@ -164,10 +164,11 @@ read = true
 path = "vendor"
 read = true
 "#;
-    SENSITIVE = "SBX020", Warning, "grant reaches a sensitive path",
-        "A rule grants access to a built-in or configured sensitive path (keys, credentials) by naming it or a path inside it (`~/.ssh/config`), or reaches a pattern entry through a directory (any directory grant reaches `**/.env`). Named is consent (POLICY.md §7): the grant is honoured, and `sbx run` repeats the warning before the command starts. A `~/` sensitive path that a broader rule only covers is hidden instead (SBX029). Narrow the rule, or accept the warning with `--allow SBX020`.",
-        example = r#"[[fs]]
-path = "~"
+    SENSITIVE = "SBX020", Warning, "directory grant holds a sensitive file",
+        "A directory grant holds, on this machine, a file or directory that a sensitive-path pattern matches (`**/.env`, `~/.ssh/`, an entry of `sensitive_paths`...): the message lists up to three. Only what exists is reported: a pattern that matches nothing below the grant says nothing, so an ordinary `src` grant passes `--deny-warnings`. The search is bounded (depth 8, 2000 directories, not into `.git`, `node_modules`, `target`, `.venv` or `__pycache__`); a search that stops early, and a `--portable` check, which looks at nothing, say so as notes. A grant that names a sensitive path is SBX033. Narrow the rule, move the file, or accept the warning with `--allow SBX020`.",
+        example = r#"# with a .env file in the workspace
+[[fs]]
+path = "."
 read = true
 "#;
     CARVE_OUT = "SBX021", Warning, "a target cannot express a carve-out",
@@ -241,7 +242,7 @@ read = true
 write = true
 "#;
     SENSITIVE_COVERED = "SBX029", Warning, "sensitive path covered by a broader rule, hidden",
-        "A sensitive path under home (`~/.ssh/`, `~/.aws/credentials`...) lies inside a broader grant (the workspace is `~`, or a rule grants `~` or `~/.config`) that does not name it. Covered is not consent (POLICY.md §7): sbx adds a rule with no rights for it, so it stays hidden, and says so here and before `sbx run` starts. To give a tool the path, name it in a rule of its own (SBX020 then warns).",
+        "A sensitive path under home (`~/.ssh/`, `~/.aws/credentials`...) lies inside a broader grant (the workspace is `~`, or a rule grants `~` or `~/.config`) that does not name it. Covered is not consent (POLICY.md §7): sbx adds a rule with no rights for it, so it stays hidden, and says so here and before `sbx run` starts. To give a tool the path, name it in a rule of its own (SBX033 then warns).",
         example = r#"[[fs]]
 path = "~"
 read = true
@@ -267,6 +268,12 @@ capabilities = ["CAP_SYS_ADMIN"]
         "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... can be replaced during the run, and sbx moves what differs aside when it ends), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and, for a root run, read-only mounts (root can change modes, owners and times of what it may only read). `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
         example = r#"[linux]
 namespaces = "never"
+"#;
+    SENSITIVE_NAMED = "SBX033", Warning, "grant names a sensitive path",
+        "A rule grants access to a built-in or configured sensitive path (keys, credentials) by naming it or a path inside it (`~/.ssh/config`, `~/.aws`). Named is consent (POLICY.md §7): the grant is honoured, and `sbx run` repeats the warning before the command starts. Its own code, apart from SBX020, so that accepting a directory that holds an `.env` never hides a grant of `~/.ssh`. A `~/` sensitive path that a broader rule only covers is hidden instead (SBX029). Narrow the rule, or accept the warning with `--allow SBX033`.",
+        example = r#"[[fs]]
+path = "~/.ssh"
+read = true
 "#;
 }
 

@@ -43,8 +43,9 @@ pub fn lint(
     let loc = Locator { policy, layers };
     let idx = index::Index::new(ir);
     let hits = sensitive::hits(ir, &idx);
-    let mut out = sensitive::lint(ir, &hits, &loc);
-    out.extend(sensitive::exfiltration(ir, &hits, &loc));
+    let seen = sensitive::look(ir, &hits, portable);
+    let mut out = sensitive::lint(ir, &hits, &seen, &loc);
+    out.extend(sensitive::exfiltration(ir, &hits, &seen, &loc));
     out.extend(precision::lint(
         ir,
         &idx,

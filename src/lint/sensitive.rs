@@ -304,59 +304,206 @@ pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
     out
 }
 
-/// SBX020: one warning per grant, naming every sensitive path it reaches.
-pub fn lint(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
+/// What is below a directory grant that a pattern may match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// The grant names the sensitive path (a direct hit): nothing to look at.
+    Named,
+    /// What exists on this machine (at most [`SHOWN`]).
+    Found(Vec<String>),
+    /// Nothing matches, as far as the bounded search went.
+    Absent,
+    /// The search stopped at its budget before finding anything.
+    Stopped,
+    /// A portable check looks at nothing.
+    NotLooked,
+}
+
+/// Paths listed per grant and pattern.
+const SHOWN: usize = 3;
+/// How deep and how wide the search below one grant goes, as the nested
+/// git search does (`lower::git`).
+const DEPTH: usize = 8;
+const BUDGET: usize = 2000;
+/// Directories the search does not enter: tools' own trees, large, and
+/// not where a secret of the project is kept.
+const SKIPPED: [&str; 5] = [".git", "node_modules", "target", ".venv", "__pycache__"];
+
+/// For each hit, what exists: a direct hit is named; an ancestor hit is
+/// looked for below its grant (never through a symlink), unless
+/// `portable`, where the paths are not this machine's.
+pub fn look(ir: &Ir, hits: &[Hit], portable: bool) -> Vec<Seen> {
+    let patterns: Map<&str, Pattern> = hits
+        .iter()
+        .map(|h| (h.pattern.as_str(), Pattern::new(&h.pattern, ir)))
+        .collect();
+    hits.iter()
+        .map(|h| {
+            if h.how == How::Direct {
+                return Seen::Named;
+            }
+            if portable {
+                return Seen::NotLooked;
+            }
+            let p = &patterns[h.pattern.as_str()];
+            let root = &ir.fs[h.grant].path;
+            match &p.literal {
+                Some(lit) => {
+                    if std::fs::symlink_metadata(lit).is_ok() {
+                        Seen::Found(vec![lit.clone()])
+                    } else {
+                        Seen::Absent
+                    }
+                }
+                None => search(p, root),
+            }
+        })
+        .collect()
+}
+
+/// Breadth first below `root`: entries the pattern matches (and not
+/// below them), directories it may match below.
+fn search(p: &Pattern, root: &str) -> Seen {
+    let mut found = Vec::new();
+    let mut left = BUDGET;
+    let mut todo = std::collections::VecDeque::from([(root.to_string(), 0usize)]);
+    while let Some((dir, depth)) = todo.pop_front() {
+        if left == 0 {
+            return if found.is_empty() {
+                Seen::Stopped
+            } else {
+                Seen::Found(found)
+            };
+        }
+        left -= 1;
+        let Ok(list) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<(String, bool)> = list
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let is_dir = e.file_type().ok()?.is_dir();
+                Some((name, is_dir))
+            })
+            .collect();
+        names.sort();
+        for (name, is_dir) in names {
+            let path = if dir == "/" {
+                format!("/{name}")
+            } else {
+                format!("{dir}/{name}")
+            };
+            match p.reach(&p.comps, &components(&path)) {
+                Reach::Within => {
+                    found.push(path);
+                    if found.len() == SHOWN {
+                        return Seen::Found(found);
+                    }
+                }
+                Reach::Above if is_dir && depth < DEPTH && !SKIPPED.contains(&name.as_str()) => {
+                    todo.push_back((path, depth + 1));
+                }
+                _ => {}
+            }
+        }
+    }
+    if found.is_empty() {
+        Seen::Absent
+    } else {
+        Seen::Found(found)
+    }
+}
+
+/// SBX033 for each grant that names sensitive paths; SBX020 for each
+/// directory grant that holds some, listing what was found; a note where
+/// nothing was looked at or the search stopped.
+pub fn lint(ir: &Ir, hits: &[Hit], seen: &[Seen], loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    let mut at = 0;
     // Hits come grouped by grant.
     for mine in hits.chunk_by(|a, b| a.grant == b.grant) {
+        let seen_here = &seen[at..at + mine.len()];
+        at += mine.len();
         let g = &ir.fs[mine[0].grant];
-        let direct: Vec<&str> = mine
-            .iter()
-            .filter(|h| h.how == How::Direct)
-            .map(|h| h.pattern.as_str())
-            .collect();
-        let below: Vec<&str> = mine
-            .iter()
-            .filter(|h| h.how == How::Ancestor)
-            .map(|h| h.pattern.as_str())
-            .collect();
-        let mut parts = Vec::new();
-        if !direct.is_empty() {
-            parts.push(format!(
-                "is inside the sensitive path {}",
-                direct.join(", ")
-            ));
-        }
-        if !below.is_empty() {
-            parts.push(format!("contains the sensitive path {}", below.join(", ")));
-        }
         let origin = Origin::grant(g);
-        out.push(
-            Diagnostic::new(
-                codes::SENSITIVE,
-                format!(
-                    "{} grants {} on {}, which {}",
-                    origin.label(),
-                    g.access.names().join(", "),
-                    g.path,
-                    parts.join(" and ")
-                ),
-            )
-            .at(loc.locate(&origin))
-            .help("narrow the rule to what the tool needs; if the access is intended, accept it with `--allow SBX020`"),
+        let grants = format!(
+            "{} grants {} on {}",
+            origin.label(),
+            g.access.names().join(", "),
+            g.path
         );
+        let named: Vec<&str> = mine
+            .iter()
+            .zip(seen_here)
+            .filter(|(_, s)| **s == Seen::Named)
+            .map(|(h, _)| h.pattern.as_str())
+            .collect();
+        if !named.is_empty() {
+            out.push(
+                Diagnostic::new(
+                    codes::SENSITIVE_NAMED,
+                    format!("{grants}, inside the sensitive path {}", named.join(", ")),
+                )
+                .at(loc.locate(&origin))
+                .help("narrow the rule to what the tool needs; if the access is intended, accept it with `--allow SBX033`"),
+            );
+        }
+        let mut found = Vec::new();
+        let mut unlooked = Vec::new();
+        for (h, s) in mine.iter().zip(seen_here) {
+            match s {
+                Seen::Found(paths) => found.push(format!("{} ({})", h.pattern, paths.join(", "))),
+                Seen::Stopped | Seen::NotLooked => unlooked.push(h.pattern.as_str()),
+                Seen::Named | Seen::Absent => {}
+            }
+        }
+        if !found.is_empty() {
+            out.push(
+                Diagnostic::new(
+                    codes::SENSITIVE,
+                    format!("{grants}, which holds the sensitive path {}", found.join(", ")),
+                )
+                .at(loc.locate(&origin))
+                .help("narrow the rule, or move the file out of the tree; if the access is intended, accept it with `--allow SBX020`"),
+            );
+        }
+        if !unlooked.is_empty() {
+            let why = if seen_here.contains(&Seen::NotLooked) {
+                "not looked for: a portable check does not read this machine"
+            } else {
+                "the search below it stopped after 2000 directories"
+            };
+            out.push(
+                Diagnostic::new(
+                    codes::SENSITIVE,
+                    format!(
+                        "{grants}, which may hold the sensitive path {} ({why})",
+                        unlooked.join(", ")
+                    ),
+                )
+                .severity(crate::diag::Severity::Note)
+                .at(loc.locate(&origin)),
+            );
+        }
     }
     out
 }
 
 /// SBX025: unrestricted outbound network together with a sensitive read.
-pub fn exfiltration(ir: &Ir, hits: &[Hit], loc: &Locator) -> Vec<Diagnostic> {
+pub fn exfiltration(ir: &Ir, hits: &[Hit], seen: &[Seen], loc: &Locator) -> Vec<Diagnostic> {
     if ir.net.connect != Ports::All {
         return Vec::new();
     }
     // Hits come in path order, which depends on where the workspace and
     // home are; name rules in policy order and paths in list order instead.
-    let reads: Vec<&Hit> = hits.iter().filter(|h| h.access.read).collect();
+    // A pattern that matches nothing on this machine is nothing to send.
+    let reads: Vec<&Hit> = hits
+        .iter()
+        .zip(seen)
+        .filter(|(h, s)| h.access.read && !matches!(s, Seen::Absent))
+        .map(|(h, _)| h)
+        .collect();
     if reads.is_empty() {
         return Vec::new();
     }
@@ -488,7 +635,10 @@ mod tests {
                 policy: &policy,
                 layers: &[],
             };
-            let d = exfiltration(&ir, &hits(&ir, &idx), &loc);
+            let found = hits(&ir, &idx);
+            // Not looked at (as in a portable check): every pattern counts.
+            let seen = look(&ir, &found, true);
+            let d = exfiltration(&ir, &found, &seen, &loc);
             assert_eq!(d.len(), 1);
             d[0].message.clone()
         };
@@ -563,5 +713,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_search_is_bounded_and_says_when_it_stopped() {
+        let t = std::env::temp_dir().join(format!("sbx-sensitive-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        for i in 0..BUDGET {
+            std::fs::create_dir_all(t.join(format!("d{i}"))).unwrap();
+        }
+        // Beyond the budget (breadth first: the last level).
+        std::fs::create_dir_all(t.join("d0/x")).unwrap();
+        std::fs::write(t.join("d0/x/.env"), "").unwrap();
+        let p = Pattern::new("**/.env", &ir());
+        let root = t.to_str().unwrap();
+        assert_eq!(search(&p, root), Seen::Stopped);
+        std::fs::write(t.join(".env"), "").unwrap();
+        assert_eq!(search(&p, root), Seen::Found(vec![format!("{root}/.env")]));
+        std::fs::remove_dir_all(&t).unwrap();
     }
 }
