@@ -448,3 +448,23 @@ fn sensitive_file_warnings_follow_what_exists() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("SBX033") && err.contains("~/.ssh/"), "{err}");
 }
+
+/// `--each` checks each file on its own: one that fails is reported with
+/// its name, a good one beside it says nothing, and the exit code is the
+/// worst of them; with `--baseline` it is a usage error.
+#[test]
+fn each_file_on_its_own() {
+    let h = Host::new();
+    std::fs::write(h.ws.join("a.toml"), "version = 1\n").unwrap();
+    std::fs::write(h.ws.join("b.toml"), "version = 1\n[fs]\npath = 3\n").unwrap();
+    let a = h.ws.join("a.toml");
+    let b = h.ws.join("b.toml");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["check", "--each", a, b, "--format", "json"]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("b.toml") && !err.contains("a.toml"), "{err}");
+    let (code, _, err) = h.sbx(&["check", "--each", a, "--deny-warnings"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = h.sbx(&["check", "--each", a, "--baseline", a]);
+    assert_eq!(code, 2, "--each and --baseline together: {err}");
+}

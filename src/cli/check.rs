@@ -36,6 +36,10 @@ pub struct CheckArgs {
     /// Report this code as an error (repeatable).
     #[arg(long, value_name = "CODE")]
     deny: Vec<String>,
+    /// Check each file on its own rather than as layers of one policy (as
+    /// pre-commit passes every changed file to one call).
+    #[arg(long, conflicts_with = "baseline")]
+    each: bool,
     /// Print the catalogue entry of a diagnostic code and exit.
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
@@ -107,14 +111,49 @@ pub fn run(a: CheckArgs) -> i32 {
         }
     }
     let fallback = a.policy.last().map(|p| p.as_str());
-    let inputs = match Inputs::read(&a.policy) {
-        Ok(i) => i,
-        Err(f) => {
-            render(a.format, &f.diagnostics, &Files::default(), fallback);
-            return f.exit_code;
-        }
+    let groups: Vec<Vec<Utf8PathBuf>> = if a.each {
+        a.policy.iter().map(|p| vec![p.clone()]).collect()
+    } else {
+        vec![a.policy.clone()]
     };
-    let mut files = inputs.files();
+    let mut files = Files::default();
+    let mut diags = Vec::new();
+    let mut failed: Option<i32> = None;
+    for g in &groups {
+        let (mut d, code) = check_layers(&a, g, &mut files);
+        diags.append(&mut d);
+        // The first failure's exit code (2 for a usage or I/O problem).
+        if let Some(c) = code {
+            failed = Some(failed.map_or(c, |f| f.max(c)));
+        }
+    }
+    render(a.format, &diags, &files, fallback);
+    if let Some(code) = failed {
+        return code;
+    }
+    let errors = diag::count(&diags, Severity::Error);
+    let warnings = diag::count(&diags, Severity::Warning);
+    if errors > 0 || (a.deny_warnings && warnings > 0) {
+        1
+    } else {
+        0
+    }
+}
+
+/// Check `policy` (its files merged as layers): the diagnostics, and the
+/// exit code when it could not be checked (unreadable, invalid).
+fn check_layers(
+    a: &CheckArgs,
+    policy: &[Utf8PathBuf],
+    files: &mut Files,
+) -> (Vec<Diagnostic>, Option<i32>) {
+    let inputs = match Inputs::read(policy) {
+        Ok(i) => i,
+        Err(f) => return (f.diagnostics, Some(f.exit_code)),
+    };
+    for s in &inputs.sources {
+        files.add(&s.name, &s.text);
+    }
     let baseline = if a.baseline.is_empty() {
         None
     } else {
@@ -125,10 +164,7 @@ pub fn run(a: CheckArgs) -> i32 {
                 }
                 Some(b)
             }
-            Err(f) => {
-                render(a.format, &f.diagnostics, &files, fallback);
-                return f.exit_code;
-            }
+            Err(f) => return (f.diagnostics, Some(f.exit_code)),
         }
     };
     let mut opts = options(&a.common, a.portable);
@@ -140,31 +176,21 @@ pub fn run(a: CheckArgs) -> i32 {
             opts.approvals = list;
             first.extend(warnings);
         }
-        Err(d) => {
-            render(a.format, &[d], &files, fallback);
-            return 2;
-        }
+        Err(d) => return (vec![d], Some(2)),
     }
     let c = CheckOptions {
         baseline,
         allow: a.allow.iter().map(|s| s.to_ascii_uppercase()).collect(),
         deny: a.deny.iter().map(|s| s.to_ascii_uppercase()).collect(),
     };
-    let (mut diags, code) = match lint::check(&inputs, &opts, &c) {
-        Ok(d) => (d, None),
-        Err(f) => (f.diagnostics, Some(f.exit_code)),
-    };
-    first.append(&mut diags);
-    let diags = first;
-    render(a.format, &diags, &files, fallback);
-    if let Some(code) = code {
-        return code;
-    }
-    let errors = diag::count(&diags, Severity::Error);
-    let warnings = diag::count(&diags, Severity::Warning);
-    if errors > 0 || (a.deny_warnings && warnings > 0) {
-        1
-    } else {
-        0
+    match lint::check(&inputs, &opts, &c) {
+        Ok(mut d) => {
+            first.append(&mut d);
+            (first, None)
+        }
+        Err(mut f) => {
+            first.append(&mut f.diagnostics);
+            (first, Some(f.exit_code))
+        }
     }
 }
