@@ -110,7 +110,10 @@ fn required_and_protections_with_and_without_namespaces() {
         "{lines:#?}"
     );
     // Said once: by the artifact's report, not again by the loader.
-    let vscode: Vec<&String> = lines.iter().filter(|l| l.contains("/.vscode")).collect();
+    let vscode: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("protected .vscode"))
+        .collect();
     assert_eq!(vscode.len(), 1, "{lines:#?}");
     assert!(
         vscode[0].contains("wider") && vscode[0].contains("protected .vscode"),

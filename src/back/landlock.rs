@@ -975,13 +975,15 @@ impl<'a> AbsentProtections<'a> {
         for (_, (at, paths)) in self.groups {
             let reason = match paths.as_slice() {
                 [p] => format!(
+                    // The path is the rule's own (its label names it): left
+                    // out, so that the names sharing this reason are said
+                    // once (`sbx run --report` groups them).
                     "protection of a path that does not exist at launch: a mount needs \
                      an existing path and sbx creates nothing in the workspace, so \
-                     {} from {} still apply beneath {} if the command creates it (SBPL \
+                     {} from {} still apply beneath it if the command creates it (SBPL \
                      stops its creation by name){moved}. {ABSENT_ADVICE}",
                     access_words(p.extra),
                     p.from.join(", "),
-                    p.path
                 ),
                 _ => {
                     // The paths written straight into the reason: at

@@ -270,8 +270,14 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             // POLICY.md §13: the run's own policy, approvals store and
             // sbx's state (the after-run journal among it).
             let mut own = vec![policy_path.to_string()];
-            own.extend(sbx::approvals::store_path(a.approvals.as_deref()).map(String::from));
-            own.extend(sbx::approvals::state_dir().map(String::from));
+            let state = sbx::approvals::state_dir();
+            // The default store lies in the state directory, kept whole.
+            own.extend(
+                sbx::approvals::store_path(a.approvals.as_deref())
+                    .filter(|p| !state.as_ref().is_some_and(|d| p.starts_with(d)))
+                    .map(String::from),
+            );
+            own.extend(state.map(String::from));
             sbx::lower::hidden::run_files(&mut ir, &own);
             let (lines, rest): (Vec<_>, Vec<_>) = l
                 .diagnostics

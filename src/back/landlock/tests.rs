@@ -267,11 +267,12 @@ fn absent_protections_are_one_advisory_line_per_name() {
             ]
         );
         assert!(p.iter().all(|l| l.advisory && l.target == target));
-        // One path: the sentence names it and what still applies there.
+        // One path: the sentence says what still applies there; the rule's
+        // label names the path, so that names sharing it are said once.
         assert!(p[0].reason.starts_with(
             "protection of a path that does not exist at launch: a mount needs an existing \
              path and sbx creates nothing in the workspace, so create, update, delete from \
-             fs[0] (policy.toml:3:1) still apply beneath /a/.envrc if the command creates it"
+             fs[0] (policy.toml:3:1) still apply beneath it if the command creates it"
         ));
         // Several: counted, each path listed with what still applies.
         assert!(p[1]

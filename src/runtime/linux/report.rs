@@ -80,12 +80,24 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
         let _ = writeln!(s, "sbx: precision: every rule is exact");
     } else {
         let _ = writeln!(s, "sbx: precision: {} approximation(s)", lines.len());
+        // Said once: the rules that share a status, target and reason are
+        // listed together, in the order the first of them came.
+        let mut groups: Vec<(&Precision, Vec<&str>)> = Vec::new();
         for p in lines {
+            match groups
+                .iter_mut()
+                .find(|(q, _)| q.status == p.status && q.target == p.target && q.reason == p.reason)
+            {
+                Some((_, rules)) => rules.push(&p.rule),
+                None => groups.push((p, vec![&p.rule])),
+            }
+        }
+        for (p, rules) in groups {
             let _ = writeln!(
                 s,
                 "sbx:   {} {} ({}): {}",
                 status_word(p),
-                p.rule,
+                rules.join(", "),
                 p.target,
                 p.reason
             );

@@ -304,7 +304,12 @@ fn layer(
     // The run's own files, and sbx's state (approvals, the journal).
     let mut own = opts.own_files.clone();
     own.extend(crate::runtime::state_dir().map(Into::into));
-    mount_rules.extend(ns::run_file_mounts(&plan.rules, &own));
+    for m in ns::run_file_mounts(&plan.rules, &own) {
+        // The policy's own lowering may have listed it already.
+        if !mount_rules.iter().any(|r| r.path == m.path) {
+            mount_rules.push(m);
+        }
+    }
     // Host sockets beneath a broad rule (POLICY.md §13).
     let sockets = sockets::hide(
         &plan
