@@ -1472,7 +1472,7 @@ fn covered_sensitive(fx: &Fx) -> Result<(), String> {
     let out = fx.run(&named, &flags, &["read", &key]);
     expect("named: readable", &out, "OK")?;
     check(
-        out.stderr.contains("warning[SBX020]") && out.stderr.contains("~/.ssh/"),
+        out.stderr.contains("warning[SBX033]") && out.stderr.contains("~/.ssh/"),
         || out.stderr.clone(),
     )?;
     let out = fx.run(&covered, &flags, &["read", &fx.path("home/notes")]);
