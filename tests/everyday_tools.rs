@@ -270,6 +270,24 @@ fn make_gcc_and_coreutils() {
     assert_eq!(out, "exit=3\n100 99 98 \n1\n");
 }
 
+/// Terminals: `script` and a detached tmux session each open a
+/// pseudo-terminal of the run's own (a private `devpts`, docs/linux.md).
+#[test]
+fn script_and_tmux_get_terminals() {
+    let Some(env) = setup() else { return };
+    if !have(&["script", "tmux"]) {
+        return;
+    }
+    let out = ok(
+        &env,
+        "script and tmux",
+        "set -e; script -qc 'echo in-a-pty' /dev/null; \
+         tmux -S \"$PWD/tmux.sock\" new -d 'sleep 1'; \
+         tmux -S \"$PWD/tmux.sock\" kill-server; echo tmux",
+    );
+    assert_eq!(out.replace('\r', ""), "in-a-pty\ntmux\n", "{out}");
+}
+
 /// `sbx learn` on git and a venv: the learned policy runs the same
 /// commands under `sbx run` and grants no credential file.
 #[test]

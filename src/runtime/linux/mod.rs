@@ -15,6 +15,7 @@ mod pins;
 mod plan;
 mod planted;
 mod program;
+mod pts;
 mod report;
 mod repos;
 mod seccomp;
@@ -486,13 +487,16 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
         .collect();
     let net_rules = plan.handled_net & 2 != 0;
     // Rules the command adds again on the mounts made for it: /proc's,
-    // and the fresh /dev/shm's (new inodes that no rule could name).
+    // the fresh /dev/shm's and /dev/pts's (new inodes that no rule could
+    // name).
     let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
+    let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
     let proc_rules: Vec<(String, u64)> = plan
         .rules
         .iter()
         .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
         .map(|r| (r.path.clone(), r.rights.0))
+        .chain(pts_rule.filter(|_| new_root))
         .collect();
     // The writable trees' tops, for the work after the run.
     let writable: Vec<String> = plan
