@@ -416,6 +416,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
                     mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
                     new_root,
                     private_net: wanted.net,
+                    dropped_env: &report::dropped_env(&filter),
                 }
             )
         );
