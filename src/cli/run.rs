@@ -373,7 +373,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
 #[cfg(windows)]
 fn windows(a: RunArgs) -> i32 {
     use sbx::back::windows::Spec;
-    use sbx::compile::{self, Inputs, Options, Target};
+    use sbx::compile::{self, Options, Target};
 
     let _ = (&a.home, a.landlock_abi);
     let text = match (&a.artifact, &a.policy) {
