@@ -389,10 +389,14 @@ fn tools_on_path_run() {
             bin.display()
         ),
         &vars,
-        &[],
+        &["--report"],
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(out, "ran\nrefused\nread-only\n", "{err}");
+    // `--report` says where the grant comes from.
+    let line = format!("sbx: preset caller_path: {} (read, execute)", bin.display());
+    assert!(err.lines().any(|l| l == line), "{err}");
+    assert!(!err.contains(&open.display().to_string()), "{err}");
     assert!(!bin.join("x").exists());
 }
 

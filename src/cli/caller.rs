@@ -38,8 +38,9 @@ pub const CERTIFICATES: &str = "certificates";
 pub const CALLER_PATH: &str = "caller_path";
 
 /// Add the certificate and PATH grants for this caller. `vars` is the
-/// caller's environment.
-pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) {
+/// caller's environment. Returns one line per grant made, for
+/// `--report`: `preset NAME: PATH (rights)`.
+pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<String> {
     let sensitive: Vec<Pattern> = ir
         .sensitive_paths
         .iter()
@@ -90,12 +91,17 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) {
             }
         }
     }
+    let mut made = Vec::new();
     for (path, access, kind, name, written) in grants {
         // Only where nothing decides already: a narrower grant must not
         // narrow a wider one (a writable `.venv/bin` stays writable).
         if ir.decide(&path).is_some() {
             continue;
         }
+        made.push(format!(
+            "preset {name}: {path} ({})",
+            access.names().join(", ")
+        ));
         ir.fs.push(Grant {
             path,
             access,
@@ -106,6 +112,7 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) {
         });
     }
     ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    made
 }
 
 fn certificate(value: &str, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Result<String, String> {

@@ -347,7 +347,14 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             let vars: Vec<(String, String)> = std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect();
-            super::caller::add(&mut ir, &policy, &vars);
+            let made = super::caller::add(&mut ir, &policy, &vars);
+            if a.report && !a.silent {
+                // Where these grants come from: the report's own lines
+                // name paths and rights only.
+                for line in made {
+                    eprintln!("sbx: {line}");
+                }
+            }
             let (lines, rest): (Vec<_>, Vec<_>) = l
                 .diagnostics
                 .into_iter()
