@@ -7,9 +7,10 @@
 //!   the policy declares no `[[env]]` and the value is a regular file that
 //!   is not a sensitive path. Anything else is dropped, with a reason in
 //!   the precision report.
-//! - `PATH`: under the `developer_toolchains` preset each directory on
-//!   the caller's `PATH`, and where its symlinks lead, is readable and
-//!   executable where no grant decides already, never writable.
+//! - `PATH`: under the `developer_toolchains` preset and without
+//!   `[commands]`, each directory on the caller's `PATH`, and where its
+//!   symlinks lead, is readable and executable where no grant decides
+//!   already, never writable.
 
 use sbx::ir::{Access, Grant, Ir, PathKind, Precision, Source, Status};
 use sbx::lint::sensitive::{How, Pattern};
@@ -84,7 +85,9 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
         .as_deref()
         .unwrap_or(&Preset::DEFAULT[..])
         .contains(&Preset::DeveloperToolchains);
-    if toolchains {
+    // `[commands]` withdraws execute from every directory: only the
+    // listed programs run, so PATH adds nothing there.
+    if toolchains && policy.commands.is_none() {
         if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
             for (dir, written) in path_dirs(path, ir, &is_sensitive) {
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
