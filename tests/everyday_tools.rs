@@ -104,15 +104,27 @@ fn setup() -> Option<Env> {
 /// `sh -c script` under the default policy in `env.ws`; (exit, stdout,
 /// stderr).
 fn run(env: &Env, script: &str) -> (i32, String, String) {
+    run_with(env, script, &[], &[])
+}
+
+/// [`run`] with more variables for sbx and flags for `sbx run`.
+fn run_with(
+    env: &Env,
+    script: &str,
+    vars: &[(&str, &std::ffi::OsStr)],
+    flags: &[&str],
+) -> (i32, String, String) {
     let policy = common::root().join("fixtures/default.toml");
     let out = Command::new(SBX)
         .arg("run")
         .arg(&policy)
         .arg("--workspace")
         .arg(&env.ws)
+        .args(flags)
         .args(["--", "sh", "-c", script])
         .current_dir(&env.ws)
         .env("HOME", &env.home)
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -268,6 +280,124 @@ fn make_gcc_and_coreutils() {
          find . -name '*.c' | xargs wc -l | awk '{print $1}'",
     );
     assert_eq!(out, "exit=3\n100 99 98 \n1\n");
+}
+
+/// Terminals: `script` and a detached tmux session each open a
+/// pseudo-terminal of the run's own (a private `devpts`, docs/linux.md).
+#[test]
+fn script_and_tmux_get_terminals() {
+    let Some(env) = setup() else { return };
+    if !have(&["script", "tmux"]) {
+        return;
+    }
+    let out = ok(
+        &env,
+        "script and tmux",
+        "set -e; script -qc 'echo in-a-pty' /dev/null; \
+         tmux -S \"$PWD/tmux.sock\" new -d 'sleep 1'; \
+         tmux -S \"$PWD/tmux.sock\" kill-server; echo tmux",
+    );
+    assert_eq!(out.replace('\r', ""), "in-a-pty\ntmux\n", "{out}");
+}
+
+/// The variables a policy without `[[env]]` keeps (docs/presets.md):
+/// the terminal's, the toolchain homes (cargo with `CARGO_HOME` set
+/// builds), and a certificate bundle, whose file becomes readable; a
+/// "bundle" that is a sensitive path and a secret are dropped, and
+/// `--report` lists them.
+#[test]
+fn variables_kept_and_dropped() {
+    let Some(env) = setup() else { return };
+    if !have(&["cargo"]) {
+        return;
+    }
+    let certs = env.home.parent().unwrap().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::write(certs.join("ca.pem"), "corporate-ca\n").unwrap();
+    std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
+    std::fs::write(env.home.join(".ssh/id_ed25519"), "hunter2\n").unwrap();
+    let cargo_home = env.home.join(".cargo");
+    let vars = [
+        ("TERM", "xterm-256color".as_ref()),
+        ("NO_COLOR", "1".as_ref()),
+        ("CARGO_HOME", cargo_home.as_os_str()),
+        (
+            "SSL_CERT_FILE",
+            certs.join("ca.pem").into_os_string().leak() as &_,
+        ),
+        (
+            "NODE_EXTRA_CA_CERTS",
+            env.home.join(".ssh/id_ed25519").into_os_string().leak() as &_,
+        ),
+        ("SBX_TEST_TOKEN", "hunter2".as_ref()),
+    ];
+    let (code, out, err) = run_with(
+        &env,
+        "set -e; echo \"$TERM $NO_COLOR $CARGO_HOME\"; cat \"$SSL_CERT_FILE\"; \
+         echo \"[${NODE_EXTRA_CA_CERTS-}${SBX_TEST_TOKEN-}]\"; cargo --version >/dev/null; \
+         cargo new -q --vcs none k; cd k; cargo build -q --offline; ./target/debug/k",
+        &vars,
+        &["--report"],
+    );
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert_eq!(
+        out,
+        format!(
+            "xterm-256color 1 {}\ncorporate-ca\n[]\nHello, world!\n",
+            cargo_home.display()
+        )
+    );
+    let dropped = err
+        .lines()
+        .find(|l| l.starts_with("sbx: env dropped: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    for name in ["NODE_EXTRA_CA_CERTS", "SBX_TEST_TOKEN"] {
+        assert!(dropped.split(' ').any(|w| w == name), "{dropped}");
+    }
+    assert!(err.contains("dropped env NODE_EXTRA_CA_CERTS"), "{err}");
+}
+
+/// A tool in a directory on the caller's PATH that no preset grants
+/// runs, and the directory stays read-only; a world-writable directory
+/// on PATH is not granted.
+#[test]
+fn tools_on_path_run() {
+    let Some(env) = setup() else { return };
+    let root = env.home.parent().unwrap();
+    let (bin, open) = (root.join("tools/bin"), root.join("open/bin"));
+    for (dir, name) in [(&bin, "sbx-path-tool"), (&open, "sbx-open-tool")] {
+        std::fs::create_dir_all(dir).unwrap();
+        let tool = dir.join(name);
+        std::fs::write(&tool, "#!/bin/sh\necho ran\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        open.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let vars = [("PATH", path.as_ref())];
+    let (code, out, err) = run_with(
+        &env,
+        &format!(
+            "sbx-path-tool; sbx-open-tool 2>/dev/null || echo refused; \
+             touch '{}/x' 2>/dev/null || echo read-only",
+            bin.display()
+        ),
+        &vars,
+        &["--report"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "ran\nrefused\nread-only\n", "{err}");
+    // `--report` says where the grant comes from.
+    let line = format!("sbx: preset caller_path: {} (read, execute)", bin.display());
+    assert!(err.lines().any(|l| l == line), "{err}");
+    assert!(!err.contains(&open.display().to_string()), "{err}");
+    assert!(!bin.join("x").exists());
 }
 
 /// `sbx learn` on git and a venv: the learned policy runs the same

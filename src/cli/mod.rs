@@ -1,11 +1,14 @@
 //! Argument parsing and the per-command drivers.
 
 mod approve;
+#[cfg(unix)]
+mod caller;
 mod check;
 mod denials;
 mod explain;
 mod learn;
 mod mount;
+mod quick;
 mod run;
 mod sbpl;
 #[cfg(any(target_os = "linux", target_os = "macos"))]

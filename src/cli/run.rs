@@ -6,9 +6,10 @@ use clap::Args;
 use std::ffi::OsString;
 
 #[derive(Args, Debug)]
-#[command(group = clap::ArgGroup::new("source").required(true).args(["policy", "artifact"]))]
+#[command(group = clap::ArgGroup::new("source").args(["policy", "artifact"]))]
 pub struct RunArgs {
-    /// Policy file to compile for this OS.
+    /// Policy file to compile for this OS (default: the default policy,
+    /// POLICY.md §4).
     policy: Option<Utf8PathBuf>,
     /// Apply an artifact written by `sbx compile` instead of a policy
     /// (`--portable` artifacts get their placeholders filled here).
@@ -38,6 +39,22 @@ pub struct RunArgs {
     /// always printed), and no hint after it fails.
     #[arg(long)]
     quiet: bool,
+    /// Grant reading PATH (relative to the current directory), in a
+    /// layer on top of the policy.
+    #[arg(long, value_name = "PATH", conflicts_with = "artifact")]
+    allow_read: Vec<String>,
+    /// Grant reading and writing PATH, in a layer on top of the policy.
+    #[arg(long, value_name = "PATH", conflicts_with = "artifact")]
+    allow_write: Vec<String>,
+    /// Allow connecting to HOST (any port, or the scheme's) or HOST:PORT,
+    /// in a layer on top of the policy.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        conflicts_with = "artifact",
+        value_parser = super::quick::net_flag
+    )]
+    allow_net: Vec<String>,
     /// Use at most this Landlock ABI (tests of older kernels; Linux).
     #[arg(long, hide = true)]
     landlock_abi: Option<u32>,
@@ -109,6 +126,69 @@ impl RunArgs {
             landlock_abi: self.landlock_abi,
             silent: self.silent,
             command: self.command.clone(),
+            allow_read: self.allow_read.clone(),
+            allow_write: self.allow_write.clone(),
+            allow_net: self.allow_net.clone(),
+        }
+    }
+
+    fn allow(&self) -> super::quick::Allow {
+        super::quick::Allow {
+            read: self.allow_read.clone(),
+            write: self.allow_write.clone(),
+            net: self.allow_net.clone(),
+        }
+    }
+
+    /// The policy files, or the default policy's text when none is given.
+    fn inputs(&self) -> Result<sbx::compile::Inputs, sbx::compile::Failure> {
+        match &self.policy {
+            Some(p) => sbx::compile::Inputs::read(std::slice::from_ref(p)),
+            None => Ok(sbx::compile::Inputs::from_text(
+                DEFAULT_POLICY_NAME,
+                "version = 1\n",
+            )),
+        }
+    }
+}
+
+/// How diagnostics name the default policy when no file is given.
+const DEFAULT_POLICY_NAME: &str = "(default policy)";
+
+/// The `--allow-*` layer on top of `layers` (none without flags), its
+/// source added to `files`. `None` when it is refused; the reason is
+/// printed.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn allow_layer(
+    a: &RunArgs,
+    layers: &[sbx::policy::LoadedLayer],
+    files: &mut sbx::diag::Files,
+) -> Option<Option<sbx::policy::LoadedLayer>> {
+    let allow = a.allow();
+    if allow.is_empty() {
+        return Some(None);
+    }
+    let below = sbx::policy::merge::merge(layers);
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot read the current directory: {e}");
+            return None;
+        }
+    };
+    let source = match allow.layer(&cwd, below.fs.is_none()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return None;
+        }
+    };
+    files.add(&source.name, &source.text);
+    match sbx::policy::load_layer(source, None) {
+        Ok(l) => Some(Some(l)),
+        Err(d) => {
+            say(a, &d, files);
+            None
         }
     }
 }
@@ -227,16 +307,15 @@ struct Host {
 /// on PATH), diagnostics printed; `None` when it does not compile.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
-    use sbx::compile::{self, Inputs, Options};
-    let policy_path = a.policy.as_ref()?;
-    let inputs = match Inputs::read(std::slice::from_ref(policy_path)) {
+    use sbx::compile::{self, Options};
+    let inputs = match a.inputs() {
         Ok(i) => i,
         Err(f) => {
             say(a, &f.diagnostics, &Default::default());
             return None;
         }
     };
-    let files = inputs.files();
+    let mut files = inputs.files();
     let mut opts = Options {
         workspace: a.workspace.clone(),
         home: a.home.clone(),
@@ -255,7 +334,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             return None;
         }
     }
-    let (layers, diags) = match compile::load_layers(&inputs, &opts) {
+    let (mut layers, diags) = match compile::load_layers(&inputs, &opts) {
         Ok(x) => x,
         Err(f) => {
             say(a, &f.diagnostics, &files);
@@ -263,13 +342,14 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
         }
     };
     say(a, &diags, &files);
+    layers.extend(allow_layer(a, &layers, &mut files)?);
     let policy = sbx::policy::merge::merge(&layers);
     match compile::lower_to_apply(&policy, &opts, os) {
         Ok(l) => {
             let mut ir = l.ir;
             // POLICY.md §13: the run's own policy, approvals store and
             // sbx's state (the after-run journal among it).
-            let mut own = vec![policy_path.to_string()];
+            let mut own: Vec<String> = a.policy.iter().map(|p| p.to_string()).collect();
             let state = sbx::approvals::state_dir();
             // The default store lies in the state directory, kept whole.
             own.extend(
@@ -279,6 +359,18 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             );
             own.extend(state.map(String::from));
             sbx::lower::hidden::run_files(&mut ir, &own);
+            // The caller's certificate bundles and PATH (issue #36).
+            let vars: Vec<(String, String)> = std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect();
+            let made = super::caller::add(&mut ir, &policy, &vars);
+            if a.report && !a.silent {
+                // Where these grants come from: the report's own lines
+                // name paths and rights only.
+                for line in made {
+                    eprintln!("sbx: {line}");
+                }
+            }
             let (lines, rest): (Vec<_>, Vec<_>) = l
                 .diagnostics
                 .into_iter()
@@ -304,7 +396,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
 #[cfg(windows)]
 fn windows(a: RunArgs) -> i32 {
     use sbx::back::windows::Spec;
-    use sbx::compile::{self, Inputs, Options, Target};
+    use sbx::compile::{self, Options, Target};
 
     let _ = (&a.home, a.landlock_abi);
     let text = match (&a.artifact, &a.policy) {
@@ -315,8 +407,8 @@ fn windows(a: RunArgs) -> i32 {
                 return FAILED;
             }
         },
-        (None, Some(policy)) => {
-            let inputs = match Inputs::read(std::slice::from_ref(policy)) {
+        (None, _) => {
+            let mut inputs = match a.inputs() {
                 Ok(i) => i,
                 Err(f) => return super::fail(f, &Default::default(), false).max(FAILED),
             };
@@ -333,6 +425,28 @@ fn windows(a: RunArgs) -> i32 {
                 Err(d) => {
                     say(&a, &[d], &inputs.files());
                     return FAILED;
+                }
+            }
+            let allow = a.allow();
+            if !allow.is_empty() {
+                // The layer writes the default workspace rule out when
+                // the policy below has no [[fs]] (it adds, not replaces).
+                let default_fs = match compile::load(&inputs, &opts) {
+                    Ok((p, _)) => p.fs.is_none(),
+                    Err(f) => {
+                        say(&a, &f.diagnostics, &inputs.files());
+                        return FAILED;
+                    }
+                };
+                let layer = std::env::current_dir()
+                    .map_err(|e| e.to_string())
+                    .and_then(|cwd| allow.layer(&cwd, default_fs));
+                match layer {
+                    Ok(l) => inputs.sources.push(l),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return FAILED;
+                    }
                 }
             }
             let warn: compile::Warn = &|ir, policy, layers, targets, reports| {
@@ -356,7 +470,6 @@ fn windows(a: RunArgs) -> i32 {
                 }
             }
         }
-        (None, None) => unreachable!("clap requires one source"),
     };
     let spec = match Spec::from_json(&text) {
         Ok(s) => s,

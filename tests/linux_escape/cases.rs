@@ -159,6 +159,7 @@ pub const ALL: &[(&str, Case)] = &[
         ns::pathname_socket_outside,
     ),
     ("ns_outside_is_invisible", ns::outside_is_invisible),
+    ("ns_ptys_are_the_runs_own", ns::ptys_are_the_runs_own),
 ];
 
 fn read_write_outside(fx: &Fx) -> Result<(), String> {

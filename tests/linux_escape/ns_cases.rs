@@ -745,3 +745,52 @@ pub fn known_sockets_hidden(fx: &Fx) -> Result<(), String> {
         || out.stderr.clone(),
     )
 }
+
+/// The new root's pseudo-terminals are a private `devpts` instance: a
+/// terminal of the host's, open outside for the whole run, cannot be
+/// opened inside by its name (ENOENT: that `/dev/pts` has none of the
+/// host's), while the command can make terminals of its own.
+pub fn ptys_are_the_runs_own(fx: &Fx) -> Result<(), String> {
+    // SAFETY: plain libc calls on a descriptor this function owns.
+    let (master, host) = unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if m < 0 || libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
+            return Err(format!(
+                "no pseudo-terminal on the host: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let mut buf = [0 as libc::c_char; 64];
+        if libc::ptsname_r(m, buf.as_mut_ptr(), buf.len()) != 0 {
+            return Err("ptsname_r failed".into());
+        }
+        let name = std::ffi::CStr::from_ptr(buf.as_ptr());
+        (m, name.to_string_lossy().into_owned())
+    };
+    let p = fx.default_policy();
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    let result = (|| {
+        expect(
+            "the host's terminal, outside",
+            &fx.unsandboxed(&["open-rw", &host]),
+            "OK",
+        )?;
+        expect("the host's terminal", &r(&["open-rw", &host]), "ENOENT")?;
+        expect("openpty inside", &r(&["openpty"]), "OK")?;
+        // The system preset alone grants the terminal too.
+        let sys = fx.policy("best_effort", "");
+        expect(
+            "openpty, system preset",
+            &fx.run(&sys, &[], &["openpty"]),
+            "OK",
+        )?;
+        expect(
+            "the host's terminal, system preset",
+            &fx.run(&sys, &[], &["open-rw", &host]),
+            "ENOENT",
+        )
+    })();
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(master) };
+    result
+}

@@ -245,6 +245,24 @@ unsafe fn op(args: &[String]) -> String {
             let p = format!("/proc/{}/{}", libc::getppid(), a(1));
             op(&["read".to_string(), p])
         }
+        "open-rw" => res(libc::open(
+            c(a(1)).as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+        .into()),
+        "openpty" => {
+            // A new pseudo-terminal through /dev/ptmx and its other end
+            // by name, as openpty(3) does.
+            let m = libc::open(c"/dev/ptmx".as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+            if m < 0 || libc::grantpt(m) != 0 || libc::unlockpt(m) != 0 {
+                return res(-1);
+            }
+            let name = libc::ptsname(m);
+            if name.is_null() {
+                return res(-1);
+            }
+            res(libc::open(name, libc::O_RDWR | libc::O_NOCTTY).into())
+        }
         "open-trunc" => res(libc::open(c(a(1)).as_ptr(), libc::O_WRONLY | libc::O_TRUNC).into()),
         "truncate" => res(libc::truncate(c(a(1)).as_ptr(), 0).into()),
         "link" => res(libc::link(c(a(1)).as_ptr(), c(a(2)).as_ptr()).into()),

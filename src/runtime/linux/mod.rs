@@ -17,6 +17,7 @@ mod pins;
 mod plan;
 mod planted;
 mod program;
+mod pts;
 mod report;
 mod repos;
 mod seccomp;

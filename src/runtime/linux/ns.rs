@@ -496,6 +496,11 @@ pub fn new_root(
     let mut paths: Vec<Visible> = Vec::new();
     let mut dirs: Vec<String> = Vec::new();
     let mut links = Vec::new();
+    let pts = super::pts::wanted(rules.iter().map(|r| r.path.as_str()));
+    if pts {
+        dirs.extend(["dev".to_string(), "dev/pts".to_string()]);
+        links.push((c(b"dev/ptmx")?, c(b"pts/ptmx")?));
+    }
     let vias: Vec<(&str, &str)> = rules
         .iter()
         .filter_map(|r| r.via.as_deref().map(|v| (v, r.path.as_str())))
@@ -661,5 +666,6 @@ pub fn new_root(
         cwd: c(cwd.as_os_str().as_bytes())?,
         trees,
         tmpfs: AtomicI32::new(-1),
+        pts,
     }))
 }

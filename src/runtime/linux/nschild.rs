@@ -28,6 +28,7 @@ const MOUNT_ATTR_NODEV: u64 = 0x04;
 const MOUNT_ATTR_NOEXEC: u64 = 0x08;
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_FLAG: libc::c_uint = 0;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 // linux/landlock.h
@@ -166,6 +167,9 @@ pub struct NewRoot {
     /// Clones of `paths`, then the tmpfs: made by the setup process.
     pub trees: Vec<AtomicI32>,
     pub tmpfs: AtomicI32,
+    /// A private `devpts` at `dev/pts` (`pts.rs`); `dirs` holds `dev/pts`
+    /// and `links` `dev/ptmx`.
+    pub pts: bool,
 }
 
 /// The ids the setup process got for its two children, in the
@@ -248,18 +252,28 @@ unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd
 /// A detached tmpfs mount with one option set (`key`, `value`) and the
 /// given mount attributes, or -1. Allocates nothing (the child calls it).
 unsafe fn tmpfs(option: (&std::ffi::CStr, &std::ffi::CStr), attrs: u64) -> RawFd {
-    let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) as RawFd;
+    new_fs(c"tmpfs", &[(option.0, Some(option.1))], attrs)
+}
+
+/// A detached mount of a new `fstype` with these options (a flag when
+/// the value is None) and mount attributes, or -1.
+unsafe fn new_fs(
+    fstype: &std::ffi::CStr,
+    options: &[(&std::ffi::CStr, Option<&std::ffi::CStr>)],
+    attrs: u64,
+) -> RawFd {
+    let fs = libc::syscall(libc::SYS_fsopen, fstype.as_ptr(), FSOPEN_CLOEXEC) as RawFd;
     if fs < 0 {
         return -1;
     }
-    let ok = libc::syscall(
-        libc::SYS_fsconfig,
-        fs,
-        FSCONFIG_SET_STRING,
-        option.0.as_ptr(),
-        option.1.as_ptr(),
-        0,
-    ) == 0
+    let set = |(key, value): &(&std::ffi::CStr, Option<&std::ffi::CStr>)| {
+        let (cmd, value) = match value {
+            Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
+            None => (FSCONFIG_SET_FLAG, std::ptr::null()),
+        };
+        libc::syscall(libc::SYS_fsconfig, fs, cmd, key.as_ptr(), value, 0) == 0
+    };
+    let ok = options.iter().all(set)
         && libc::syscall(
             libc::SYS_fsconfig,
             fs,
@@ -521,6 +535,34 @@ unsafe fn build_root(r: &NewRoot, wr: RawFd) {
         }
         libc::close(tree);
     }
+    if r.pts {
+        private_pts(t);
+    }
+}
+
+/// A private `devpts` instance on `dev/pts` in the new root (`t`): its
+/// own `ptmx` (mode 0666: no group option, since the `tty` group is not
+/// mapped in the user namespace) and numbering, none of the host's
+/// terminals. Best effort: where the kernel refuses it the command runs
+/// without pseudo-terminals, as it did before there were any.
+unsafe fn private_pts(t: RawFd) {
+    let m = new_fs(
+        c"devpts",
+        &[(c"newinstance", None), (c"ptmxmode", Some(c"0666"))],
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+    );
+    if m < 0 {
+        return;
+    }
+    libc::syscall(
+        libc::SYS_move_mount,
+        m,
+        c"".as_ptr(),
+        t,
+        c"dev/pts".as_ptr(),
+        MOVE_MOUNT_F_EMPTY_PATH,
+    );
+    libc::close(m);
 }
 
 /// In the command (PID 2, in the new PID namespace): a fresh `/proc` in

@@ -23,6 +23,9 @@ pub struct Extras<'a> {
     pub new_root: bool,
     /// The child's network namespace has nothing but `lo`.
     pub private_net: bool,
+    /// The names of sbx's environment the child does not get
+    /// ([`dropped_env`]).
+    pub dropped_env: &'a [String],
 }
 
 fn status_word(p: &Precision) -> String {
@@ -147,6 +150,11 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
     );
     let _ = writeln!(
         s,
+        "sbx: env dropped: {}",
+        words(&x.dropped_env.iter().map(String::as_str).collect::<Vec<_>>())
+    );
+    let _ = writeln!(
+        s,
         "sbx: exec: {}; executables given execute: {}",
         match &art.exec_allow {
             Some(_) => "only the listed commands and the program",
@@ -241,4 +249,17 @@ fn arg_rule_calls(rules: &[crate::back::landlock::ArgRule]) -> String {
     names.sort_unstable();
     names.dedup();
     names.join(" ")
+}
+
+/// The names in sbx's own environment the child does not get, sorted:
+/// `--report` lists every one, so a tool failing for a missing variable
+/// can be told why.
+pub fn dropped_env(filter: &crate::runtime::env::EnvFilter) -> Vec<String> {
+    let mut names: Vec<String> = std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| !filter.allows(k))
+        .map(|k| k.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }

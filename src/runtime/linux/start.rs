@@ -9,7 +9,7 @@
 
 use super::{
     after, check_artifact, child, guardian, journal, kernel, kernel_abi, limits, listen, ns,
-    nschild, passfd, pins, plan, program, report, seccomp, sockets, temp, wait, ProxyHook,
+    nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait, ProxyHook,
     RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
@@ -247,6 +247,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
                     mounts: &mounts.iter().map(ns::mount_words).collect::<Vec<_>>(),
                     new_root,
                     private_net: wanted.net,
+                    dropped_env: &report::dropped_env(&filter),
                 }
             )
         );
@@ -557,13 +558,16 @@ fn set_up(
         .collect();
     let net_rules = plan.handled_net & 2 != 0;
     // Rules the command adds again on the mounts made for it: /proc's,
-    // and the fresh /dev/shm's (new inodes that no rule could name).
+    // the fresh /dev/shm's and /dev/pts's (new inodes that no rule could
+    // name).
     let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
+    let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
     let proc_rules: Vec<(String, u64)> = plan
         .rules
         .iter()
         .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
         .map(|r| (r.path.clone(), r.rights.0))
+        .chain(pts_rule.filter(|_| new_root))
         .collect();
     // The writable trees' tops, for the work after the run.
     let writable: Vec<String> = plan

@@ -101,6 +101,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
             mounts: &[],
             new_root: false,
             private_net: false,
+            dropped_env: &["GITHUB_TOKEN".to_string(), "SSH_AUTH_SOCK".to_string()],
         },
     )
 }
