@@ -11,6 +11,7 @@
 //! `core.hooksPath` wherever in them it is set.
 
 mod config;
+pub mod inert;
 pub mod include;
 
 use super::paths::join;
