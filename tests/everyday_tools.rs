@@ -164,6 +164,48 @@ fn git_works_and_its_credentials_stay_out() {
     denied(&env, &env.home.join(".config/git/credentials"));
 }
 
+/// A repository made during the run (`git init`, `git remote add`,
+/// `git config user.name`; at the top, where `.git` was absent at
+/// launch, and below it) keeps its config after the run: every key in it
+/// is inert (docs/protected.md), so nothing is moved aside but the new
+/// top's hooks.
+#[test]
+fn git_init_and_remote_add_keep_their_config() {
+    let Some(env) = setup() else { return };
+    if !have(&["git"]) {
+        return;
+    }
+    let (code, out, err) = run(
+        &env,
+        "set -e; git init -q; git remote add origin https://example.invalid/top.git; \
+         git config user.name x; git init -q sub; \
+         git -C sub remote add origin https://example.invalid/sub.git; echo made",
+    );
+    assert_eq!((code, out.as_str()), (0, "made\n"), "{err}");
+    assert!(!err.contains(".git/config"), "{err}");
+    let git = |dir: &Path, key: &str| {
+        let o = Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .env("HOME", &env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(
+        git(&env.ws, "remote.origin.url"),
+        "https://example.invalid/top.git"
+    );
+    assert_eq!(git(&env.ws, "user.name"), "x");
+    assert_eq!(
+        git(&env.ws.join("sub"), "remote.origin.url"),
+        "https://example.invalid/sub.git"
+    );
+    // The top's hooks were made during the run: aside, and said why.
+    assert!(err.contains("init.templateDir"), "{err}");
+}
+
 #[test]
 fn cargo_and_rustc_build_and_run() {
     let Some(env) = setup() else { return };

@@ -11,8 +11,8 @@
 //! `core.hooksPath` wherever in them it is set.
 
 mod config;
-pub mod inert;
 pub mod include;
+pub mod inert;
 
 use super::paths::join;
 use std::ffi::OsString;

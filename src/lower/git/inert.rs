@@ -25,7 +25,9 @@ pub const INERT_KEYS: &[Inert] = &[
     Inert {
         section: "remote",
         any_subsection: true,
-        keys: &["url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror"],
+        keys: &[
+            "url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror",
+        ],
     },
     Inert {
         section: "branch",
@@ -192,15 +194,33 @@ mod tests {
             ("[core]\n\tfsmonitor = touch /tmp/x\n", "core.fsmonitor"),
             ("[core]\n\thooksPath = h\n", "core.hookspath"),
             ("[core]\n\tsshCommand = evil\n", "core.sshcommand"),
-            ("[remote \"o\"]\n\tuploadpack = evil\n", "remote.o.uploadpack"),
-            ("[remote \"o\"]\n\treceivepack = evil\n", "remote.o.receivepack"),
-            ("[submodule \"s\"]\n\tupdate = !evil\n", "submodule.s.update"),
+            (
+                "[remote \"o\"]\n\tuploadpack = evil\n",
+                "remote.o.uploadpack",
+            ),
+            (
+                "[remote \"o\"]\n\treceivepack = evil\n",
+                "remote.o.receivepack",
+            ),
+            (
+                "[submodule \"s\"]\n\tupdate = !evil\n",
+                "submodule.s.update",
+            ),
             ("[include]\n\tpath = ../x\n", "include.path"),
-            ("[includeIf \"gitdir:/\"]\n\tpath = x\n", "includeif.gitdir:/.path"),
-            ("[url \"ext::sh\"]\n\tinsteadOf = https://\n", "url.ext::sh.insteadof"),
+            (
+                "[includeIf \"gitdir:/\"]\n\tpath = x\n",
+                "includeif.gitdir:/.path",
+            ),
+            (
+                "[url \"ext::sh\"]\n\tinsteadOf = https://\n",
+                "url.ext::sh.insteadof",
+            ),
             ("[alias]\n\tst = !evil\n", "alias.st"),
             ("[filter \"f\"]\n\tclean = evil\n", "filter.f.clean"),
-            ("[extensions]\n\tworktreeConfig = true\n", "extensions.worktreeconfig"),
+            (
+                "[extensions]\n\tworktreeConfig = true\n",
+                "extensions.worktreeconfig",
+            ),
             // The right key in the wrong shape: no subsection, or one
             // where git takes none.
             ("[remote]\n\turl = x\n", "remote.url"),
@@ -244,6 +264,9 @@ mod tests {
     fn shown_keys_are_bounded_and_escaped() {
         let many: Vec<String> = (0..7).map(|i| format!("a.k{i}")).collect();
         assert_eq!(show(&many), "a.k0, a.k1, a.k2, a.k3, a.k4, and 2 more");
-        assert_eq!(show(&["remote.\u{1b}[2J.uploadpack".into()]), "remote.\\u{1b}[2J.uploadpack");
+        assert_eq!(
+            show(&["remote.\u{1b}[2J.uploadpack".into()]),
+            "remote.\\u{1b}[2J.uploadpack"
+        );
     }
 }

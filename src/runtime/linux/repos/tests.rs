@@ -128,8 +128,14 @@ fn inert_configs_stay() {
                  \tremote = origin\n\tmerge = refs/heads/main\n[user]\n\tname = x\n";
     for (dir, config) in [
         ("ws/clone", clone.to_string()),
-        ("ws/fsm", format!("{clone}[core]\n\tfsmonitor = touch /tmp/x\n")),
-        ("ws/up", format!("{clone}[remote \"origin\"]\n\tuploadpack = evil\n")),
+        (
+            "ws/fsm",
+            format!("{clone}[core]\n\tfsmonitor = touch /tmp/x\n"),
+        ),
+        (
+            "ws/up",
+            format!("{clone}[remote \"origin\"]\n\tuploadpack = evil\n"),
+        ),
         ("ws/bad", String::from("[core\n\tbare = false\n")),
     ] {
         t.gitdir(&format!("{dir}/.git"));
@@ -145,7 +151,10 @@ fn inert_configs_stay() {
     let mut warnings = Vec::new();
     report(&s, 100, &mut warnings);
     assert!(warnings[0].contains("does not parse"), "{warnings:?}");
-    assert!(warnings[1].contains("it sets core.fsmonitor,"), "{warnings:?}");
+    assert!(
+        warnings[1].contains("it sets core.fsmonitor,"),
+        "{warnings:?}"
+    );
     assert!(
         warnings[2].contains("it sets remote.origin.uploadpack,"),
         "{warnings:?}"
