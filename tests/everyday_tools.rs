@@ -135,6 +135,29 @@ fn run_with(
     )
 }
 
+/// `sbx run --report` of `sh -c script` under the default policy with
+/// `ws` as the workspace and current directory; (exit, stdout, stderr).
+fn run_report_in(env: &Env, ws: &Path, script: &str) -> (i32, String, String) {
+    let policy = common::root().join("fixtures/default.toml");
+    let out = Command::new(SBX)
+        .arg("run")
+        .arg(&policy)
+        .arg("--report")
+        .arg("--workspace")
+        .arg(ws)
+        .args(["--", "sh", "-c", script])
+        .current_dir(ws)
+        .env("HOME", &env.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn ok(env: &Env, what: &str, script: &str) -> String {
     let (code, out, err) = run(env, script);
     assert_eq!(
@@ -174,6 +197,109 @@ fn git_works_and_its_credentials_stay_out() {
     assert_eq!(out, "Sandboxed two\nSandboxed one\n!! x.tmp\n", "{out}");
     denied(&env, &env.home.join(".git-credentials"));
     denied(&env, &env.home.join(".config/git/credentials"));
+}
+
+/// A repository made during the run (`git init`, `git remote add`,
+/// `git config user.name`; at the top, where `.git` was absent at
+/// launch, and below it) keeps its config after the run: every key in it
+/// is inert (docs/protected.md), so nothing is moved aside but the new
+/// top's hooks.
+#[test]
+fn git_init_and_remote_add_keep_their_config() {
+    let Some(env) = setup() else { return };
+    if !have(&["git"]) {
+        return;
+    }
+    let (code, out, err) = run(
+        &env,
+        "set -e; git init -q; git remote add origin https://example.invalid/top.git; \
+         git config user.name x; git init -q sub; \
+         git -C sub remote add origin https://example.invalid/sub.git; echo made",
+    );
+    assert_eq!((code, out.as_str()), (0, "made\n"), "{err}");
+    assert!(!err.contains(".git/config"), "{err}");
+    let git = |dir: &Path, key: &str| {
+        let o = Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .env("HOME", &env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(
+        git(&env.ws, "remote.origin.url"),
+        "https://example.invalid/top.git"
+    );
+    assert_eq!(git(&env.ws, "user.name"), "x");
+    assert_eq!(
+        git(&env.ws.join("sub"), "remote.origin.url"),
+        "https://example.invalid/sub.git"
+    );
+    // The top's hooks were made during the run: aside, and said why.
+    assert!(err.contains("init.templateDir"), "{err}");
+}
+
+/// The workspace is a subdirectory of a repository: git finds the
+/// repository (its worktree and `.git` read-only, the report says so and
+/// how to commit), and nothing outside the workspace can be written.
+#[test]
+fn git_in_a_subdirectory_of_a_repository() {
+    let Some(env) = setup() else { return };
+    if !have(&["git"]) {
+        return;
+    }
+    let sub = env.ws.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(env.ws.join("other"), "top\n").unwrap();
+    std::fs::write(sub.join("a"), "a\n").unwrap();
+    let host = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&env.ws)
+            .env("HOME", &env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+    };
+    host(&["init", "-q"]);
+    host(&["add", "-A"]);
+    host(&["commit", "-qm", "one"]);
+    let config = std::fs::read(env.ws.join(".git/config")).unwrap();
+    let (code, out, err) = run_report_in(
+        &env,
+        &sub,
+        "git status --short; git log --format=%s; echo b > a; git status --short; \
+         echo x > ../other || echo other-refused; \
+         echo '[core]' >> ../.git/config || echo config-refused; \
+         echo new > mine && echo mine-written",
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        out, "one\n M a\nother-refused\nconfig-refused\nmine-written\n",
+        "{err}"
+    );
+    assert!(
+        err.contains("Read-only file system") || err.contains("Permission denied"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(env.ws.join("other")).unwrap(), b"top\n");
+    assert_eq!(std::fs::read(env.ws.join(".git/config")).unwrap(), config);
+    // The report: the repository's grant and the hint.
+    let ws = env.ws.display().to_string();
+    assert!(
+        err.contains(&format!("allow {ws}: read_file read_dir")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("the workspace lies in the git repository at {ws}"))
+            && err.contains(&format!(
+                "committing needs the repository's top as the workspace (--workspace {ws})"
+            )),
+        "{err}"
+    );
 }
 
 #[test]

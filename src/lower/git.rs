@@ -12,6 +12,7 @@
 
 mod config;
 pub mod include;
+pub mod inert;
 
 use super::paths::join;
 use std::ffi::OsString;

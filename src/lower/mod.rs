@@ -1,6 +1,7 @@
 //! Lowering: the merged policy, in the user's terms, becomes the IR:
 //! absolute normalised grants, port sets, env patterns, resolved commands.
 
+pub(crate) mod above;
 mod commands;
 mod env;
 pub mod external;
@@ -184,6 +185,12 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
             };
             if let Some(g) = cx.rule_grant(".", all, Source::Default, None, false) {
                 grants.push(g);
+            }
+            // The repository the workspace lies in, read-only, so that
+            // git works in a subdirectory (not in portable mode: it is
+            // the host's layout).
+            if resolve {
+                grants.extend(cx.repository_above());
             }
         }
         Some(rules) => {

@@ -339,6 +339,13 @@ impl Ctx<'_> {
         if self.resolve {
             let mut configs = git::include::Reader::new(&home);
             let global = git::global(&home, &mut configs);
+            // The repository the default policy's workspace lies in
+            // (`above`): its `core.hooksPath` or an included config may
+            // name a file in the workspace, which must not be writable.
+            if policy.fs.is_none() {
+                let ws = &self.roots.workspace;
+                repos.extend(super::above::top_above(ws, &home));
+            }
             repos.sort();
             repos.dedup();
             let mut found = Vec::new();

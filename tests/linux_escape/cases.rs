@@ -78,6 +78,10 @@ pub const ALL: &[(&str, Case)] = &[
     ("pin_deny_rule_parent", pin::deny_rule_parent),
     ("pin_own_policy_parent", pin::own_policy_parent),
     (
+        "git_config_kept_only_when_inert",
+        protect::git_config_kept_only_when_inert,
+    ),
+    (
         "git_swapped_by_renames_is_caught",
         protect::git_swapped_by_renames,
     ),

@@ -216,6 +216,81 @@ pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// Issue #36: a config made during the run stays only when every key in
+/// it is inert. Under the default policy, in a workspace with no
+/// repository at launch, the command makes one at the top with a
+/// `core.fsmonitor` (the identity check: `.git/config` absent at
+/// launch), one below it whose remote has an `uploadpack` (the sweep),
+/// and a clean clone-like one. After the run the first two are moved
+/// aside, the warnings name the keys, and the user's `git status` and
+/// `git fetch` outside run nothing; the clean one keeps its remote
+/// (control). Put back, both planted configs run: the holes are real.
+pub fn git_config_kept_only_when_inert(fx: &Fx) -> Result<(), String> {
+    if Command::new("git").arg("--version").output().is_err() {
+        if std::env::var_os("CI").is_none() {
+            eprintln!("git_config_kept_only_when_inert: git is not installed, skipped");
+            return Ok(());
+        }
+        return Err("git is not installed".into());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let pack = fx.path("uploadpack-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q . && {} >> .git/config && \
+             git init -q clean && git -C clean remote add origin https://example.invalid/r.git && \
+             git -C clean config user.name x && \
+             git init -q up && git -C up remote add origin \"$PWD/clean\" && \
+             git -C up config remote.origin.uploadpack 'touch {pack}; git-upload-pack' && \
+             echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("the run: {out:?}")
+    })?;
+    let _ = std::fs::remove_file(&mark);
+    let top = fx.ws.join(".git/config");
+    let top_aside = fx.ws.join(".git/config.sbx-blocked");
+    let up = fx.ws.join("up/.git/config");
+    let up_aside = fx.ws.join("up/.git/config.sbx-blocked");
+    check(!top.exists() && top_aside.exists(), || {
+        format!("the top's planted config is in place: {}", out.stderr)
+    })?;
+    check(!up.exists() && up_aside.exists(), || {
+        format!("up's planted config is in place: {}", out.stderr)
+    })?;
+    check(
+        out.stderr.contains("it sets core.fsmonitor,")
+            && out.stderr.contains("it sets remote.origin.uploadpack,"),
+        || format!("the warnings do not name the keys: {}", out.stderr),
+    )?;
+    // Control: the clean repository keeps its remote.
+    let url =
+        git(fx, "clean", &["config", "--get", "remote.origin.url"]).map_err(|e| e.to_string())?;
+    check(
+        String::from_utf8_lossy(&url.stdout).trim() == "https://example.invalid/r.git",
+        || format!("the clean config lost its remote: {url:?} {}", out.stderr),
+    )?;
+    status_runs_nothing(fx, &mark)?;
+    let _ = git(fx, "up", &["fetch", "-q", "origin"]);
+    check(!Path::new(&pack).exists(), || {
+        "git fetch in up ran the planted uploadpack".into()
+    })?;
+    // Put back, each runs: the holes are real.
+    std::fs::rename(&up_aside, &up).map_err(|e| e.to_string())?;
+    let _ = git(fx, "up", &["fetch", "-q", "origin"]);
+    check(Path::new(&pack).exists(), || {
+        "control: the restored uploadpack did not run".into()
+    })?;
+    std::fs::rename(&top_aside, &top).map_err(|e| e.to_string())?;
+    let _ = git(fx, "", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored fsmonitor did not run".into()
+    })
+}
+
 /// Issue #35, two runs. The first writes a git directory's config and
 /// hook under another name (`stash/`, no repository there, so nothing is
 /// swept); the second only renames: `.git` aside, `stash` in its place,

@@ -29,6 +29,21 @@ type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
 
 /// Every entry of a config text, in order.
 pub fn parse(text: &str) -> Vec<Entry> {
+    read(text).0
+}
+
+/// Every entry, or `None` when git would reject any line of the text
+/// (and with it the whole file): for a check that must not guess.
+pub fn parse_strict(text: &str) -> Option<Vec<Entry>> {
+    match read(text) {
+        (entries, true) => Some(entries),
+        (_, false) => None,
+    }
+}
+
+/// The entries, and whether every line was one git accepts.
+fn read(text: &str) -> (Vec<Entry>, bool) {
+    let mut clean = true;
     let text = text.replace("\r\n", "\n");
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut c = text.chars().peekable();
@@ -44,6 +59,7 @@ pub fn parse(text: &str) -> Vec<Entry> {
             c.next();
             section = header(&mut c);
             if section.is_none() {
+                clean = false;
                 skip_line(&mut c);
             }
         } else if ch.is_ascii_alphabetic() {
@@ -58,28 +74,33 @@ pub fn parse(text: &str) -> Vec<Entry> {
                 Some('=') => match value(&mut c) {
                     Some(v) => Some(v),
                     None => {
+                        clean = false;
                         skip_line(&mut c);
                         continue;
                     }
                 },
                 Some(_) => {
+                    clean = false;
                     skip_line(&mut c);
                     continue;
                 }
             };
-            if let Some((s, sub)) = &section {
-                out.push(Entry {
+            match &section {
+                Some((s, sub)) => out.push(Entry {
                     section: s.clone(),
                     subsection: sub.clone(),
                     key,
                     value,
-                });
+                }),
+                // A key before any header: git rejects the file.
+                None => clean = false,
             }
         } else {
+            clean = false;
             skip_line(&mut c);
         }
     }
-    out
+    (out, clean)
 }
 
 /// git's `isspace` less the newline, which ends a line.

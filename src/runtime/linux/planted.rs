@@ -7,9 +7,14 @@
 //! it can be renamed and another put in its place. It moves, never
 //! deletes: the user reviews the file and renames it back (or names the
 //! path in a rule to allow it).
+//!
+//! One exception: a repository's `.git/config` absent at launch whose
+//! keys are all inert (`lower::git::inert`) stays, so that `git init`, `git
+//! clone` and `cargo new` keep their remote and branch settings.
 
 use super::beneath::Tops;
 use super::identity::{self, Now, Record, Seen};
+use super::repos;
 
 /// Move aside what differs from launch; one warning each, returned to
 /// be written once every file is safe. Called after the command's tree
@@ -23,13 +28,24 @@ pub fn move_aside(tops: &Tops, records: &[Record], warnings: &mut Vec<String>) {
             Now::LinkOnTheWay(l) => (Some(top.show(&l)), l),
         };
         let path = &r.path;
+        let mut why = String::new();
+        if matches!(r.seen, Seen::Absent) && what.is_none() {
+            if r.path.ends_with("/.git/config") {
+                match repos::config_unsafe(top, &rel) {
+                    None => continue,
+                    Some(w) => why = format!(", and {w}"),
+                }
+            } else if r.path.ends_with("/.git/hooks") {
+                why = String::from(repos::HOOKS_WHY);
+            }
+        }
         let did = match (&r.seen, &what) {
             (_, Some(link)) => format!(
                 "the command put a symlink at {link}, on the way to {path}, which the policy \
                  protects"
             ),
             (Seen::Absent, None) => {
-                format!("the command created {path}, which the policy protects")
+                format!("the command created {path}, which the policy protects{why}")
             }
             (Seen::Object { .. }, None) => format!(
                 "{path}, which the policy protects, is not what it was at launch (the command \

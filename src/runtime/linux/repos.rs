@@ -69,6 +69,9 @@ pub struct Swept {
     pub unswept: usize,
     /// Index files too large to read for their submodule entries.
     pub unread: Vec<String>,
+    /// (config, why): the reason a config moved (or was to move) aside;
+    /// a config whose keys are all inert stays, and is not here.
+    pub why: Vec<(String, String)>,
 }
 
 /// Where the sweep looks, and what it leaves to the identity check.
@@ -324,6 +327,14 @@ fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
             Stamp::of(&st) >= s.since
         };
         if moves {
+            // A config of inert keys (a clone's remote, `user.name`)
+            // runs nothing later: it stays.
+            if part == "config" {
+                match config_unsafe(t, &p) {
+                    None => continue,
+                    Some(why) => out.why.push((t.show(&p), why)),
+                }
+            }
             move_aside(t, &p, out);
         }
     }
@@ -353,6 +364,25 @@ fn hooks_changed(s: &Sweep, t: &Top, p: &[u8], st: &libc::stat) -> bool {
     any && Stamp::of(st) >= s.since
 }
 
+/// Why the git config at `rel` cannot stay (its keys, or that it cannot
+/// be read as one: too large, not a regular file, a symlink); `None`
+/// when every key in it is inert (`lower::git::inert`).
+pub fn config_unsafe(t: &Top, rel: &[u8]) -> Option<String> {
+    use crate::lower::git::{inert, MAX_FILE};
+    match t.read(rel, MAX_FILE) {
+        Ok(Some(bytes)) => inert::check(&bytes).why(),
+        Ok(None) => Some(format!("it is larger than {} KiB", MAX_FILE >> 10)),
+        Err(e) => Some(format!("it cannot be read as a file ({e})")),
+    }
+}
+
+/// Said of hooks made during the run: `git init` copies the hooks of
+/// the user's `init.templateDir`, which look no different from planted
+/// ones.
+pub const HOOKS_WHY: &str = " (hooks made during the run move aside even when `git init` copied \
+                             them from your init.templateDir: sbx cannot tell those from \
+                             hooks the command wrote)";
+
 fn move_aside(t: &Top, p: &[u8], out: &mut Swept) {
     match t.move_aside(p) {
         Ok(Some(to)) => out.moved.push((t.show(p), to)),
@@ -365,18 +395,27 @@ fn move_aside(t: &Top, p: &[u8], out: &mut Swept) {
 /// one when the directory budget ran out (on every run: what the search
 /// did not reach can hold a planted config).
 pub fn report(s: &Swept, budget: usize, warnings: &mut Vec<String>) {
+    // Why a path moves, beyond "it changed": a config's keys, hooks'
+    // possible origin.
+    let why = |p: &str| match s.why.iter().find(|(c, _)| c == p) {
+        Some((_, w)) => format!(" ({w})"),
+        None if p.ends_with("/hooks") => HOOKS_WHY.to_string(),
+        None => String::new(),
+    };
     for (p, to) in &s.moved {
         warnings.push(format!(
             "sbx: warning: the command created or changed {p}, in a git repository below \
-             a writable tree's top (git would run it outside the sandbox later): moved it \
-             to {to}. Review it, then rename it back"
+             a writable tree's top (git would run it outside the sandbox later){}: moved it \
+             to {to}. Review it, then rename it back",
+            why(p)
         ));
     }
     for (p, e) in &s.failed {
         warnings.push(format!(
             "sbx: warning: the command created or changed {p}, in a git repository below \
-             a writable tree's top, and it could not be moved aside ({e}): review it before \
-             running git there"
+             a writable tree's top{}, and it could not be moved aside ({e}): review it before \
+             running git there",
+            why(p)
         ));
     }
     for p in &s.unread {

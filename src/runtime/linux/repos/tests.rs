@@ -19,13 +19,14 @@ impl Tree {
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, text).unwrap();
     }
-    /// A git directory at `rel` as `git init` lays one out.
+    /// A git directory at `rel` as `git init` lays one out, its config
+    /// holding a key that runs a program (an inert one stays: below).
     fn gitdir(&self, rel: &str) {
         for d in ["objects", "refs/heads", "hooks"] {
             fs::create_dir_all(self.0.join(rel).join(d)).unwrap();
         }
         self.write(&format!("{rel}/HEAD"), "ref: refs/heads/main\n");
-        self.write(&format!("{rel}/config"), "[core]\n");
+        self.write(&format!("{rel}/config"), "[core]\n\tfsmonitor = planted\n");
         self.write(&format!("{rel}/hooks/pre-commit.sample"), "#!/bin/sh\n");
     }
     fn exists(&self, rel: &str) -> bool {
@@ -111,6 +112,53 @@ fn repositories_made_during_the_run_lose_what_git_would_run() {
         assert!(t.exists(kept), "{kept}");
     }
     assert!(s.unswept == 0 && s.failed.is_empty());
+}
+
+/// A clone's config (remote, branch, `user.name`) runs nothing: it
+/// stays. One key outside the allow-list, or a file git would refuse,
+/// moves it aside, and the warning names the keys.
+#[test]
+fn inert_configs_stay() {
+    let t = Tree::new("inert");
+    t.gitdir("ws/.git");
+    let since = t.start();
+    let clone = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+                 \tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://example.com/r\n\
+                 \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\
+                 \tremote = origin\n\tmerge = refs/heads/main\n[user]\n\tname = x\n";
+    for (dir, config) in [
+        ("ws/clone", clone.to_string()),
+        (
+            "ws/fsm",
+            format!("{clone}[core]\n\tfsmonitor = touch /tmp/x\n"),
+        ),
+        (
+            "ws/up",
+            format!("{clone}[remote \"origin\"]\n\tuploadpack = evil\n"),
+        ),
+        ("ws/bad", String::from("[core\n\tbare = false\n")),
+    ] {
+        t.gitdir(&format!("{dir}/.git"));
+        t.write(&format!("{dir}/.git/config"), &config);
+    }
+    let s = swept(&t, since, 100);
+    assert!(t.exists("ws/clone/.git/config"));
+    let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
+    let bad = t.p("ws/bad/.git/config");
+    let fsm = t.p("ws/fsm/.git/config");
+    let up = t.p("ws/up/.git/config");
+    assert_eq!(moved, [bad.as_str(), fsm.as_str(), up.as_str()]);
+    let mut warnings = Vec::new();
+    report(&s, 100, &mut warnings);
+    assert!(warnings[0].contains("does not parse"), "{warnings:?}");
+    assert!(
+        warnings[1].contains("it sets core.fsmonitor,"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[2].contains("it sets remote.origin.uploadpack,"),
+        "{warnings:?}"
+    );
 }
 
 #[test]
