@@ -7,7 +7,7 @@
 
 use super::beneath::Tops;
 use super::identity::{self, Record};
-use super::{planted, repos};
+use super::{planted, repos, usersite};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -18,14 +18,21 @@ pub struct AfterRun {
     records: Vec<Record>,
     repo_tops: Vec<String>,
     since: repos::Stamp,
+    usersite: usersite::Snapshot,
 }
 
 impl AfterRun {
     /// Just before the command starts: open the tops (`writable`: the
-    /// writable rules' paths) and record what each of `protections` is.
+    /// writable rules' paths) and record what each of `protections` is,
+    /// and the start-up files of Python's user site under `home`.
     /// A protection beneath no writable rule (none without Landlock) is
     /// reached from the directory above it.
-    pub fn launch(writable: &[String], protections: &[String], repo_tops: Vec<String>) -> Self {
+    pub fn launch(
+        writable: &[String],
+        protections: &[String],
+        repo_tops: Vec<String>,
+        home: &str,
+    ) -> Self {
         let mut dirs: Vec<String> = writable.to_vec();
         for p in protections.iter().chain(&repo_tops) {
             let covered = writable
@@ -39,12 +46,14 @@ impl AfterRun {
         }
         let tops = Tops::open(&dirs);
         let records = identity::record(&tops, protections);
+        let usersite = usersite::Snapshot::take(&tops, home);
         AfterRun {
             tops,
             records,
             repo_tops,
             // Whatever the command changes has a ctime from here on.
             since: repos::Stamp::now(),
+            usersite,
         }
     }
 
@@ -55,6 +64,7 @@ impl AfterRun {
     pub fn finish(self) {
         let held = Held::signals();
         let mut warnings = Vec::new();
+        self.usersite.sweep(&self.tops, &mut warnings);
         planted::move_aside(&self.tops, &self.records, &mut warnings);
         let recorded: HashSet<String> = self.records.iter().map(|r| r.path.clone()).collect();
         let sweep = repos::Sweep {

@@ -20,6 +20,7 @@ mod repos;
 mod seccomp;
 mod sockets;
 mod temp;
+mod usersite;
 mod wait;
 
 #[cfg(test)]
@@ -607,7 +608,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     // SAFETY: plain prctl on ourselves.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let not_ours = wait::own_children();
-    let after = after::AfterRun::launch(&writable, &protections, repo_tops);
+    let after = after::AfterRun::launch(&writable, &protections, repo_tops, &values.home);
 
     let mut spawned = child::spawn(&prepared);
     if let Err(child::SpawnError {
