@@ -214,3 +214,51 @@ fn an_artifact_read_back_moves_planted_files_aside() {
     );
     assert_eq!(std::fs::read_to_string(h.ws.join("notes")).unwrap(), "y\n");
 }
+
+/// A writable home gets one line saying so, once, whatever the number of
+/// rules that make it writable; none when home is only read; none with
+/// `--quiet`.
+#[test]
+fn a_writable_home_is_said_once() {
+    let h = Host::new();
+    let said = |lines: &[String]| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with("sbx: warning: home (~) is writable in this run: "))
+            .count()
+    };
+    let home = "[[fs]]\npath = \"~\"\nread = true\nwrite = true\n\
+                \n[[fs]]\npath = \"~/src\"\nread = true\nwrite = true\n";
+    let (code, lines) = run(&h, &format!("{WS}\n{home}"), &[]);
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(said(&lines), 1, "{lines:#?}");
+    let line = lines.iter().find(|l| l.contains("home (~)")).unwrap();
+    assert!(line.contains("not exhaustive"), "{line}");
+    assert!(line.contains("docs/protected.md"), "{line}");
+    let (code, lines) = run(&h, &format!("{WS}\n{home}"), &["--quiet"]);
+    assert_eq!((code, said(&lines)), (0, 0), "{lines:#?}");
+    // The workspace is home (the default policy's workspace rule).
+    let file = h.root.join("default.toml");
+    std::fs::write(&file, "version = 1\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sbx"))
+        .args(["run", "--workspace"])
+        .arg(&h.home)
+        .arg("--home")
+        .arg(&h.home)
+        .arg(&file)
+        .args(["--", "/bin/sh", "-c", "true"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let err: Vec<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!((out.status.code(), said(&err)), (Some(0), 1), "{err:#?}");
+    // Read only, or not granted: nothing.
+    let read = format!("{WS}\n[[fs]]\npath = \"~\"\nread = true\n");
+    for policy in [read.as_str(), WS] {
+        let (code, lines) = run(&h, policy, &[]);
+        assert_eq!((code, said(&lines)), (0, 0), "{lines:#?}");
+    }
+}

@@ -551,6 +551,42 @@ fn sbpl_protected_and_covered_paths() {
         assert!(!allow(&o, FileOp::WriteCreate, &p), "{p}");
     }
     assert!(allow(&o, FileOp::Write, &format!("{HOME}/notes.txt")));
+    // Renaming a parent: SBPL matches names, so a directory above a
+    // protected name can be neither renamed away (unlink) nor made, or
+    // renamed onto, anew (create): `mv ~/.config ~/x && mv ~/prep
+    // ~/.config` is refused at the first step, and so is the second
+    // alone. The protected name itself refuses both.
+    for p in [
+        ".config",
+        ".config/systemd",
+        ".local",
+        ".local/share",
+        ".cargo",
+        ".gradle",
+        ".vscode",
+    ] {
+        let p = format!("{HOME}/{p}");
+        for op in [FileOp::WriteCreate, FileOp::WriteUnlink] {
+            assert!(!allow(&o, op, &p), "{op:?} {p}");
+        }
+    }
+    for p in [
+        ".config/nvim",
+        ".ipython",
+        ".local/bin",
+        ".vscode/extensions",
+    ] {
+        let p = format!("{HOME}/{p}");
+        for op in [FileOp::WriteCreate, FileOp::WriteUnlink] {
+            assert!(!allow(&o, op, &p), "{op:?} {p}");
+        }
+    }
+    // What is beside them stays writable (positive control).
+    for p in [".config/other/x", ".local/state/y", ".cache/z"] {
+        let p = format!("{HOME}/{p}");
+        assert!(allow(&o, FileOp::WriteCreate, &p), "{p}");
+        assert!(allow(&o, FileOp::WriteUnlink, &p), "{p}");
+    }
 }
 
 /// POLICY.md §13: the policy `sbx run` read is read-only to the command

@@ -1,7 +1,8 @@
 //! What `sbx run` says before the command starts about sensitive and
 //! protected paths (POLICY.md §7, §7a): one line each on stderr, so that
 //! consent given by a rule, or a protection it lifts, is seen at every
-//! run and not only by `sbx check`. `--quiet` silences them.
+//! run and not only by `sbx check`; and one line when home is writable.
+//! `--quiet` silences them.
 
 use sbx::diag::{codes, Diagnostic};
 use sbx::ir::Ir;
@@ -34,8 +35,19 @@ pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
     for d in lowered {
         out.push(format!("warning[{}]: {}", d.code, d.message));
     }
+    // Once per run, whatever the rules that make home writable.
+    if sbx::lower::protect::home_writable(ir) {
+        out.push(HOME_WRITABLE.to_string());
+    }
     out
 }
+
+/// The protections under home cover what sbx knows runs later, and no
+/// such list is complete: the user should know home is open.
+const HOME_WRITABLE: &str = "warning: home (~) is writable in this run: sbx keeps the \
+     start-up files and settings it knows of read-only, but that list is not exhaustive, \
+     and anything else in home that runs later, outside the sandbox, can be changed \
+     (docs/protected.md)";
 
 pub fn print(ir: &Ir, lowered: &[Diagnostic]) {
     for l in lines(ir, lowered) {

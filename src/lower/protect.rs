@@ -38,12 +38,15 @@ pub const IN_WRITABLE: &[&str] = &[
     ".agents",
 ];
 
-/// Under a writable home: shell start-up files and git's global config.
-/// Beside §7a's list, the other files bash, zsh and fish read at start-up
-/// or exit (each runs as surely as `.bashrc`), and what the desktop
-/// session starts at the next login (autostart entries, systemd user
-/// units).
+/// Under a writable home: what runs later, outside the sandbox, when
+/// the user starts a shell, logs in, runs git, ssh, an editor or a
+/// build tool. Not exhaustive (no list of every program's start-up
+/// file can be): the precision report and `sbx run` say so. Python's
+/// user-site `*.pth` and `*customize.py` are not here: `pip install
+/// --user -e` writes `.pth` files, so on Linux `sbx run` moves aside
+/// those the run made instead (`runtime::linux::usersite`).
 pub const IN_HOME: &[&str] = &[
+    // Shells: every file bash, zsh and fish read at start-up or exit.
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -53,12 +56,75 @@ pub const IN_HOME: &[&str] = &[
     ".zshenv",
     ".zprofile",
     ".zlogin",
+    ".zlogout",
     ".config/fish",
-    ".gitconfig",
-    ".config/git",
+    // The login session: environment, X start-up, autostart entries,
+    // systemd user units, desktop entries (`Exec=` runs from a menu).
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".config/environment.d",
     ".config/autostart",
     ".config/systemd/user",
+    ".local/share/applications",
+    // On every user's PATH in most distributions' default profile.
+    ".local/bin",
+    // git's global config (aliases, core.fsmonitor, hooksPath).
+    ".gitconfig",
+    ".config/git",
+    // ssh runs `rc` at each login, `command=` from authorized_keys, and
+    // `ProxyCommand` or `LocalCommand` from its config. `~/.ssh` is a
+    // sensitive path: where a broader grant covers it, it is hidden,
+    // which is stricter, and these are dropped (`protect`).
+    ".ssh/rc",
+    ".ssh/authorized_keys",
+    ".ssh/config",
+    // Editors and terminals: files they execute when they start.
+    ".vimrc",
+    ".vim",
+    ".config/nvim",
+    ".emacs",
+    ".emacs.d",
+    ".tmux.conf",
+    ".config/Code/User",
+    ".vscode/extensions",
+    // IPython runs `profile_*/startup/*.py` and each profile's
+    // `ipython_config.py`: the whole directory, as a new profile can be
+    // made beside the existing ones.
+    ".ipython",
+    // direnv: `direnvrc` and `lib/*.sh` run before every `.envrc`, and
+    // the allow list decides which `.envrc` runs at all.
+    ".config/direnv",
+    ".direnvrc",
+    ".local/share/direnv/allow",
+    // Build tools: cargo's `[target] runner`, `[alias]` and build
+    // settings, gradle's init scripts, npm's and yarn's settings
+    // (`script-shell`, `yarnPath`).
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".gradle/init.d",
+    ".gradle/init.gradle",
+    ".gradle/init.gradle.kts",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
 ];
+
+/// Said once when home is writable: no list of what runs later can be
+/// complete.
+pub const HOME_NOT_EXHAUSTIVE: &str = "home is writable: sbx keeps the start-up files and \
+     settings it knows of read-only (shells, the login session, git, ssh, editors, \
+     direnv, cargo, gradle, npm, yarn; docs/protected.md), but the list is not \
+     exhaustive, and what else in home a program runs later stays writable. On Linux, \
+     sbx run moves aside the Python user-site .pth and *customize.py files the run made";
+
+/// Whether `ir` lets the command write home itself (a rule on `~` or
+/// above it, or the workspace is home): the case [`IN_HOME`] is for.
+/// Nothing protect adds lands on home itself, so the lowered IR answers
+/// as the grants before it did.
+pub fn home_writable(ir: &crate::ir::Ir) -> bool {
+    ir.access_at(&ir.roots.home).writes()
+}
 
 /// One place to protect, before it is checked against the grants.
 struct Want {
@@ -283,6 +349,14 @@ impl Ctx<'_> {
                     found: None,
                 });
             }
+            // One line for the whole list, not one per name.
+            self.notes.push(Precision {
+                rule: "protected paths".into(),
+                target: "ir".into(),
+                status: Status::Wider,
+                reason: HOME_NOT_EXHAUSTIVE.into(),
+                advisory: true,
+            });
         } else if self.resolve {
             // A start-up file that is a symlink into a writable tree (a
             // dotfiles repository linked into home, by stow or by hand)
@@ -512,9 +586,11 @@ impl Ctx<'_> {
         }
         let mut hidden = self.covered(policy, fs, &look);
         // Hidden is stricter than read-only where a user entry names a
-        // sensitive path too.
+        // sensitive path too, or lies inside one (`~/.ssh/config` in a
+        // hidden `~/.ssh`: a read-only grant there would win over the
+        // hiding, most-specific-wins, and let it be read).
         let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
-        add.retain(|g| !hidden_at.contains(g.path.as_str()));
+        add.retain(|g| !ancestry(&g.path).any(|p| hidden_at.contains(p)));
         // Sorted apart and merged: the protections outnumber the rules
         // five to one, and `fs` is sorted already.
         add.sort_by(|a, b| a.path.cmp(&b.path));

@@ -90,6 +90,7 @@ pub const ALL: &[(&str, Case)] = &[
         protect::sweep_stays_inside,
     ),
     ("quarantine_cannot_be_exhausted", protect::quarantine_decoys),
+    ("user_site_pth_swept", protect::user_site_pth_swept),
     (
         "protected_link_replaced_moves_aside",
         protect::protected_link_replaced,

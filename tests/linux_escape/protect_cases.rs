@@ -585,3 +585,53 @@ pub fn stopped_terminal(fx: &Fx) -> Result<(), String> {
         format!("sbx did not exit in time, or failed: {status:?}")
     })
 }
+
+/// Python runs every `*.pth` in its user site at each start, outside the
+/// sandbox. Under a policy that makes home writable, a `.pth` the
+/// command writes there is moved aside once the run has ended, as is an
+/// existing one it appends to; one that existed before and is unchanged
+/// stays, and so does an ordinary module written beside them (the
+/// positive controls: the site is writable during the run).
+pub fn user_site_pth_swept(fx: &Fx) -> Result<(), String> {
+    let site = fx.root.join("home/.local/lib/python3.12/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("keep.pth"), "/opt/lib\n").unwrap();
+    std::fs::write(site.join("edited.pth"), "/opt/lib\n").unwrap();
+    let p = fx.policy(
+        "best_effort",
+        "\n[[fs]]\npath = \"~\"\nread = true\nwrite = true\n",
+    );
+    let r = |args: &[&str]| fx.run(&p, &[], args);
+    let at = |name: &str| site.join(name).to_str().unwrap().to_string();
+    let out = r(&["write", &at("evil.pth")]);
+    expect("write evil.pth in the user site", &out, "OK")?;
+    check(
+        !site.join("evil.pth").exists() && site.join("evil.pth.sbx-blocked").exists(),
+        || format!("evil.pth not moved aside: {}", out.stderr),
+    )?;
+    check(
+        out.stderr.contains(&format!(
+            "changed {0}, in Python's user site (Python runs it at its next start, outside \
+             the sandbox): moved it to {0}.sbx-blocked",
+            at("evil.pth")
+        )),
+        || out.stderr.clone(),
+    )?;
+    check(!out.stderr.contains("keep.pth"), || out.stderr.clone())?;
+    let out = r(&["append", &at("edited.pth")]);
+    expect("append to an existing .pth", &out, "OK")?;
+    check(site.join("edited.pth.sbx-blocked").exists(), || {
+        format!("edited.pth not moved aside: {}", out.stderr)
+    })?;
+    let out = r(&["write", &at("module.py")]);
+    expect("write a module in the user site", &out, "OK")?;
+    check(site.join("module.py").exists(), || out.stderr.clone())?;
+    check(!out.stderr.contains("user site"), || out.stderr.clone())?;
+    check(
+        std::fs::read_to_string(site.join("keep.pth"))
+            .ok()
+            .as_deref()
+            == Some("/opt/lib\n"),
+        || "keep.pth changed or moved".into(),
+    )
+}

@@ -68,6 +68,21 @@ pub(super) fn fs_notes(
             "an AppContainer can also read what ALL APPLICATION PACKAGES may read \
              (the Windows directory, Program Files)",
         );
+        // Said once for all protections, not per path.
+        if ir.fs.iter().any(|g| {
+            matches!(g.source, crate::ir::Source::Protected { .. })
+                && placement(ir, g) == Placement::Acl
+        }) {
+            notes.add_advisory(
+                "protected paths",
+                Status::Wider,
+                "ACEs belong to a file, not to its name: renaming a directory above a \
+                 protected path inside a writable grant (.git above .git/hooks) carries the \
+                 deny ACEs away with it, and a directory made or renamed into that name \
+                 (ren stash .git) has the rights of the grant around it; Windows has no \
+                 rule by name and no sweep after the run",
+            );
+        }
         for g in &ir.fs {
             let a = g.access;
             match placement(ir, g) {

@@ -271,4 +271,15 @@ fn protections_are_deny_aces_reported_wider() {
     };
     assert!(note("protected .vscode").contains("does not exist at launch"));
     assert!(note("protected .envrc").contains("delete-child"));
+    // Renaming a directory above is said once: the deny goes with it.
+    let once: Vec<_> = s
+        .precision
+        .iter()
+        .filter(|p| {
+            p.reason
+                .contains("renaming a directory above a protected path")
+        })
+        .collect();
+    assert_eq!(once.len(), 1, "{:?}", s.precision);
+    assert_eq!(once[0].rule, "protected paths");
 }

@@ -305,9 +305,73 @@ fn user_entries_and_a_writable_home() {
         "home/.config/systemd/user",
         "home/.gitconfig",
         "home/.config/git",
+        "home/.local/bin",
+        "home/.vimrc",
+        "home/.tmux.conf",
+        "home/.config/autostart",
+        "home/.cargo/config.toml",
+        "home/.gradle/init.d",
+        "home/.yarnrc.yml",
+        "home/.config/environment.d",
+        "home/.pam_environment",
+        "home/.xprofile",
+        "home/.xsessionrc",
+        "home/.config/nvim",
+        "home/.vim",
+        "home/.emacs.d",
+        "home/.config/Code/User",
+        "home/.vscode/extensions",
+        "home/.local/share/applications",
+        "home/.ipython",
+        "home/.config/direnv",
+        "home/.direnvrc",
     ] {
         assert!(protected(&ir, &h.p(p)), "{p}: {:#?}", ir.fs);
     }
+    // A sensitive path too: hidden, which is stricter.
+    assert!(ir.access_at(&h.p("home/.npmrc")).is_empty());
+    assert!(crate::lower::protect::home_writable(&ir));
+    // The list is said to be incomplete once, not per name.
+    let notes = ir
+        .precision
+        .iter()
+        .filter(|n| n.reason == crate::lower::protect::HOME_NOT_EXHAUSTIVE)
+        .count();
+    assert_eq!(notes, 1, "{:#?}", ir.precision);
+    // Not writable: no list, no note.
+    let (ir, _) = h.lower("[[fs]]\npath = \"~\"\nread = true\n");
+    assert!(!crate::lower::protect::home_writable(&ir));
+    assert!(grant(&ir, &h.p("home/.yarnrc.yml")).is_none());
+    assert!(!ir
+        .precision
+        .iter()
+        .any(|n| n.reason == crate::lower::protect::HOME_NOT_EXHAUSTIVE));
+}
+
+/// `~/.ssh` is a sensitive path: covered by a writable home it is
+/// hidden, and its `rc`, `config` and `authorized_keys` get no read-only
+/// grant of their own (which would win over the hiding and let them be
+/// read). Named with write rights, it is the user's, and those three
+/// stay read-only inside it, as any protection inside a writable grant.
+#[test]
+fn ssh_files_under_a_writable_home() {
+    let h = Host::new();
+    h.write("home/.ssh/config", "Host x\n");
+    h.write("home/.ssh/authorized_keys", "ssh-ed25519 AAAA\n");
+    let (ir, _) = h.lower("[[fs]]\npath = \"~\"\nread = true\nwrite = true\n");
+    for f in ["config", "authorized_keys", "rc"] {
+        let p = h.p(&format!("home/.ssh/{f}"));
+        assert!(grant(&ir, &p).is_none(), "{f}: {:#?}", ir.fs);
+        assert!(ir.access_at(&p).is_empty(), "{f}");
+    }
+    let (ir, _) = h.lower(
+        "[[fs]]\npath = \"~\"\nread = true\nwrite = true\n\n\
+         [[fs]]\npath = \"~/.ssh\"\nread = true\nwrite = true\n",
+    );
+    for f in ["config", "authorized_keys", "rc"] {
+        assert!(protected(&ir, &h.p(&format!("home/.ssh/{f}"))), "{f}");
+    }
+    assert!(ir.access_at(&h.p("home/.ssh/known_hosts")).create);
 }
 
 /// The main worktree's `config.worktree` is read by git only under

@@ -7,7 +7,7 @@
 
 use super::beneath::Tops;
 use super::identity::{self, Record};
-use super::{journal, planted, repos};
+use super::{journal, planted, repos, usersite};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -18,14 +18,21 @@ pub struct AfterRun {
     pub(super) records: Vec<Record>,
     pub(super) repo_tops: Vec<String>,
     pub(super) since: repos::Stamp,
+    pub(super) usersite: usersite::Snapshot,
 }
 
 impl AfterRun {
     /// Just before the command starts: open the tops (`writable`: the
-    /// writable rules' paths) and record what each of `protections` is.
+    /// writable rules' paths) and record what each of `protections` is,
+    /// and the start-up files of Python's user site under `home`.
     /// A protection beneath no writable rule (none without Landlock) is
     /// reached from the directory above it.
-    pub fn launch(writable: &[String], protections: &[String], repo_tops: Vec<String>) -> Self {
+    pub fn launch(
+        writable: &[String],
+        protections: &[String],
+        repo_tops: Vec<String>,
+        home: &str,
+    ) -> Self {
         let mut dirs: Vec<String> = writable.to_vec();
         for p in protections.iter().chain(&repo_tops) {
             let covered = writable
@@ -39,12 +46,14 @@ impl AfterRun {
         }
         let tops = Tops::open(&dirs);
         let records = identity::record(&tops, protections);
+        let usersite = usersite::Snapshot::take(&tops, home);
         AfterRun {
             tops,
             records,
             repo_tops,
             // Whatever the command changes has a ctime from here on.
             since: repos::Stamp::now(),
+            usersite,
         }
     }
 
@@ -59,12 +68,14 @@ impl AfterRun {
         records: Vec<Record>,
         repo_tops: Vec<String>,
         since: repos::Stamp,
+        usersite: usersite::Snapshot,
     ) -> Self {
         AfterRun {
             tops,
             records,
             repo_tops,
             since,
+            usersite,
         }
     }
 
@@ -76,6 +87,7 @@ impl AfterRun {
     /// runs still going are found ([`journal::left_to_others`]).
     pub fn work(self, own: Option<&std::path::Path>) -> Vec<String> {
         let mut warnings = Vec::new();
+        self.usersite.sweep(&self.tops, &mut warnings);
         planted::move_aside(&self.tops, &self.records, &mut warnings);
         let left = own
             .map(|e| journal::left_to_others(e, &self.repo_tops, self.since))

@@ -46,6 +46,9 @@ struct Saved {
     since: (i64, i64),
     /// The run's private temp directory.
     temp: Option<String>,
+    /// Python's user site at launch.
+    #[serde(default)]
+    usersite: super::usersite::Saved,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -214,6 +217,7 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
         repo_tops: after.repo_tops.clone(),
         since: after.since.parts(),
         temp: temp.and_then(|t| t.to_str()).map(String::from),
+        usersite: after.usersite.saved(),
     })
 }
 
@@ -334,7 +338,13 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
         Some(t) => Some(super::temp::check_base(Path::new(&t)).map_err(|e| format!("{t}: {e}"))?),
     };
     Ok(Loaded {
-        after: AfterRun::from_parts(tops, records, repo_tops, Stamp::from_parts(s.since)),
+        after: AfterRun::from_parts(
+            tops,
+            records,
+            repo_tops,
+            Stamp::from_parts(s.since),
+            super::usersite::Snapshot::from_saved(s.usersite, &map),
+        ),
         temp,
         pid: s.pid,
         lost,
@@ -466,6 +476,7 @@ mod tests {
             &[p("ws")],
             &[p("ws/.git/config"), p("ws/.envrc")],
             Vec::new(),
+            "",
         );
         let entry = Entry::write(&runs, &after, None).unwrap();
         // While the run lives, nobody finishes it.
@@ -547,10 +558,10 @@ mod tests {
         fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
         fs::create_dir_all(t.join("ws")).unwrap();
         let ws = t.join("ws").to_str().unwrap().to_string();
-        let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()]);
+        let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "");
         let live = Entry::write(&runs, &early, None).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let late = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()]);
+        let late = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "");
         let ours = Entry::write(&runs, &late, None).unwrap();
         let tops = [ws.clone(), "/elsewhere".to_string()];
         assert_eq!(left_to_others(ours.path(), &tops, late.since), [ws]);

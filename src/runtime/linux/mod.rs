@@ -24,6 +24,7 @@ mod seccomp;
 mod sockets;
 mod start;
 mod temp;
+mod usersite;
 mod wait;
 
 #[cfg(test)]

@@ -637,7 +637,7 @@ fn set_up(
     // SAFETY: plain prctl on ourselves.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let not_ours = wait::own_children();
-    let after = after::AfterRun::launch(&writable, &protections, repo_tops);
+    let after = after::AfterRun::launch(&writable, &protections, repo_tops, &values.home);
     let temp_base = private_temp.as_mut().and_then(temp::PrivateTemp::hand_over);
     let entry = if after.is_empty() && temp_base.is_none() {
         None
