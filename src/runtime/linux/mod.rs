@@ -15,6 +15,7 @@ mod pins;
 mod plan;
 mod planted;
 mod program;
+mod relaynet;
 mod report;
 mod repos;
 mod seccomp;
@@ -44,9 +45,14 @@ pub use kernel::kernel_abi;
 /// has started. The namespace is new, so fixed ports are free there and
 /// the command's environment can name them before it starts. `serve`
 /// must not block: `sbx run` waits for the command after it returns.
+/// With `relay_ports`, `serve` also gets a listener on `0.0.0.0` at each
+/// of them and, last, the DNS responder's UDP socket (as a
+/// `TcpListener`: one type for the hand-over), and the namespace has the
+/// relay range and a `resolv.conf` naming the responder (issue #37).
 #[derive(Clone)]
 pub struct ProxyHook {
     pub ports: Vec<u16>,
+    pub relay_ports: Vec<u16>,
     pub serve: std::sync::Arc<dyn Fn(Vec<std::net::TcpListener>) + Send + Sync>,
 }
 
@@ -557,6 +563,11 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let proxy_listeners = proxy_ports.len();
+    // The relay's listeners and the DNS responder's socket.
+    let relay_fds = hook
+        .as_ref()
+        .filter(|h| !h.relay_ports.is_empty())
+        .map_or(0, |h| h.relay_ports.len() + 1);
     let mut proxy_sock = None;
     if wanted.any() {
         let root = if new_root {
@@ -592,6 +603,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
             user_ns,
             mounts,
             proxy_ports,
+            hook.as_ref().map_or(&[], |h| &h.relay_ports),
             net_rules,
             proc_rules,
             root,
@@ -740,7 +752,7 @@ fn start(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<i3
     }
     if let Some(hook) = &hook {
         let listeners = match &proxy_sock {
-            Some(sock) => ns::receive_listeners(sock, proxy_listeners),
+            Some(sock) => ns::receive_listeners(sock, proxy_listeners + relay_fds),
             None => Vec::new(),
         };
         (hook.serve)(listeners);
@@ -770,11 +782,27 @@ struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy:
 
 impl ServedProxy {
     fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
+        use crate::runtime::proxy::{relay_ports, RelaySockets, PORTS};
         let slot = self.clone();
+        // A rule's port that is one of the proxy's is served by the
+        // proxy only (docs/linux.md).
+        let mut relay = relay_ports(&spec.rules);
+        relay.retain(|p| !PORTS.contains(p));
+        let relay_count = relay.len();
         ProxyHook {
-            ports: crate::runtime::proxy::PORTS.to_vec(),
-            serve: std::sync::Arc::new(move |listeners| {
-                if listeners.len() != crate::runtime::proxy::PORTS.len() {
+            ports: PORTS.to_vec(),
+            relay_ports: relay,
+            serve: std::sync::Arc::new(move |mut listeners| {
+                let relay = if relay_count > 0 && listeners.len() == PORTS.len() + relay_count + 1 {
+                    let dns = std::os::fd::OwnedFd::from(listeners.pop().expect("counted"));
+                    Some(RelaySockets {
+                        dns: std::net::UdpSocket::from(dns),
+                        listeners: listeners.split_off(PORTS.len()),
+                    })
+                } else {
+                    None
+                };
+                if listeners.len() != PORTS.len() {
                     // No namespace: nothing listens at the ports the
                     // command's proxy variables name, so it has no network.
                     eprintln!(
@@ -783,7 +811,7 @@ impl ServedProxy {
                     );
                     return;
                 }
-                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report, None) {
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, relay, report, None) {
                     Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
                     Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
                 }

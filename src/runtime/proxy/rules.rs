@@ -7,12 +7,17 @@ use std::fmt;
 use std::net::IpAddr;
 
 /// How the client asked: a plain-HTTP request is seen whole; a tunnel
-/// (HTTP CONNECT, SOCKS5) shows only host and port.
+/// (HTTP CONNECT, SOCKS5) shows only host and port; a client that ignores
+/// the proxy looks a name up with the namespace's DNS responder (`Dns`)
+/// and connects to the relay address it got (`Relay`), which shows host
+/// and port like a tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Via {
     Http,
     Connect,
     Socks,
+    Dns,
+    Relay,
 }
 
 impl Via {
@@ -21,6 +26,8 @@ impl Via {
             Via::Http => "http",
             Via::Connect => "connect",
             Via::Socks => "socks5",
+            Via::Dns => "dns",
+            Via::Relay => "relay",
         }
     }
 }
@@ -271,10 +278,14 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
 }
 
 /// `http` and `ws` name plain-HTTP requests, which the proxy sees whole;
-/// the other schemes name tunnels; no scheme matches both.
+/// the other schemes name tunnels; no scheme matches both. The relay sees
+/// only a TCP connection to a port, which lowering already set from the
+/// scheme (`ssh` is 22, `https` 443): any scheme matches there, as the
+/// port does. A DNS question has no port or scheme yet.
 fn scheme_matches(scheme: Option<&str>, via: Via) -> bool {
     match scheme {
         None => true,
+        _ if matches!(via, Via::Relay | Via::Dns) => true,
         Some("http" | "ws") => via == Via::Http,
         Some(_) => via != Via::Http,
     }
