@@ -784,10 +784,7 @@ impl ServedProxy {
     fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
         use crate::runtime::proxy::{relay_ports, RelaySockets, PORTS};
         let slot = self.clone();
-        // A rule's port that is one of the proxy's is served by the
-        // proxy only (docs/linux.md).
-        let mut relay = relay_ports(&spec.rules);
-        relay.retain(|p| !PORTS.contains(p));
+        let relay = relay_ports(&spec.rules);
         let relay_count = relay.len();
         ProxyHook {
             ports: PORTS.to_vec(),

@@ -53,7 +53,7 @@ pub const LISTENERS: usize = 2;
 /// namespace on Linux (free there: nothing else runs in it), so the
 /// proxy variables can be set before the command starts: HTTP, SOCKS5.
 /// On macOS the system picks free ports.
-pub const PORTS: [u16; LISTENERS] = [3128, 1080];
+pub const PORTS: [u16; LISTENERS] = crate::back::landlock::proxy::PROXY_PORTS;
 
 /// Limits on what a client can make the proxy hold.
 #[derive(Debug, Clone)]
@@ -101,16 +101,16 @@ pub struct RelaySockets {
     pub listeners: Vec<TcpListener>,
 }
 
-/// The ports the relay listens on: those the allow rules name, which
-/// lowering filled in from the scheme where the rule gave none (`ssh`
-/// 22, `https` 443). A rule with neither port nor scheme would need a
+/// The ports the relay listens on: those the allow rules for names
+/// name, which lowering filled in from the scheme where the rule gave
+/// none (`ssh` 22, `https` 443); not the proxy's own. A rule with neither port nor scheme would need a
 /// listener on every port: clients that ignore the proxy variables do
 /// not reach it (the precision report says so).
 pub fn relay_ports(rules: &[NetRule]) -> Vec<u16> {
     let mut ports: Vec<u16> = rules
         .iter()
-        .filter(|r| r.allow && !r.bind)
-        .filter_map(|r| r.port)
+        .filter(|r| crate::back::landlock::proxy::relayed(r))
+        .filter_map(crate::back::landlock::proxy::relay_port)
         .collect();
     ports.sort_unstable();
     ports.dedup();

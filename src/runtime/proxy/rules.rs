@@ -123,7 +123,7 @@ impl Rules {
     pub fn decide(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<Allowed, Reason> {
         let hit = |r: &NetRule| {
             host_matches(&r.host, &dest.host)
-                && r.port.is_none_or(|p| p == dest.port)
+                && port_matches(r, via, dest.port)
                 && scheme_matches(r.scheme.as_deref(), via)
         };
         // Deny rules come first, whatever the order in the file.
@@ -157,7 +157,7 @@ impl Rules {
         let deny_ips = self
             .rules
             .iter()
-            .filter(|r| !r.allow && r.port.is_none_or(|p| p == dest.port))
+            .filter(|r| !r.allow && port_matches(r, via, dest.port))
             .filter(|r| scheme_matches(r.scheme.as_deref(), via))
             .filter_map(|r| Some((r.host.parse::<IpAddr>().ok()?.to_canonical(), r.index)))
             .collect();
@@ -275,6 +275,16 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
         (Ok(a), Ok(b)) => a.to_canonical() == b.to_canonical(),
         _ => pattern.eq_ignore_ascii_case(host),
     }
+}
+
+/// The rule's port; through the relay, which sees no scheme, a rule
+/// with a scheme and no port allows only the scheme's port (`ssh` 22).
+fn port_matches(r: &NetRule, via: Via, port: u16) -> bool {
+    let p = match via {
+        Via::Relay | Via::Dns => crate::back::landlock::proxy::relay_port(r),
+        _ => r.port,
+    };
+    p.is_none_or(|p| p == port)
 }
 
 /// `http` and `ws` name plain-HTTP requests, which the proxy sees whole;
@@ -424,6 +434,23 @@ pub(super) mod tests {
         assert!(!ok(Via::Http, "b.test"), "https is not plain HTTP");
         assert!(ok(Via::Connect, "b.test"));
         assert!(ok(Via::Socks, "b.test"));
+    }
+
+    #[test]
+    fn the_relay_holds_a_scheme_rule_to_its_port() {
+        let mut ssh = rule(0, "git.test", None);
+        ssh.scheme = Some("ssh".into());
+        let mut deny = rule(1, "secret.git.test", None);
+        deny.scheme = Some("ssh".into());
+        deny.allow = false;
+        let rules = Rules::new(&[ssh, deny, rule(2, "*.git.test", Some(443))]);
+        let relay = |h: &str, p| rules.decide(Via::Relay, &dest(h, p), None).map(|_| ());
+        assert_eq!(relay("git.test", 22), Ok(()));
+        assert_eq!(relay("git.test", 443), Err(Reason::NoRule));
+        assert_eq!(relay("secret.git.test", 22), Err(Reason::DeniedBy(1)));
+        assert_eq!(relay("secret.git.test", 443), Ok(()), "the deny rule is ssh's");
+        // Through the proxy, a scheme rule keeps any port (as before).
+        assert!(rules.decide(Via::Socks, &dest("git.test", 2222), None).is_ok());
     }
 
     #[test]
