@@ -280,3 +280,57 @@ fn nothing_of_the_relay_on_the_host_network_during_or_after() {
     // The generated resolv.conf was mounted in the namespace only.
     assert_eq!(std::fs::read("/etc/resolv.conf").ok(), before);
 }
+
+/// `scheme = "ssh"` without a port: the relay serves port 22, and ssh
+/// reaches the named host by name with no proxy set up (the server here
+/// only trades banners: the client's shows it arrived through the
+/// relay). Needs port 22 on this host's loopback (root, and free).
+#[test]
+fn ssh_by_name_with_a_scheme_rule() {
+    if !have_ssh() {
+        println!("SKIPPED: no ssh client");
+        return;
+    }
+    let Ok(l) = TcpListener::bind((Ipv4Addr::LOCALHOST, 22)) else {
+        println!("SKIPPED: port 22 on 127.0.0.1 is taken or needs root");
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Some(Ok(mut s)) = l.incoming().next() {
+            let _ = s.write_all(b"SSH-2.0-sbxtest\r\n");
+            let mut line = String::new();
+            let _ = BufReader::new(&s).read_line(&mut line);
+            let _ = tx.send(line);
+        }
+    });
+    let fx = Fx::new(
+        "[[net]]\nhost = \"git.test\"\nscheme = \"ssh\"\n",
+        "127.0.0.1 git.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    let out = fx
+        .command(
+            "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+             -o ConnectTimeout=5 -T git@git.test true",
+        )
+        .output()
+        .unwrap();
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or_default();
+    assert!(
+        got.starts_with("SSH-2.0-"),
+        "ssh's banner did not arrive ({got:?}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn have_ssh() -> bool {
+    Command::new("ssh")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

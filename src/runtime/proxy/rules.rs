@@ -448,9 +448,15 @@ pub(super) mod tests {
         assert_eq!(relay("git.test", 22), Ok(()));
         assert_eq!(relay("git.test", 443), Err(Reason::NoRule));
         assert_eq!(relay("secret.git.test", 22), Err(Reason::DeniedBy(1)));
-        assert_eq!(relay("secret.git.test", 443), Ok(()), "the deny rule is ssh's");
+        assert_eq!(
+            relay("secret.git.test", 443),
+            Ok(()),
+            "the deny rule is ssh's"
+        );
         // Through the proxy, a scheme rule keeps any port (as before).
-        assert!(rules.decide(Via::Socks, &dest("git.test", 2222), None).is_ok());
+        assert!(rules
+            .decide(Via::Socks, &dest("git.test", 2222), None)
+            .is_ok());
     }
 
     #[test]
