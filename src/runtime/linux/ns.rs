@@ -339,8 +339,8 @@ pub fn prepare(
     w: &Wanted,
     user: bool,
     mounts: Vec<MountPlan<std::fs::File>>,
-    ports: &[u16],
-    relay_ports: &[u16],
+    // The proxy's listeners' ports, and the relay's (issue #37).
+    (ports, relay_ports): (&[u16], &[u16]),
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
     root: Option<NewRoot>,
