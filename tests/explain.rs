@@ -160,7 +160,8 @@ fn network_queries() {
     let ex = q("https://api.example.com/v2/items");
     assert!(ex.allowed);
     assert_eq!(rule_index(&ex), Some(0));
-    assert_eq!(target(&ex, "linux"), Enforced::Partial);
+    // `sbx run` checks the host for every TCP client (#37).
+    assert_eq!(target(&ex, "linux"), Enforced::Exact);
     assert_eq!(target(&ex, "macos"), Enforced::Partial);
     assert_eq!(target(&ex, "windows"), Enforced::Cooperative);
 
@@ -173,6 +174,8 @@ fn network_queries() {
     let ex = q("https://a.internal.example:8443/v1/x");
     assert!(ex.allowed);
     assert_eq!(rule_index(&ex), Some(1));
+    // Its path_prefix is seen in plain HTTP through the proxy only.
+    assert_eq!(target(&ex, "linux"), Enforced::Partial);
     // Outside the path prefix: denied cooperatively, yet the kernel sees
     // only the port, which is open.
     let ex = q("https://a.internal.example:8443/v2/x");

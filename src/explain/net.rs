@@ -5,7 +5,7 @@
 use super::{Explanation, Query};
 use crate::ir::{Ir, NetRule};
 use crate::lint::cover::host_matches;
-use crate::lint::enforce::port_notes;
+use crate::lint::enforce::{port_notes, Enforced};
 use crate::lint::origin::Origin;
 
 fn scheme_port(s: &str) -> Option<u16> {
@@ -77,7 +77,7 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
         None => format!("{host}:{port}"),
     };
     let request = format!("connect to {shown}");
-    let targets = port_notes(ir, Some(port), false);
+    let mut targets = port_notes(ir, Some(port), false);
     let rules = &ir.net.rules;
     let hit = rules
         .iter()
@@ -87,6 +87,52 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
                 .iter()
                 .find(|r| r.allow && matches(r, scheme, host, port, path))
         });
+    // Under `sbx run` with host rules, the host is checked too (#37).
+    if crate::back::landlock::proxy::spec(ir).is_some() {
+        // A deny rule holds for every client; an allow rule for clients
+        // that ignore the proxy when the relay serves its port, and its
+        // path_prefix only for plain HTTP through the proxy.
+        let relayed = match hit {
+            Some(r) if !r.allow => true,
+            Some(r) => crate::back::landlock::proxy::relayed(r) && r.path_prefix.is_none(),
+            // Refused for its path only: a tunnel shows no path, so
+            // the host and port are all that is checked (said below).
+            None => !rules.iter().any(|r| {
+                r.allow
+                    && r.path_prefix
+                        .as_deref()
+                        .is_some_and(|pp| matches(r, scheme, host, port, pp))
+            }),
+        };
+        let (enforced, what) = if relayed {
+            (
+                Enforced::Exact,
+                format!(
+                    "`sbx run` checks host and port {port} for every TCP client: proxy-aware \
+                     ones through its proxy, any other through the DNS responder and relay in \
+                     the private network namespace (an artifact alone: Landlock, the port only)"
+                ),
+            )
+        } else {
+            (
+                Enforced::Partial,
+                format!(
+                    "`sbx run` checks a path_prefix for plain HTTP through its proxy only; \
+                     a tunnel or a client that ignores the proxy is held to host and port \
+                     {port}, or reaches nothing where no rule for a name gives the port"
+                ),
+            )
+        };
+        for t in targets.iter_mut().filter(|t| t.target == "linux") {
+            // Partial: what Landlock alone does stays said.
+            t.note = if relayed {
+                what.clone()
+            } else {
+                format!("{what}; {}", t.note)
+            };
+            t.enforced = enforced;
+        }
+    }
     let (allowed, rule, reason) = match hit {
         Some(r) => {
             let o = Origin::net(r);

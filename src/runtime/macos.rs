@@ -273,7 +273,7 @@ pub fn start_proxy(plan: &mut Plan, report: bool) -> Result<Option<Proxy>, Fail>
     };
     let listeners = vec![listen()?, listen()?];
     let token = proxy::auth::new_token().map_err(|e| fail(format!("the proxy's token: {e}")))?;
-    let p = Proxy::for_run(spec, listeners, report, Some(token.clone()))
+    let p = Proxy::for_run(spec, listeners, None, report, Some(token.clone()))
         .map_err(|e| fail(format!("the proxy did not start: {e}")))?;
     let (http, socks) = p.ports();
     for (name, port) in PROXY_PARAMS.iter().zip([http, socks]) {

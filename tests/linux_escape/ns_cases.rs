@@ -602,6 +602,7 @@ pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
         home: Some(fx.root.join("home")),
         proxy: Some(ProxyHook {
             ports: vec![0],
+            relay_ports: Vec::new(),
             serve,
         }),
         ..RunOptions::default()

@@ -30,12 +30,69 @@ const WITH_PROXY: &str = "enforced by `sbx run`'s proxy for proxy-aware clients 
      programs that ignore them reach no network; where no namespace can be made, the port \
      only (see `sbx run --report`)";
 
+/// For a rule whose port the relay serves (issue #37): every TCP client
+/// is held to it, not only proxy-aware ones.
+const WITH_RELAY: &str = "enforced by `sbx run` for every TCP client, the child in a private \
+     network namespace: proxy-aware clients (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) through its \
+     proxy, any other through the namespace's DNS responder, which answers only names a rule \
+     allows (names in the child's /etc/hosts never reach it), and its relay, which decides as \
+     the proxy does; where no namespace can be made, the port only (see `sbx run --report`)";
+
+/// The ports of `sbx run`'s HTTP and SOCKS5 proxies in the child's
+/// namespace (`runtime::proxy::PORTS`): the relay leaves them to the
+/// proxies.
+pub const PROXY_PORTS: [u16; 2] = [3128, 1080];
+
+/// Whether the relay serves `r`'s port: an allow rule for a name (the
+/// responder hands out addresses for names; a client given an address
+/// connects to it, and the namespace routes nowhere but `lo`) with a
+/// port (from the rule or its scheme) that is not one of the proxy's
+/// own. Loopback rules are left to the sandbox's own loopback.
+pub fn relayed(r: &NetRule) -> bool {
+    r.allow
+        && !r.bind
+        && !loopback(&r.host)
+        && r.host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_err()
+        && relay_port(r).is_some_and(|p| !PROXY_PORTS.contains(&p))
+}
+
+/// The one port a rule holds a client that ignores the proxy to: the
+/// rule's, or its scheme's (`ssh` 22, `https` 443); `None` for any port.
+/// (The IR keeps a scheme's port implicit: proxy-aware clients may use
+/// another port with a scheme rule.)
+pub fn relay_port(r: &NetRule) -> Option<u16> {
+    let scheme = r.scheme.as_deref().and_then(|s| match s {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        "ssh" => Some(22),
+        _ => None,
+    });
+    r.port.or(scheme)
+}
+
+/// What stays cooperative on a relayed TLS connection.
+fn tls_note(r: &NetRule) -> &'static str {
+    let tls = relay_port(r) == Some(443);
+    if tls {
+        " (neither the proxy nor the relay reads the TLS handshake: a client can name \
+         another host in SNI over an allowed connection, domain fronting, cooperative only)"
+    } else {
+        ""
+    }
+}
+
 /// The index of the `[[net]]` rule an exact line says the proxy enforces
 /// (`None`: not such a line). The loader checks that the proxy is in the
 /// artifact with that rule (`consistent`): the line alone would let
 /// `enforcement = "required"` run without it.
 pub fn claimed_rule(p: &Precision) -> Option<usize> {
-    if p.status != Status::Exact || !p.reason.ends_with(WITH_PROXY) {
+    if p.status != Status::Exact
+        || !(p.reason.ends_with(WITH_PROXY) || p.reason.ends_with(WITH_RELAY))
+    {
         return None;
     }
     p.rule.strip_prefix("net[")?.strip_suffix(']')?.parse().ok()
@@ -62,10 +119,15 @@ pub(super) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
                     r.host
                 ),
             ),
+            (true, true, None) if relayed(r) => (
+                Status::Exact,
+                format!("host {:?}{} {WITH_RELAY}", r.host, tls_note(r)),
+            ),
+            // No port: the relay would need a listener on every port.
             (true, true, None) => (Status::Exact, format!("host {:?} {WITH_PROXY}", r.host)),
             (true, false, _) => (
                 Status::Exact,
-                format!("deny rule with host {:?} {WITH_PROXY}", r.host),
+                format!("deny rule with host {:?} {WITH_RELAY}", r.host),
             ),
             (false, _, _) => (Status::Wider, cooperative(r, target)),
         };

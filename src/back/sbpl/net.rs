@@ -238,7 +238,8 @@ pub(super) fn build(ir: &Ir) -> Result<Network, EmitError> {
 /// proxy-aware clients"), and what the profile needs without `sbx run`.
 const VIA_PROXY: &str = "enforced by `sbx run`'s proxy for proxy-aware clients (HTTP_PROXY, \
      HTTPS_PROXY, ALL_PROXY): the profile lets outbound TCP reach only the proxy's ports on \
-     localhost, so programs that ignore them reach no network; without `sbx run` the profile \
+     localhost, so programs that ignore them reach no network (SBPL cannot redirect a \
+     connection: no relay as on Linux); without `sbx run` the profile \
      needs a filtering proxy there (-D PROXY_HTTP_PORT=… -D PROXY_SOCKS_PORT=…)";
 
 /// One precision line per `[[net]]` rule, for this target.

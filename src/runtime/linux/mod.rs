@@ -18,6 +18,7 @@ mod plan;
 mod planted;
 mod program;
 mod pts;
+mod relaynet;
 mod report;
 mod repos;
 mod seccomp;
@@ -45,9 +46,14 @@ pub use kernel::kernel_abi;
 /// has started. The namespace is new, so fixed ports are free there and
 /// the command's environment can name them before it starts. `serve`
 /// must not block: `sbx run` waits for the command after it returns.
+/// With `relay_ports`, `serve` also gets a listener on `0.0.0.0` at each
+/// of them and, last, the DNS responder's UDP socket (as a
+/// `TcpListener`: one type for the hand-over), and the namespace has the
+/// relay range and a `resolv.conf` naming the responder (issue #37).
 #[derive(Clone)]
 pub struct ProxyHook {
     pub ports: Vec<u16>,
+    pub relay_ports: Vec<u16>,
     pub serve: std::sync::Arc<dyn Fn(Vec<std::net::TcpListener>) + Send + Sync>,
 }
 

@@ -339,7 +339,8 @@ pub fn prepare(
     w: &Wanted,
     user: bool,
     mounts: Vec<MountPlan<std::fs::File>>,
-    ports: &[u16],
+    // The proxy's listeners' ports, and the relay's (issue #37).
+    (ports, relay_ports): (&[u16], &[u16]),
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
     root: Option<NewRoot>,
@@ -364,7 +365,7 @@ pub fn prepare(
         None
     };
     let listeners = ports.len();
-    if listeners > MAX_LISTENERS {
+    if listeners + relay_ports.len() > MAX_LISTENERS {
         return Err(format!(
             "the proxy asks for {listeners} listeners (at most {MAX_LISTENERS})"
         ));
@@ -401,6 +402,16 @@ pub fn prepare(
                 let mut p = [0; MAX_LISTENERS];
                 p[..listeners].copy_from_slice(ports);
                 p
+            },
+            relay: match (&theirs, relay_ports.is_empty()) {
+                (Some(_), false) => {
+                    let attach = root
+                        .as_ref()
+                        .filter(|_| w.pid)
+                        .and_then(|r| r.attach.to_str().ok());
+                    Some(super::relaynet::RelayPrep::new(relay_ports, attach)?)
+                }
+                _ => None,
             },
             sock: theirs,
             net_rules,

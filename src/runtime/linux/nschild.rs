@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicI32, Ordering};
 // linux/mount.h
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
-const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
+pub(super) const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
 const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
-const MOUNT_ATTR_RDONLY: u64 = 0x01;
-const MOUNT_ATTR_NOSUID: u64 = 0x02;
-const MOUNT_ATTR_NODEV: u64 = 0x04;
-const MOUNT_ATTR_NOEXEC: u64 = 0x08;
+pub(super) const MOUNT_ATTR_RDONLY: u64 = 0x01;
+pub(super) const MOUNT_ATTR_NOSUID: u64 = 0x02;
+pub(super) const MOUNT_ATTR_NODEV: u64 = 0x04;
+pub(super) const MOUNT_ATTR_NOEXEC: u64 = 0x08;
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
 const FSCONFIG_SET_FLAG: libc::c_uint = 0;
@@ -99,6 +99,9 @@ pub struct NsPrep {
     pub sock: Option<OwnedFd>,
     /// The ruleset handles TCP connect: add the listeners' ports to it.
     pub net_rules: bool,
+    /// The relay for clients that ignore the proxy variables: its
+    /// listeners follow the proxy's, then the DNS responder's socket.
+    pub relay: Option<super::relaynet::RelayPrep>,
     /// Rules beneath `/proc`, (path, Landlock rights): Landlock rules
     /// belong to inodes, and the fresh `/proc` has new ones, so the
     /// command adds these again once it has mounted it.
@@ -201,7 +204,7 @@ unsafe fn write_file(path: &[u8], data: &CString) -> bool {
     ok
 }
 
-unsafe fn set_attr(fd: RawFd, set: u64) -> bool {
+pub(super) unsafe fn set_attr(fd: RawFd, set: u64) -> bool {
     set_attr_flags(fd, set, 0)
 }
 
@@ -238,7 +241,7 @@ unsafe fn move_onto(tree: RawFd, target: RawFd) -> bool {
     ) == 0
 }
 
-unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd {
+pub(super) unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd {
     let mut flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
     if path.is_empty() {
         flags |= libc::AT_EMPTY_PATH as libc::c_uint;
@@ -251,7 +254,7 @@ unsafe fn clone_tree(fd: RawFd, path: &std::ffi::CStr, recursive: bool) -> RawFd
 
 /// A detached tmpfs mount with one option set (`key`, `value`) and the
 /// given mount attributes, or -1. Allocates nothing (the child calls it).
-unsafe fn tmpfs(option: (&std::ffi::CStr, &std::ffi::CStr), attrs: u64) -> RawFd {
+pub(super) unsafe fn tmpfs(option: (&std::ffi::CStr, &std::ffi::CStr), attrs: u64) -> RawFd {
     new_fs(c"tmpfs", &[(option.0, Some(option.1))], attrs)
 }
 
@@ -632,8 +635,12 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
     let Some(sock) = &ns.sock else {
         return n == 0;
     };
-    let mut fds = [-1 as RawFd; MAX_LISTENERS];
-    for (i, slot) in fds.iter_mut().take(n).enumerate() {
+    let relay = ns.relay.as_ref().map_or(0, |r| r.count);
+    // The proxy's on 127.0.0.1, then the relay's on every address, then
+    // the DNS responder's socket.
+    let total = (n + relay).min(MAX_LISTENERS);
+    let mut fds = [-1 as RawFd; MAX_LISTENERS + 1];
+    for (i, slot) in fds.iter_mut().take(total).enumerate() {
         let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
             return false;
@@ -641,8 +648,13 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
         *slot = s;
         let mut addr: libc::sockaddr_in = std::mem::zeroed();
         addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-        addr.sin_port = ns.ports[i].to_be();
+        match &ns.relay {
+            Some(r) if i >= n => addr.sin_port = r.ports[i - n].to_be(),
+            _ => {
+                addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+                addr.sin_port = ns.ports[i].to_be();
+            }
+        }
         let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         if libc::bind(s, &addr as *const _ as *const libc::sockaddr, len) != 0
             || libc::listen(s, 128) != 0
@@ -671,8 +683,16 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
             }
         }
     }
-    let ok = super::passfd::send(sock.as_raw_fd(), &fds[..n]);
-    for fd in fds.iter().take(n) {
+    let mut sent = total;
+    if ns.relay.is_some() {
+        fds[total] = super::relaynet::dns_socket();
+        if fds[total] < 0 {
+            return false;
+        }
+        sent += 1;
+    }
+    let ok = super::passfd::send(sock.as_raw_fd(), &fds[..sent]);
+    for fd in fds.iter().take(sent) {
         libc::close(*fd);
     }
     ok
@@ -736,6 +756,14 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
     // time for nothing.
     if ns.flags & libc::CLONE_NEWNET != 0 && ns.listeners > 0 && !loopback_up() {
         child::fail(a.wr, Step::Loopback);
+    }
+    if let Some(r) = &ns.relay {
+        if !super::relaynet::local_route() {
+            child::fail(a.wr, Step::Loopback);
+        }
+        // Without a file to mount over, the command keeps the host's
+        // resolver configuration, which reaches nothing from here.
+        super::relaynet::mount_resolv(r);
     }
     if !listeners(ns, a.p.ruleset.as_ref().map(|f| f.as_raw_fd())) {
         child::fail(a.wr, Step::Listeners);

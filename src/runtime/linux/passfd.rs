@@ -7,11 +7,11 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// The most descriptors one message carries.
-pub const MAX_FDS: usize = 16;
+pub const MAX_FDS: usize = 64;
 
 /// A control buffer with room for [`MAX_FDS`], aligned for `cmsghdr`.
 #[repr(C, align(8))]
-struct Buf([u8; 128]);
+struct Buf([u8; 320]);
 
 /// A connected pair, close-on-exec: sbx's end and the child's.
 pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -36,7 +36,7 @@ pub fn socketpair() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Async-signal-safe: system calls on stack data only.
 pub unsafe fn send(sock: RawFd, fds: &[RawFd]) -> bool {
     let n = fds.len().min(MAX_FDS);
-    let mut buf = Buf([0; 128]);
+    let mut buf = Buf([0; 320]);
     let payload = (n * std::mem::size_of::<RawFd>()) as libc::c_uint;
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
@@ -66,7 +66,7 @@ pub unsafe fn send(sock: RawFd, fds: &[RawFd]) -> bool {
 /// nothing usable came). Without `wait`, a message not sent yet counts
 /// as none.
 pub fn receive(sock: &OwnedFd, n: usize, wait: bool) -> Vec<OwnedFd> {
-    let mut buf = Buf([0; 128]);
+    let mut buf = Buf([0; 320]);
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),

@@ -622,7 +622,7 @@ fn set_up(
             &wanted,
             user_ns,
             mounts,
-            proxy_ports,
+            (proxy_ports, hook.as_ref().map_or(&[], |h| &h.relay_ports)),
             net_rules,
             proc_rules,
             root,
@@ -906,8 +906,14 @@ fn serve(
         }
     }
     if let Some(hook) = &s.hook {
+        // The proxy's listeners, then the relay's and the DNS
+        // responder's socket.
+        let relay_fds = match hook.relay_ports.len() {
+            0 => 0,
+            n => n + 1,
+        };
         let listeners = match &s.proxy_sock {
-            Some(sock) => ns::receive_listeners(sock, hook.ports.len()),
+            Some(sock) => ns::receive_listeners(sock, hook.ports.len() + relay_fds),
             None => Vec::new(),
         };
         (hook.serve)(listeners);
@@ -959,11 +965,24 @@ struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy:
 
 impl ServedProxy {
     fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
+        use crate::runtime::proxy::{relay_ports, RelaySockets, PORTS};
         let slot = self.clone();
+        let relay = relay_ports(&spec.rules);
+        let relay_count = relay.len();
         ProxyHook {
-            ports: crate::runtime::proxy::PORTS.to_vec(),
-            serve: std::sync::Arc::new(move |listeners| {
-                if listeners.len() != crate::runtime::proxy::PORTS.len() {
+            ports: PORTS.to_vec(),
+            relay_ports: relay,
+            serve: std::sync::Arc::new(move |mut listeners| {
+                let relay = if relay_count > 0 && listeners.len() == PORTS.len() + relay_count + 1 {
+                    let dns = std::os::fd::OwnedFd::from(listeners.pop().expect("counted"));
+                    Some(RelaySockets {
+                        dns: std::net::UdpSocket::from(dns),
+                        listeners: listeners.split_off(PORTS.len()),
+                    })
+                } else {
+                    None
+                };
+                if listeners.len() != PORTS.len() {
                     // No namespace: nothing listens at the ports the
                     // command's proxy variables name, so it has no network.
                     eprintln!(
@@ -972,7 +991,7 @@ impl ServedProxy {
                     );
                     return;
                 }
-                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, report, None) {
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, relay, report, None) {
                     Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
                     Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
                 }

@@ -18,7 +18,12 @@ use std::os::fd::OwnedFd;
 pub struct Saved {
     at: Option<(usize, String)>,
     #[allow(clippy::type_complexity)]
-    seen: Vec<(String, libc::dev_t, libc::ino_t, (libc::time_t, libc::c_long))>,
+    seen: Vec<(
+        String,
+        libc::dev_t,
+        libc::ino_t,
+        (libc::time_t, libc::c_long),
+    )>,
 }
 
 /// Where the user sites lie, relative to home.
@@ -144,7 +149,14 @@ impl Snapshot {
             seen: self
                 .seen
                 .iter()
-                .map(|s| (String::from_utf8_lossy(&s.rel).into_owned(), s.dev, s.ino, s.ctime))
+                .map(|s| {
+                    (
+                        String::from_utf8_lossy(&s.rel).into_owned(),
+                        s.dev,
+                        s.ino,
+                        s.ctime,
+                    )
+                })
                 .collect(),
         }
     }

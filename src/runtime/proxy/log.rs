@@ -21,6 +21,9 @@ pub struct Refusal {
 impl Refusal {
     /// One line: `sbx: proxy refused connect crates.io:80: no [[net]] rule …`.
     pub fn line(&self) -> String {
+        if self.via == Via::Dns {
+            return format!("sbx: dns refused {} (NXDOMAIN): {}", self.host, self.reason);
+        }
         if self.host.is_empty() {
             format!(
                 "sbx: proxy refused a {} request: {}",
@@ -47,6 +50,14 @@ impl Refusal {
             Reason::NoRule | Reason::Path
                 if !self.host.is_empty() && !spelling::special(&self.host) =>
             {
+                if self.via == Via::Dns {
+                    // A question names no port: the scheme the client
+                    // most likely wants, to be changed (`ssh`, a port).
+                    return Some(format!(
+                        "[[net]]\nhost = {}\nscheme = \"https\" # or the scheme or port the client uses\n",
+                        toml_str(&self.host)
+                    ));
+                }
                 let scheme = match self.via {
                     Via::Http => "scheme = \"http\"\n",
                     _ => "",
@@ -120,6 +131,7 @@ pub fn summary(refusals: &[Refusal]) -> String {
             // SOCKS5 asks for credentials before the destination.
             ("", Reason::Unauthenticated) => "(no destination named)".to_string(),
             ("", _) => "(unreadable request)".to_string(),
+            (h, _) if r.via == Via::Dns => h.to_string(),
             (h, _) => host_port(h, r.port),
         };
         let _ = writeln!(s, "  {:<8} {what}: {}", r.via.word(), r.reason);

@@ -13,7 +13,10 @@
 //! what was refused.
 
 pub mod auth;
+pub mod book;
 mod chunked;
+mod direct;
+mod dns;
 mod http;
 mod log;
 mod relay;
@@ -33,7 +36,7 @@ use crate::ir::NetRule;
 use rules::Dest;
 use std::ffi::OsString;
 use std::io;
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,7 +53,7 @@ pub const LISTENERS: usize = 2;
 /// namespace on Linux (free there: nothing else runs in it), so the
 /// proxy variables can be set before the command starts: HTTP, SOCKS5.
 /// On macOS the system picks free ports.
-pub const PORTS: [u16; LISTENERS] = [3128, 1080];
+pub const PORTS: [u16; LISTENERS] = crate::back::landlock::proxy::PROXY_PORTS;
 
 /// Limits on what a client can make the proxy hold.
 #[derive(Debug, Clone)]
@@ -88,6 +91,32 @@ pub struct Config {
     pub token: Option<String>,
 }
 
+/// The sockets for clients that ignore the proxy variables (Linux, in
+/// the command's network namespace): the DNS responder's UDP socket at
+/// [`book::DNS_ADDR`] and a TCP listener on `0.0.0.0` at each of the
+/// relay's ports ([`relay_ports`]).
+#[derive(Debug)]
+pub struct RelaySockets {
+    pub dns: UdpSocket,
+    pub listeners: Vec<TcpListener>,
+}
+
+/// The ports the relay listens on: those the allow rules for names
+/// name, which lowering filled in from the scheme where the rule gave
+/// none (`ssh` 22, `https` 443); not the proxy's own. A rule with neither port nor scheme would need a
+/// listener on every port: clients that ignore the proxy variables do
+/// not reach it (the precision report says so).
+pub fn relay_ports(rules: &[NetRule]) -> Vec<u16> {
+    let mut ports: Vec<u16> = rules
+        .iter()
+        .filter(|r| crate::back::landlock::proxy::relayed(r))
+        .filter_map(crate::back::landlock::proxy::relay_port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 impl Config {
     /// The system resolver and default limits.
     pub fn new(rules: &[NetRule], log: Log) -> Config {
@@ -106,6 +135,10 @@ pub(crate) struct Cx {
     log: Log,
     options: Options,
     token: Option<String>,
+    /// Relay addresses handed out by the DNS responder.
+    book: book::Book,
+    /// The relay's ports (empty: no relay).
+    relay_ports: Vec<u16>,
     stopping: AtomicBool,
     next: AtomicU64,
     /// Open sockets by connection, shut down on stop so that no thread
@@ -174,43 +207,98 @@ pub struct Proxy {
     ports: (u16, u16),
     wake: Option<OwnedFd>,
     accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+    dns: Option<JoinHandle<()>>,
+}
+
+/// What a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Http,
+    Socks,
+    Relay,
 }
 
 impl Proxy {
     /// Serve HTTP on `http` and SOCKS5 on `socks` until [`Proxy::stop`].
     pub fn start(config: Config, http: TcpListener, socks: TcpListener) -> io::Result<Proxy> {
+        Proxy::start_with(config, http, socks, None)
+    }
+
+    /// [`Proxy::start`], and with `relay` the DNS responder and the relay
+    /// for clients that ignore the proxy variables.
+    pub fn start_with(
+        config: Config,
+        http: TcpListener,
+        socks: TcpListener,
+        relay: Option<RelaySockets>,
+    ) -> io::Result<Proxy> {
         let ports = (http.local_addr()?.port(), socks.local_addr()?.port());
-        http.set_nonblocking(true)?;
-        socks.set_nonblocking(true)?;
+        let mut listeners = vec![(http, Kind::Http), (socks, Kind::Socks)];
+        let mut relay_ports = Vec::new();
+        let mut udp = None;
+        if let Some(r) = relay {
+            for l in r.listeners {
+                relay_ports.push(l.local_addr()?.port());
+                listeners.push((l, Kind::Relay));
+            }
+            udp = Some(r.dns);
+        }
+        for (l, _) in &listeners {
+            l.set_nonblocking(true)?;
+        }
         let (wait, wake) = pipe()?;
+        let wait = Arc::new(wait);
         let cx = Arc::new(Cx {
             rules: config.rules,
             resolver: config.resolver,
             log: config.log,
             options: config.options,
             token: config.token,
+            book: book::Book::default(),
+            relay_ports,
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
             live: Mutex::new(Vec::new()),
         });
+        let dns = match udp {
+            Some(u) => {
+                let (dcx, dwait) = (Arc::clone(&cx), Arc::clone(&wait));
+                Some(
+                    std::thread::Builder::new()
+                        .name("sbx-dns".into())
+                        .spawn(move || dns_loop(&dcx, &u, &dwait))?,
+                )
+            }
+            None => None,
+        };
         let acx = Arc::clone(&cx);
         let accept = std::thread::Builder::new()
             .name("sbx-proxy".into())
-            .spawn(move || accept_loop(&acx, &http, &socks, &wait))?;
+            .spawn(move || accept_loop(&acx, &listeners, &wait))?;
         Ok(Proxy {
             cx,
             ports,
             wake: Some(wake),
             accept: Some(accept),
+            dns,
         })
     }
 
     /// [`Proxy::start`] with the listeners as the loader hands them over:
     /// [`LISTENERS`] of them, HTTP first.
     pub fn from_listeners(config: Config, listeners: Vec<TcpListener>) -> io::Result<Proxy> {
+        Proxy::from_listeners_with(config, listeners, None)
+    }
+
+    /// [`Proxy::from_listeners`] with the relay's sockets.
+    pub fn from_listeners_with(
+        config: Config,
+        listeners: Vec<TcpListener>,
+        relay: Option<RelaySockets>,
+    ) -> io::Result<Proxy> {
         let mut it = listeners.into_iter();
         match (it.next(), it.next(), it.next()) {
-            (Some(h), Some(s), None) => Proxy::start(config, h, s),
+            (Some(h), Some(s), None) => Proxy::start_with(config, h, s, relay),
             _ => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("the proxy takes {LISTENERS} listeners"),
@@ -224,14 +312,16 @@ impl Proxy {
     pub fn for_run(
         spec: &crate::back::landlock::ProxySpec,
         listeners: Vec<TcpListener>,
+        relay: Option<RelaySockets>,
         report: bool,
         token: Option<String>,
     ) -> io::Result<Proxy> {
         let config = Config {
             token,
+            resolver: test_resolver()?,
             ..Config::new(&spec.rules, Log::new(report))
         };
-        Proxy::from_listeners(config, listeners)
+        Proxy::from_listeners_with(config, listeners, relay)
     }
 
     /// Stop, and the summary to print at exit ("" when nothing was
@@ -261,6 +351,9 @@ impl Proxy {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
+        if let Some(d) = self.dns.take() {
+            let _ = d.join();
+        }
         self.cx.shut_all();
         // Every socket is shut down, so a thread ends at once unless it
         // is in a name lookup or a connect (bounded by their timeouts):
@@ -299,35 +392,25 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((r, w))
 }
 
-/// Accept on both listeners until the pipe closes; returns the
+/// Accept on every listener until the pipe closes; returns the
 /// connection threads still to join.
 fn accept_loop(
     cx: &Arc<Cx>,
-    http: &TcpListener,
-    socks: &TcpListener,
+    listeners: &[(TcpListener, Kind)],
     wait: &OwnedFd,
 ) -> Vec<JoinHandle<()>> {
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    let mut fds = [
-        libc::pollfd {
-            fd: wait.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: http.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: socks.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+    let poll_in = |fd: RawFd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut fds: Vec<libc::pollfd> = std::iter::once(poll_in(wait.as_raw_fd()))
+        .chain(listeners.iter().map(|(l, _)| poll_in(l.as_raw_fd())))
+        .collect();
     loop {
-        // SAFETY: fds is a valid array of 3 pollfd for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) };
+        // SAFETY: fds is a valid array of fds.len() pollfd for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if n < 0 {
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
@@ -338,8 +421,8 @@ fn accept_loop(
             break;
         }
         workers.retain(|w| !w.is_finished());
-        for (i, l) in [(1, http), (2, socks)] {
-            if fds[i].revents == 0 {
+        for (i, (l, kind)) in listeners.iter().enumerate() {
+            if fds[i + 1].revents == 0 {
                 continue;
             }
             loop {
@@ -354,8 +437,12 @@ fn accept_loop(
                         break;
                     }
                 };
-                let via = if i == 1 { Via::Http } else { Via::Socks };
                 if workers.len() >= cx.options.max_connections {
+                    let via = match kind {
+                        Kind::Http => Via::Http,
+                        Kind::Socks => Via::Socks,
+                        Kind::Relay => Via::Relay,
+                    };
                     let why = format!(
                         "more than {} connections at once",
                         cx.options.max_connections
@@ -366,11 +453,11 @@ fn accept_loop(
                 if s.set_nonblocking(false).is_err() {
                     continue;
                 }
-                let wcx = Arc::clone(cx);
+                let (wcx, kind) = (Arc::clone(cx), *kind);
                 let spawned = std::thread::Builder::new()
                     .name("sbx-proxy-conn".into())
                     .stack_size(256 * 1024)
-                    .spawn(move || serve(&wcx, s, i == 1));
+                    .spawn(move || serve(&wcx, s, kind));
                 if let Ok(h) = spawned {
                     workers.push(h);
                 }
@@ -380,13 +467,84 @@ fn accept_loop(
     workers
 }
 
-fn serve(cx: &Cx, s: TcpStream, is_http: bool) {
+fn serve(cx: &Cx, s: TcpStream, kind: Kind) {
     let Some(_t) = cx.track(&s) else { return };
-    if is_http {
-        http::serve(s, cx);
-    } else {
-        socks::serve(s, cx);
+    match kind {
+        Kind::Http => http::serve(s, cx),
+        Kind::Socks => socks::serve(s, cx),
+        Kind::Relay => direct::serve(s, cx),
     }
+}
+
+/// Answer DNS questions until the pipe closes. One thread: each answer
+/// is a table look-up, with no lookup of its own.
+fn dns_loop(cx: &Cx, udp: &UdpSocket, wait: &OwnedFd) {
+    let names = dns::Names {
+        rules: &cx.rules,
+        ports: &cx.relay_ports,
+        book: &cx.book,
+    };
+    // A refused name is logged once, not once per retry and record type.
+    let mut logged = std::collections::HashSet::new();
+    let mut buf = [0u8; 1500];
+    let mut fds = [
+        libc::pollfd {
+            fd: wait.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: udp.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    if udp.set_nonblocking(true).is_err() {
+        return;
+    }
+    loop {
+        // SAFETY: fds is a valid array of 2 pollfd for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break;
+        }
+        if fds[0].revents != 0 || cx.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        while let Ok((len, from)) = udp.recv_from(&mut buf) {
+            let (reply, refused) = names.answer(&buf[..len]);
+            if let Some(r) = reply {
+                let _ = udp.send_to(&r, from);
+            }
+            if let Some((name, reason)) = refused {
+                if logged.len() < 10_000 && logged.insert(name.clone()) {
+                    cx.refuse(Via::Dns, &name, 0, reason);
+                }
+            }
+        }
+    }
+}
+
+/// The resolver `sbx run` uses: the system's. A build with the
+/// `test-resolver` feature (tests only: release builds leave it out, see
+/// Cargo.toml) reads the table in the file `SBX_TEST_RESOLVER` names,
+/// so that tests reach test names on this host's loopback; its
+/// addresses count as named explicitly ([`Resolver::Table`]).
+fn test_resolver() -> io::Result<Resolver> {
+    #[cfg(feature = "test-resolver")]
+    if let Some(path) = std::env::var_os("SBX_TEST_RESOLVER") {
+        let text = std::fs::read_to_string(path)?;
+        return Resolver::parse_table(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("SBX_TEST_RESOLVER: {e}"),
+            )
+        });
+    }
+    Ok(Resolver::System)
 }
 
 /// Loopback names the child reaches directly: on Linux its own

@@ -7,12 +7,17 @@ use std::fmt;
 use std::net::IpAddr;
 
 /// How the client asked: a plain-HTTP request is seen whole; a tunnel
-/// (HTTP CONNECT, SOCKS5) shows only host and port.
+/// (HTTP CONNECT, SOCKS5) shows only host and port; a client that ignores
+/// the proxy looks a name up with the namespace's DNS responder (`Dns`)
+/// and connects to the relay address it got (`Relay`), which shows host
+/// and port like a tunnel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Via {
     Http,
     Connect,
     Socks,
+    Dns,
+    Relay,
 }
 
 impl Via {
@@ -21,6 +26,8 @@ impl Via {
             Via::Http => "http",
             Via::Connect => "connect",
             Via::Socks => "socks5",
+            Via::Dns => "dns",
+            Via::Relay => "relay",
         }
     }
 }
@@ -116,7 +123,7 @@ impl Rules {
     pub fn decide(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<Allowed, Reason> {
         let hit = |r: &NetRule| {
             host_matches(&r.host, &dest.host)
-                && r.port.is_none_or(|p| p == dest.port)
+                && port_matches(r, via, dest.port)
                 && scheme_matches(r.scheme.as_deref(), via)
         };
         // Deny rules come first, whatever the order in the file.
@@ -150,7 +157,7 @@ impl Rules {
         let deny_ips = self
             .rules
             .iter()
-            .filter(|r| !r.allow && r.port.is_none_or(|p| p == dest.port))
+            .filter(|r| !r.allow && port_matches(r, via, dest.port))
             .filter(|r| scheme_matches(r.scheme.as_deref(), via))
             .filter_map(|r| Some((r.host.parse::<IpAddr>().ok()?.to_canonical(), r.index)))
             .collect();
@@ -270,11 +277,25 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
+/// The rule's port; through the relay, which sees no scheme, a rule
+/// with a scheme and no port allows only the scheme's port (`ssh` 22).
+fn port_matches(r: &NetRule, via: Via, port: u16) -> bool {
+    let p = match via {
+        Via::Relay | Via::Dns => crate::back::landlock::proxy::relay_port(r),
+        _ => r.port,
+    };
+    p.is_none_or(|p| p == port)
+}
+
 /// `http` and `ws` name plain-HTTP requests, which the proxy sees whole;
-/// the other schemes name tunnels; no scheme matches both.
+/// the other schemes name tunnels; no scheme matches both. The relay sees
+/// only a TCP connection to a port, which lowering already set from the
+/// scheme (`ssh` is 22, `https` 443): any scheme matches there, as the
+/// port does. A DNS question has no port or scheme yet.
 fn scheme_matches(scheme: Option<&str>, via: Via) -> bool {
     match scheme {
         None => true,
+        _ if matches!(via, Via::Relay | Via::Dns) => true,
         Some("http" | "ws") => via == Via::Http,
         Some(_) => via != Via::Http,
     }
@@ -413,6 +434,29 @@ pub(super) mod tests {
         assert!(!ok(Via::Http, "b.test"), "https is not plain HTTP");
         assert!(ok(Via::Connect, "b.test"));
         assert!(ok(Via::Socks, "b.test"));
+    }
+
+    #[test]
+    fn the_relay_holds_a_scheme_rule_to_its_port() {
+        let mut ssh = rule(0, "git.test", None);
+        ssh.scheme = Some("ssh".into());
+        let mut deny = rule(1, "secret.git.test", None);
+        deny.scheme = Some("ssh".into());
+        deny.allow = false;
+        let rules = Rules::new(&[ssh, deny, rule(2, "*.git.test", Some(443))]);
+        let relay = |h: &str, p| rules.decide(Via::Relay, &dest(h, p), None).map(|_| ());
+        assert_eq!(relay("git.test", 22), Ok(()));
+        assert_eq!(relay("git.test", 443), Err(Reason::NoRule));
+        assert_eq!(relay("secret.git.test", 22), Err(Reason::DeniedBy(1)));
+        assert_eq!(
+            relay("secret.git.test", 443),
+            Ok(()),
+            "the deny rule is ssh's"
+        );
+        // Through the proxy, a scheme rule keeps any port (as before).
+        assert!(rules
+            .decide(Via::Socks, &dest("git.test", 2222), None)
+            .is_ok());
     }
 
     #[test]

@@ -614,8 +614,8 @@ fn for_run_and_finish() {
     let spec = crate::back::landlock::ProxySpec {
         rules: vec![rule(0, "crates.io", Some(443))],
     };
-    assert!(Proxy::for_run(&spec, vec![listen()], false, None).is_err());
-    let p = Proxy::for_run(&spec, vec![listen(), listen()], false, None).unwrap();
+    assert!(Proxy::for_run(&spec, vec![listen()], None, false, None).is_err());
+    let p = Proxy::for_run(&spec, vec![listen(), listen()], None, false, None).unwrap();
     let err = connect_echo(&p, "203.0.113.9:9").unwrap_err();
     assert!(err.starts_with("HTTP/1.1 403"), "{err}");
     // This host's loopback is listed, with no rule (docs/linux.md).

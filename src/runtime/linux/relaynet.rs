@@ -1,0 +1,233 @@
+//! The namespace's side of the relay for clients that ignore the proxy
+//! variables (issue #37, docs/linux.md "Host rules for every TCP
+//! client"): a local route for the relay range on `lo`, the DNS
+//! responder's UDP socket, and a `resolv.conf` naming it. The setup
+//! process does these (it holds the namespace's capabilities: port 53
+//! and the route need them, and the command has none to spare); sbx
+//! serves the sockets ([`crate::runtime::proxy::RelaySockets`]).
+//!
+//! The child-side functions follow `nschild.rs`'s rules: system calls on
+//! data prepared by the parent, nothing allocated.
+
+use super::nschild::{
+    clone_tree, set_attr, tmpfs, MAX_LISTENERS, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC,
+    MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, MOVE_MOUNT_F_EMPTY_PATH,
+};
+use crate::runtime::proxy::book::{DNS_ADDR, RANGE};
+use std::ffi::CString;
+use std::os::fd::RawFd;
+
+/// The generated `resolv.conf`: the responder only, no search domains
+/// (a search list would send every short name to the responder several
+/// times, each a logged refusal).
+pub const RESOLV_CONF: &str = "nameserver 198.18.0.1\noptions attempts:2 timeout:2\n";
+
+/// What the setup process needs for the relay.
+pub struct RelayPrep {
+    /// Ports for listeners on `0.0.0.0`, the first `count`.
+    pub ports: [u16; MAX_LISTENERS],
+    pub count: usize,
+    /// Where the generated `resolv.conf` goes, as the setup process sees
+    /// the command's root (the new root is attached at `attach`).
+    pub resolv_at: CString,
+}
+
+impl RelayPrep {
+    /// `attach`: where the new root is attached in the setup process, if
+    /// there is one. The file is mounted over the host's
+    /// `/etc/resolv.conf`, or over where it links to (often a file in
+    /// `/run`): a mount does not follow the link in the new root.
+    pub fn new(ports: &[u16], attach: Option<&str>) -> Result<RelayPrep, String> {
+        if ports.len() > MAX_LISTENERS {
+            return Err(format!(
+                "the relay asks for {} ports (at most {MAX_LISTENERS})",
+                ports.len()
+            ));
+        }
+        let mut p = [0; MAX_LISTENERS];
+        p[..ports.len()].copy_from_slice(ports);
+        let target = std::fs::canonicalize("/etc/resolv.conf")
+            .ok()
+            .and_then(|p| p.to_str().map(String::from))
+            .unwrap_or_else(|| "/etc/resolv.conf".into());
+        let at = match attach {
+            Some(a) => format!("{a}{target}"),
+            None => target,
+        };
+        Ok(RelayPrep {
+            ports: p,
+            count: ports.len(),
+            resolv_at: CString::new(at).map_err(|e| e.to_string())?,
+        })
+    }
+}
+
+/// `struct rtmsg` (linux/rtnetlink.h).
+#[repr(C)]
+struct RtMsg {
+    family: u8,
+    dst_len: u8,
+    src_len: u8,
+    tos: u8,
+    table: u8,
+    protocol: u8,
+    scope: u8,
+    kind: u8,
+    flags: u32,
+}
+
+/// A route attribute with a 4-byte value.
+#[repr(C)]
+struct Attr4 {
+    len: u16,
+    kind: u16,
+    value: [u8; 4],
+}
+
+#[repr(C)]
+struct RouteReq {
+    head: libc::nlmsghdr,
+    rt: RtMsg,
+    dst: Attr4,
+    oif: Attr4,
+}
+
+const RTA_DST: u16 = 1;
+const RTA_OIF: u16 = 4;
+const RT_TABLE_LOCAL: u8 = 255;
+const RTPROT_BOOT: u8 = 3;
+const RT_SCOPE_HOST: u8 = 254;
+const RTN_LOCAL: u8 = 2;
+/// `lo` is the first interface of every network namespace.
+const LO_INDEX: u32 = 1;
+
+/// `ip route add local 198.18.0.0/15 dev lo`, over netlink: every
+/// address of the range is this namespace's own, so one wildcard
+/// listener per port takes connections to all of them.
+pub unsafe fn local_route() -> bool {
+    let s = libc::socket(
+        libc::AF_NETLINK,
+        libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+        libc::NETLINK_ROUTE,
+    );
+    if s < 0 {
+        return false;
+    }
+    let req = RouteReq {
+        head: libc::nlmsghdr {
+            nlmsg_len: std::mem::size_of::<RouteReq>() as u32,
+            nlmsg_type: libc::RTM_NEWROUTE,
+            nlmsg_flags: (libc::NLM_F_REQUEST
+                | libc::NLM_F_ACK
+                | libc::NLM_F_CREATE
+                | libc::NLM_F_EXCL) as u16,
+            nlmsg_seq: 1,
+            nlmsg_pid: 0,
+        },
+        rt: RtMsg {
+            family: libc::AF_INET as u8,
+            dst_len: RANGE.1,
+            src_len: 0,
+            tos: 0,
+            table: RT_TABLE_LOCAL,
+            protocol: RTPROT_BOOT,
+            scope: RT_SCOPE_HOST,
+            kind: RTN_LOCAL,
+            flags: 0,
+        },
+        dst: Attr4 {
+            len: 8,
+            kind: RTA_DST,
+            value: RANGE.0.octets(),
+        },
+        oif: Attr4 {
+            len: 8,
+            kind: RTA_OIF,
+            value: LO_INDEX.to_ne_bytes(),
+        },
+    };
+    let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
+    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    let sent = libc::sendto(
+        s,
+        (&req as *const RouteReq).cast(),
+        std::mem::size_of::<RouteReq>(),
+        0,
+        (&kernel as *const libc::sockaddr_nl).cast(),
+        std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+    );
+    // The acknowledgement: a header, then the error (0: done) and the
+    // request's header.
+    let mut ack = [0u32; 64];
+    let got = if sent > 0 {
+        libc::recv(s, ack.as_mut_ptr().cast(), std::mem::size_of_val(&ack), 0)
+    } else {
+        -1
+    };
+    libc::close(s);
+    let head = std::mem::size_of::<libc::nlmsghdr>();
+    got >= (head + 4) as isize && ack[1] & 0xffff == libc::NLMSG_ERROR as u32 && ack[head / 4] == 0
+}
+
+/// The responder's UDP socket at 198.18.0.1:53, or -1.
+pub unsafe fn dns_socket() -> RawFd {
+    let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if s < 0 {
+        return -1;
+    }
+    let mut addr: libc::sockaddr_in = std::mem::zeroed();
+    addr.sin_family = libc::AF_INET as libc::sa_family_t;
+    addr.sin_addr.s_addr = u32::from_ne_bytes(DNS_ADDR.octets());
+    addr.sin_port = 53u16.to_be();
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    if libc::bind(s, (&addr as *const libc::sockaddr_in).cast(), len) != 0 {
+        libc::close(s);
+        return -1;
+    }
+    s
+}
+
+/// Mount the generated `resolv.conf` (read-only, from a small tmpfs of
+/// its own) at `r.resolv_at`. `false` when there is nothing there to
+/// mount over: the command then has the host's resolver configuration,
+/// which reaches nothing from the namespace.
+pub unsafe fn mount_resolv(r: &RelayPrep) -> bool {
+    let m = tmpfs(
+        (c"size", c"4k"),
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+    );
+    if m < 0 {
+        return false;
+    }
+    let f = libc::openat(
+        m,
+        c"resolv.conf".as_ptr(),
+        libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+        0o644,
+    );
+    let body = RESOLV_CONF.as_bytes();
+    let written = f >= 0 && libc::write(f, body.as_ptr().cast(), body.len()) == body.len() as isize;
+    if f >= 0 {
+        libc::close(f);
+    }
+    let file = if written {
+        clone_tree(m, c"resolv.conf", false)
+    } else {
+        -1
+    };
+    libc::close(m);
+    if file < 0 {
+        return false;
+    }
+    let ok = set_attr(file, MOUNT_ATTR_RDONLY)
+        && libc::syscall(
+            libc::SYS_move_mount,
+            file,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            r.resolv_at.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ) == 0;
+    libc::close(file);
+    ok
+}

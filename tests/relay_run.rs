@@ -1,0 +1,336 @@
+//! Host rules for clients that ignore the proxy variables (#37), end to
+//! end under `sbx run`: the namespace's DNS responder gives an allowed
+//! name a relay address, and a connection to it reaches the host the
+//! rule names, decided as the proxy decides. Refused names get NXDOMAIN
+//! and a logged refusal with a rule. Nothing of the relay is reachable
+//! or left on the host's network.
+//!
+//! Servers are on this machine's loopback only: `sbx` built for tests
+//! has the `test-resolver` feature (Cargo.toml), and SBX_TEST_RESOLVER
+//! names a table mapping the test names to 127.0.0.1. On a host without
+//! namespaces each test skips, saying why (under CI=true it fails).
+
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpListener};
+use std::process::{Command, Stdio};
+
+const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+
+/// A TCP echo on this host's loopback: answers `echo:` and what it read.
+fn echo_server() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut buf = [0u8; 256];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let _ = s.write_all(b"echo:");
+                let _ = s.write_all(&buf[..n]);
+            });
+        }
+    });
+    port
+}
+
+struct Fx {
+    dir: tempfile::TempDir,
+}
+
+impl Fx {
+    fn new(rules: &str, table: &str) -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::write(p.join("policy.toml"), format!("version = 1\n{rules}")).unwrap();
+        std::fs::write(p.join("hosts"), table).unwrap();
+        Fx { dir }
+    }
+
+    fn command(&self, script: &str) -> Command {
+        let mut c = Command::new(SBX);
+        c.current_dir(self.dir.path())
+            .env("SBX_TEST_RESOLVER", self.dir.path().join("hosts"))
+            .args(["run", "--workspace", ".", "policy.toml", "--"])
+            // No proxy variables: the clients here must not need them.
+            .args([
+                "env",
+                "-u",
+                "HTTP_PROXY",
+                "-u",
+                "HTTPS_PROXY",
+                "-u",
+                "ALL_PROXY",
+            ])
+            .args(["-u", "http_proxy", "-u", "https_proxy", "-u", "all_proxy"])
+            .args(["bash", "-c", script])
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Whether the run gets the private network namespace.
+    fn namespaced(&self) -> bool {
+        let out = Command::new(SBX)
+            .current_dir(self.dir.path())
+            .args([
+                "run",
+                "--report",
+                "--workspace",
+                ".",
+                "policy.toml",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&out.stderr);
+        if report.contains("namespaces are not available") {
+            assert!(
+                std::env::var_os("CI").is_none_or(|v| v != "true"),
+                "CI=true but namespaces are not available: {report}"
+            );
+            println!("SKIPPED: namespaces are not available here");
+            return false;
+        }
+        true
+    }
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A Python client: connect by name, send, print what came back or the
+/// error's kind.
+const CLIENT: &str = r#"
+import socket, sys
+name, port = sys.argv[1], int(sys.argv[2])
+try:
+    s = socket.create_connection((name, port), timeout=5)
+    s.sendall(b"hi")
+    print(s.recv(100).decode() or "closed")
+except socket.gaierror as e:
+    print("gaierror", e.args[0] == socket.EAI_NONAME)
+except OSError as e:
+    print("oserror")
+"#;
+
+/// A raw DNS question to the responder: prints the response code and
+/// the number of answers.
+const ASK: &str = r#"
+import socket, struct, sys
+name, qtype = sys.argv[1], int(sys.argv[2])
+q = struct.pack(">HHHHHH", 77, 0x0100, 1, 0, 0, 0)
+for label in name.split("."):
+    q += bytes([len(label)]) + label.encode()
+q += b"\0" + struct.pack(">HH", qtype, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, ("198.18.0.1", 53))
+r = s.recv(512)
+print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
+"#;
+
+#[test]
+fn clients_without_proxy_variables_reach_allowed_names_only() {
+    if !have("python3") {
+        println!("SKIPPED: no python3");
+        return;
+    }
+    let port = echo_server();
+    let fx = Fx::new(
+        &format!(
+            "[[net]]\nhost = \"*.test\"\nport = {port}\n\
+             [[net]]\nhost = \"secret.test\"\nallow = false\n\
+             [[net]]\nhost = \"meta.test\"\nport = {port}\n"
+        ),
+        "127.0.0.1 echo.test secret.test\n169.254.169.254 meta.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    std::fs::write(fx.dir.path().join("client.py"), CLIENT).unwrap();
+    std::fs::write(fx.dir.path().join("ask.py"), ASK).unwrap();
+    let script = format!(
+        "test -z \"$HTTP_PROXY$ALL_PROXY\" || echo proxy variables set
+         python3 client.py echo.test {port}
+         exec 3<>/dev/tcp/echo.test/{port} && echo bash >&3 && head -c 9 <&3; echo
+         python3 client.py nope.example {port}
+         python3 client.py secret.test {port}
+         python3 client.py meta.test {port}
+         python3 ask.py echo.test 28
+         python3 ask.py nope.example 28
+         python3 client.py echo.test {other}",
+        other = port.wrapping_add(1).max(1)
+    );
+    let out = fx.command(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let ctx = format!("{stdout}\n{stderr}");
+    assert_eq!(lines.len(), 8, "{ctx}");
+    assert_eq!(lines[0], "echo:hi", "Python by name: {ctx}");
+    assert_eq!(lines[1], "echo:bash", "bash /dev/tcp by name: {ctx}");
+    assert_eq!(lines[2], "gaierror True", "no rule: NXDOMAIN: {ctx}");
+    assert_eq!(lines[3], "gaierror True", "a deny rule: NXDOMAIN: {ctx}");
+    // The name is allowed; its address is a metadata service's: the
+    // relay refuses the connection (closed unanswered).
+    assert!(
+        lines[4] == "closed" || lines[4] == "oserror",
+        "metadata: {ctx}"
+    );
+    // IPv6: an allowed name has no AAAA record (NODATA), a refused one
+    // is NXDOMAIN.
+    assert_eq!(lines[5], "rcode 0 answers 0", "{ctx}");
+    assert_eq!(lines[6], "rcode 3 answers 0", "{ctx}");
+    // A port no rule names: nothing listens at the relay address.
+    assert_eq!(lines[7], "oserror", "{ctx}");
+    // The refusals, with the rule that would allow the unknown name and
+    // none against the deny rule or for metadata.
+    assert!(
+        stderr.contains("dns      nope.example: no [[net]] rule"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("dns      secret.test: denied by net[1]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "relay    meta.test:{port}: 169.254.169.254 is link-local"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("host = \"nope.example\""), "{stderr}");
+    assert!(!stderr.contains("host = \"secret.test\""), "{stderr}");
+    assert!(!stderr.contains("host = \"meta.test\""), "{stderr}");
+}
+
+/// Lines of /proc/net/{tcp,udp} (this test's network namespace: the
+/// host's) whose local address is in the relay range, on any address at
+/// `port` (the responder is at 198.18.0.1:53, in the range).
+fn relay_sockets_on_host(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in [
+        "/proc/net/tcp",
+        "/proc/net/udp",
+        "/proc/net/tcp6",
+        "/proc/net/udp6",
+    ] {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let local = line.split_whitespace().nth(1).unwrap_or("");
+            let Some((addr, p)) = local.split_once(':') else {
+                continue;
+            };
+            let p = u16::from_str_radix(p, 16).unwrap_or(0);
+            // IPv4 in /proc/net is the address's bytes as a host-order
+            // (little-endian here) word: 198.18.x.y reads "..12C6".
+            let relay_range = addr.len() == 8 && (addr.ends_with("12C6") || addr.ends_with("13C6"));
+            let wildcard = addr.chars().all(|c| c == '0') && p == port;
+            if relay_range || wildcard {
+                found.push(format!("{f}: {line}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn nothing_of_the_relay_on_the_host_network_during_or_after() {
+    let port = echo_server();
+    let fx = Fx::new(
+        &format!("[[net]]\nhost = \"echo.test\"\nport = {port}\n"),
+        "127.0.0.1 echo.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    let before = std::fs::read("/etc/resolv.conf").ok();
+    let mut child = fx
+        .command(&format!(
+            "exec 3<>/dev/tcp/echo.test/{port} && echo up >&3 && head -c 7 <&3; echo; read -t 10 _ <&0"
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first.trim(), "echo:up", "the relay works in this run");
+    // While the command runs: the relay's listeners and the responder
+    // are in its namespace, not on this host's network.
+    assert_eq!(relay_sockets_on_host(port), Vec::<String>::new());
+    child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(relay_sockets_on_host(port), Vec::<String>::new());
+    // The generated resolv.conf was mounted in the namespace only.
+    assert_eq!(std::fs::read("/etc/resolv.conf").ok(), before);
+}
+
+/// `scheme = "ssh"` without a port: the relay serves port 22, and ssh
+/// reaches the named host by name with no proxy set up (the server here
+/// only trades banners: the client's shows it arrived through the
+/// relay). Needs port 22 on this host's loopback (root, and free).
+#[test]
+fn ssh_by_name_with_a_scheme_rule() {
+    if !have_ssh() {
+        println!("SKIPPED: no ssh client");
+        return;
+    }
+    let Ok(l) = TcpListener::bind((Ipv4Addr::LOCALHOST, 22)) else {
+        println!("SKIPPED: port 22 on 127.0.0.1 is taken or needs root");
+        return;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if let Some(Ok(mut s)) = l.incoming().next() {
+            let _ = s.write_all(b"SSH-2.0-sbxtest\r\n");
+            let mut line = String::new();
+            let _ = BufReader::new(&s).read_line(&mut line);
+            let _ = tx.send(line);
+        }
+    });
+    let fx = Fx::new(
+        "[[net]]\nhost = \"git.test\"\nscheme = \"ssh\"\n",
+        "127.0.0.1 git.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    let out = fx
+        .command(
+            "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+             -o ConnectTimeout=5 -T git@git.test true",
+        )
+        .output()
+        .unwrap();
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap_or_default();
+    assert!(
+        got.starts_with("SSH-2.0-"),
+        "ssh's banner did not arrive ({got:?}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn have_ssh() -> bool {
+    Command::new("ssh")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
