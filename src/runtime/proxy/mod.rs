@@ -394,6 +394,23 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Accept on every listener until the pipe closes; returns the
 /// connection threads still to join.
+/// Wait until one of `fds` is ready; false once the proxy stops (its
+/// wake-up pipe, `fds[0]`, is readable, or `stopping` is set) or poll
+/// fails.
+fn ready(cx: &Cx, fds: &mut [libc::pollfd]) -> bool {
+    loop {
+        // SAFETY: fds is a valid array of fds.len() pollfd for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        return fds[0].revents == 0 && !cx.stopping.load(Ordering::SeqCst);
+    }
+}
+
 fn accept_loop(
     cx: &Arc<Cx>,
     listeners: &[(TcpListener, Kind)],
@@ -408,18 +425,7 @@ fn accept_loop(
     let mut fds: Vec<libc::pollfd> = std::iter::once(poll_in(wait.as_raw_fd()))
         .chain(listeners.iter().map(|(l, _)| poll_in(l.as_raw_fd())))
         .collect();
-    loop {
-        // SAFETY: fds is a valid array of fds.len() pollfd for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        if fds[0].revents != 0 || cx.stopping.load(Ordering::SeqCst) {
-            break;
-        }
+    while ready(cx, &mut fds) {
         workers.retain(|w| !w.is_finished());
         for (i, (l, kind)) in listeners.iter().enumerate() {
             if fds[i + 1].revents == 0 {
@@ -502,18 +508,7 @@ fn dns_loop(cx: &Cx, udp: &UdpSocket, wait: &OwnedFd) {
     if udp.set_nonblocking(true).is_err() {
         return;
     }
-    loop {
-        // SAFETY: fds is a valid array of 2 pollfd for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break;
-        }
-        if fds[0].revents != 0 || cx.stopping.load(Ordering::SeqCst) {
-            break;
-        }
+    while ready(cx, &mut fds) {
         while let Ok((len, from)) = udp.recv_from(&mut buf) {
             let (reply, refused) = names.answer(&buf[..len]);
             if let Some(r) = reply {
