@@ -57,9 +57,9 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
         })
     };
     let mut grants = Vec::new();
-    if policy.env.is_empty() {
+    {
         for (name, value) in vars {
-            if !CERTIFICATE_VARS.contains(&name.as_str()) {
+            if !CERTIFICATE_VARS.contains(&name.as_str()) || sbx::lower::env_denied(policy, name) {
                 continue;
             }
             match certificate(value, &is_sensitive) {

@@ -64,16 +64,29 @@ impl Ctx<'_> {
 /// The nearest directory above `ws` holding a `.git` (a directory or a
 /// file, as git looks), when `ws` holds none itself. Never home or a
 /// directory above it (a dotfiles repository in `~` would make all of
-/// home readable), nor `/`.
+/// home readable), nor `/`, nor beyond a GIT_CEILING_DIRECTORIES entry.
 pub fn top_above(ws: &str, home: &str) -> Option<String> {
+    let ceilings: Vec<std::path::PathBuf> = std::env::var_os("GIT_CEILING_DIRECTORIES")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default();
+    top_below_ceilings(ws, home, &ceilings)
+}
+
+fn top_below_ceilings(ws: &str, home: &str, ceilings: &[std::path::PathBuf]) -> Option<String> {
     let ws = Path::new(ws);
     if ws.join(".git").symlink_metadata().is_ok() {
         return None;
     }
     let home = Path::new(home);
+    // As git: it does not go up into a directory GIT_CEILING_DIRECTORIES
+    // names.
     let mut dir = ws.parent();
     while let Some(d) = dir {
-        if d.parent().is_none() || home.starts_with(d) {
+        if d.parent().is_none() || home.starts_with(d) || ceilings.iter().any(|c| c == d) {
             return None;
         }
         if d.join(".git").symlink_metadata().is_ok() {
@@ -113,5 +126,16 @@ mod tests {
         assert_eq!(top_above(&p("home/repo"), &home), None);
         // Only home's dotfiles repository above: not granted.
         assert_eq!(top_above(&p("home/other"), &home), None);
+        // Not beyond a ceiling, as git does not look there.
+        let ceiling = [t.path().join("home/repo/a")];
+        assert_eq!(
+            top_below_ceilings(&p("home/repo/a/b"), &home, &ceiling),
+            None
+        );
+        let lower = [t.path().join("home/repo/a/b")];
+        assert_eq!(
+            top_below_ceilings(&p("home/repo/a/b"), &home, &lower),
+            Some(p("home/repo"))
+        );
     }
 }

@@ -2,9 +2,11 @@
 
 use super::*;
 
-/// What a policy without `[[env]]` passes on besides the minimal set
-/// (POLICY.md §4, docs/presets.md): the terminal's and the clock's
-/// settings and where toolchains live, none of them a secret. The
+/// What every policy passes on besides the minimal set, unless a rule
+/// names it with `read = false` (POLICY.md §4, docs/presets.md): the
+/// terminal's and the clock's settings and where toolchains live, none
+/// of them a secret. Kept whatever other `[[env]]` rules say, so that
+/// removing a rule never widens what is passed on. The
 /// certificate-bundle variables are kept by `sbx run` only, which checks
 /// their files (`src/cli/caller.rs`).
 pub const KEPT_BY_DEFAULT: &[&str] = &[
@@ -30,13 +32,24 @@ pub(super) fn lower_env(policy: &Policy, os: Os) -> ir::Env {
         .filter(|r| r.value.read != Some(false))
         .map(|r| r.value.name.clone())
         .collect();
-    if policy.env.is_empty() {
-        allow.extend(KEPT_BY_DEFAULT.iter().map(|s| s.to_string()));
-    }
+    allow.extend(
+        KEPT_BY_DEFAULT
+            .iter()
+            .filter(|n| !denied(policy, n))
+            .map(|s| s.to_string()),
+    );
     allow.sort();
     allow.dedup();
     ir::Env {
         allow,
         ..ir::Env::minimal(os)
     }
+}
+
+/// A rule names `name` with `read = false`: it is not passed on.
+pub fn denied(policy: &Policy, name: &str) -> bool {
+    policy
+        .env
+        .iter()
+        .any(|r| r.value.read == Some(false) && r.value.name == name)
 }

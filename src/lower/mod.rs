@@ -27,7 +27,7 @@ use paths::{anchor, join, macos_alias, normalise, Anchor, Resolver};
 use commands::lower_commands;
 pub use commands::resolve_command;
 use env::lower_env;
-pub use env::KEPT_BY_DEFAULT;
+pub use env::{denied as env_denied, KEPT_BY_DEFAULT};
 use net::lower_net;
 
 /// RFD 075's built-in sensitive paths; user entries are appended.

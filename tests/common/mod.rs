@@ -146,7 +146,11 @@ pub fn outside_presets() -> PathBuf {
         .map(PathBuf::from)
         .chain(temp)
         .any(|t| target.starts_with(t));
-    if !under_temp {
+    // Nor in a git repository (this checkout): the default policy would
+    // then grant that repository's worktree read-only (src/lower/above.rs),
+    // and a test's "outside the workspace" would be readable.
+    let in_repo = target.ancestors().any(|d| d.join(".git").exists());
+    if !under_temp && !in_repo {
         return target;
     }
     let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
