@@ -4,13 +4,15 @@
 //! Once the command has started, sbx forks a guardian: a process of its
 //! own session (so a terminal's Ctrl-C and a harness's kill of sbx's
 //! process group do not reach it) that ignores the signals which end
-//! sbx. When the run ends, sbx tells it so and waits while it moves
-//! aside what was planted, sweeps, removes the run's temp directory and
-//! the journal entry, and writes the warnings. If sbx dies first, the
-//! guardian sees its end of a pipe close, waits for the sandbox's tree
-//! to end (a pidfd on the PID namespace's init, which dies with sbx) and
-//! does the same. If both are killed, the journal entry stays for the
-//! next `sbx run` or `sbx sweep`.
+//! sbx. When the run ends, sbx itself moves aside what was planted,
+//! sweeps, removes the run's temp directory and the journal entry,
+//! writes the warnings, and then tells the guardian it is done (so no
+//! second process's work lies between the command's end and sbx's). If
+//! sbx dies first, the guardian sees its end of a pipe close without
+//! that word, waits for the sandbox's tree to end (a pidfd on the PID
+//! namespace's init, which dies with sbx) and does the same work again
+//! (done twice, it changes nothing the second time). If both are killed,
+//! the journal entry stays for the next `sbx run` or `sbx sweep`.
 
 use super::after::{self, AfterRun, Held};
 use super::journal::Entry;
@@ -75,10 +77,13 @@ impl Drop for Work {
     }
 }
 
-/// sbx's side of a started guardian.
+/// sbx's side of a started guardian: sbx still does the work itself
+/// when it lives to the end (nothing waits on another process then),
+/// and the guardian does it only if sbx does not say it is done.
 pub struct Guardian {
     pub pid: libc::pid_t,
-    go: OwnedFd,
+    done: OwnedFd,
+    work: Work,
 }
 
 /// What ends sbx, and what a terminal sends to a background session.
@@ -118,25 +123,28 @@ pub fn start(tree: libc::pid_t, work: Work) -> Result<Guardian, Work> {
             drop(wr);
             guard(rd, pidfd, tree, work)
         }
-        pid => {
-            work.hand_over();
-            Ok(Guardian { pid, go: wr })
-        }
+        pid => Ok(Guardian {
+            pid,
+            done: wr,
+            work,
+        }),
     }
 }
 
 impl Guardian {
-    /// The tree has ended: the guardian does the work and writes the
-    /// warnings; sbx waits for it with SIGINT, SIGTERM and SIGHUP held
-    /// off, so that the shell's prompt comes after them (a killed sbx
-    /// changes nothing else: the guardian goes on).
+    /// The tree has ended: sbx does the work, with SIGINT, SIGTERM and
+    /// SIGHUP held off so that the shell's prompt comes after the
+    /// warnings, then tells the guardian it is done and reaps it. Killed
+    /// before that, sbx leaves the work to the guardian, which repeats
+    /// what was done already without changing it (`AfterRun::work`).
     pub fn finish(self) {
         let held = Held::signals();
+        after::write_bounded(&self.work.run(), after::WRITE_WAIT_MS);
         // SAFETY: one byte to our own pipe.
-        unsafe { libc::write(self.go.as_raw_fd(), b"G".as_ptr().cast(), 1) };
-        drop(self.go);
+        unsafe { libc::write(self.done.as_raw_fd(), b"D".as_ptr().cast(), 1) };
+        drop(self.done);
         let mut status = 0;
-        // SAFETY: reaping our own child.
+        // SAFETY: reaping our own child, which exits on the byte.
         while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0
             && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
         {}
@@ -165,7 +173,7 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
         }
     }
     let mut byte = [0u8; 1];
-    let told = loop {
+    let done = loop {
         // SAFETY: a valid buffer of one byte.
         let n = unsafe { libc::read(go.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
         if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
@@ -173,10 +181,14 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
         }
         break n == 1;
     };
-    if !told {
-        // sbx is gone before the end of the run: wait for the tree.
-        wait_for(pidfd.as_ref(), tree);
+    if done {
+        // sbx did the work: nothing of it is done again here.
+        work.hand_over();
+        // SAFETY: ends this process without running sbx's exit handlers.
+        unsafe { libc::_exit(0) }
     }
+    // sbx is gone before the end of its work: wait for the tree.
+    wait_for(pidfd.as_ref(), tree);
     let warnings = work.run();
     after::write_bounded(&warnings, after::WRITE_WAIT_MS);
     // SAFETY: ends this process without running sbx's exit handlers.
