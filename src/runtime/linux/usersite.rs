@@ -22,7 +22,7 @@ pub struct Saved {
         String,
         libc::dev_t,
         libc::ino_t,
-        (libc::time_t, libc::c_long),
+        (i64, i64),
     )>,
 }
 
@@ -45,7 +45,7 @@ struct Seen {
     ino: libc::ino_t,
     /// A write in place keeps the inode; it changes the ctime, which
     /// cannot be set back.
-    ctime: (libc::time_t, libc::c_long),
+    ctime: (i64, i64),
     /// Held open so that (dev, ino) names this file all run long (none
     /// when read back from the journal: the ctime tells a newer file).
     _hold: Option<OwnedFd>,
@@ -200,8 +200,11 @@ impl Snapshot {
     }
 }
 
-fn ctime(st: &libc::stat) -> (libc::time_t, libc::c_long) {
-    (st.st_ctime, st.st_ctime_nsec)
+// Seconds and nanoseconds as i64 on every target: libc deprecates its
+// `time_t` alias for musl, where the type itself is 64-bit already.
+#[allow(clippy::unnecessary_cast)]
+fn ctime(st: &libc::stat) -> (i64, i64) {
+    (st.st_ctime as i64, st.st_ctime_nsec as i64)
 }
 
 /// The start-up files in every `python3*/site-packages` below `lib`
