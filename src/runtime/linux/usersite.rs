@@ -18,12 +18,7 @@ use std::os::fd::OwnedFd;
 pub struct Saved {
     at: Option<(usize, String)>,
     #[allow(clippy::type_complexity)]
-    seen: Vec<(
-        String,
-        libc::dev_t,
-        libc::ino_t,
-        (i64, i64),
-    )>,
+    seen: Vec<(String, libc::dev_t, libc::ino_t, (i64, i64))>,
 }
 
 /// Where the user sites lie, relative to home.
