@@ -160,6 +160,24 @@ fn respond(s: &TcpStream, status: u16, text: &str) {
         502 => "Bad Gateway",
         _ => "Error",
     };
+    // pip and curl show the reason phrase of a failed CONNECT, often
+    // not the body: a refusal says there why (one line, printable ASCII).
+    let phrase = if status == 403 {
+        let why: String = text
+            .chars()
+            .map(|c| {
+                if c.is_ascii_graphic() || c == ' ' {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .take(200)
+            .collect();
+        format!("Forbidden by sbx: {why}")
+    } else {
+        phrase.to_string()
+    };
     let body = format!("sbx: {text}\n");
     // The challenge: clients that wait for it send the credentials of
     // their proxy URL only then.

@@ -568,6 +568,9 @@ pub fn env(http_port: u16, socks_port: u16, token: Option<&str>) -> Vec<(OsStrin
             OsString::from(value),
         ));
     }
+    // Node's fetch reads the variables above only when asked to (recent
+    // releases; older ones ignore this and reach names through the relay).
+    out.push((OsString::from("NODE_USE_ENV_PROXY"), OsString::from("1")));
     out
 }
 

@@ -242,8 +242,13 @@ fn disallowed_host_and_port_are_refused_and_logged() {
         Ok("ping".into())
     );
     let err = connect_echo(&p, &format!("other.test:{}", srv.port)).unwrap_err();
-    assert!(err.starts_with("HTTP/1.1 403 Forbidden"), "{err}");
-    assert!(err.contains("no [[net]] rule allows"), "{err}");
+    // The reason is in the status line, which pip and curl show.
+    let status = err.lines().next().unwrap_or("");
+    assert!(
+        status.starts_with("HTTP/1.1 403 Forbidden by sbx: "),
+        "{err}"
+    );
+    assert!(status.contains("no [[net]] rule allows"), "{err}");
     let wrong_port = srv.port.wrapping_add(1).max(1);
     assert!(connect_echo(&p, &format!("allowed.test:{wrong_port}")).is_err());
     let got = get(&p, &format!("http://other.test:{}/", srv.port));
@@ -594,7 +599,8 @@ fn env_pairs_in_both_cases() {
     assert_eq!(get("https_proxy"), Some("http://127.0.0.1:3128"));
     assert_eq!(get("ALL_PROXY"), Some("socks5h://127.0.0.1:1080"));
     assert_eq!(get("no_proxy"), Some("localhost,127.0.0.1,::1"));
-    assert_eq!(e.len(), 8);
+    assert_eq!(get("NODE_USE_ENV_PROXY"), Some("1"));
+    assert_eq!(e.len(), 9);
     let mut vars = vec![
         (OsString::from("PATH"), OsString::from("/bin")),
         (
@@ -603,7 +609,7 @@ fn env_pairs_in_both_cases() {
         ),
     ];
     merge_env(&mut vars, 3128, 1080, None);
-    assert_eq!(vars.len(), 9);
+    assert_eq!(vars.len(), 10);
     assert!(!vars.iter().any(|(_, v)| v == "http://corp:8080"));
 }
 
