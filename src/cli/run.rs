@@ -237,6 +237,7 @@ fn linux(a: RunArgs) -> i32 {
         proxy: None,
         own_files: a.artifact.iter().map(Into::into).collect(),
         quiet: a.quiet,
+        earlier_runs_finished: false,
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {
@@ -250,11 +251,14 @@ fn linux(a: RunArgs) -> i32 {
     // Runs killed before their after-run work first: the lowering's
     // search of the workspace then sees what they planted moved aside,
     // and sbx's state directory exists for the rule that keeps it
-    // read-only. `linux::run` looks again (nothing left by then).
-    // Without a journal, `linux::run` says so.
+    // read-only. Without a journal, `linux::run` says so.
     if let Ok(lines) = linux::sweep() {
         linux::write_warnings(&lines);
     }
+    let opts = RunOptions {
+        earlier_runs_finished: true,
+        ..opts
+    };
     match linux_artifact(&a) {
         Some(art) => linux::run(&art, &a.command, &opts),
         None => FAILED,

@@ -16,6 +16,16 @@ const RESOLVE_NO_XDEV: u64 = 0x01;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 const RESOLVE_BENEATH: u64 = 0x08;
 
+/// `rel` beneath the directory `top` (absolute), as one path.
+pub fn show_in(top: &str, rel: &[u8]) -> String {
+    let rel = String::from_utf8_lossy(rel);
+    match (top, rel.is_empty()) {
+        (p, true) => p.to_string(),
+        ("/", false) => format!("/{rel}"),
+        (p, false) => format!("{p}/{rel}"),
+    }
+}
+
 /// When the object behind `fd` was made, if the filesystem keeps it
 /// (`statx` with `STATX_BTIME`; not every libc sbx builds with has it,
 /// so the system call is made directly).
@@ -153,12 +163,7 @@ impl Top {
 
     /// `rel` beneath the top, for messages.
     pub fn show(&self, rel: &[u8]) -> String {
-        let rel = String::from_utf8_lossy(rel);
-        match (self.path.as_str(), rel.is_empty()) {
-            (p, true) => p.to_string(),
-            ("/", false) => format!("/{rel}"),
-            (p, false) => format!("{p}/{rel}"),
-        }
+        show_in(&self.path, rel)
     }
 
     /// `openat2` beneath the top with `flags` (close-on-exec added):

@@ -53,13 +53,13 @@ impl Work {
         warnings
     }
 
-    /// In sbx once a guardian holds a copy: nothing of it is done here.
-    fn hand_over(mut self) {
-        self.after = None;
-        self.temp = None;
-        // Closing our descriptor keeps the lock: the guardian's copy of
-        // the same open file holds it.
-        self.entry = None;
+    /// Do it all, then write the warnings (each given a bounded time), with
+    /// SIGINT, SIGTERM and SIGHUP held off meanwhile so that a Ctrl-C
+    /// cannot leave half of it undone and the shell's prompt comes after.
+    pub fn finish(self) {
+        let held = Held::signals();
+        after::write_bounded(&self.run(), after::WRITE_WAIT_MS);
+        drop(held);
     }
 }
 
@@ -138,6 +138,8 @@ impl Guardian {
     /// before that, sbx leaves the work to the guardian, which repeats
     /// what was done already without changing it (`AfterRun::work`).
     pub fn finish(self) {
+        // Held over the word to the guardian and its reaping too: killed
+        // between the work and the word, sbx would have the work done twice.
         let held = Held::signals();
         after::write_bounded(&self.work.run(), after::WRITE_WAIT_MS);
         // SAFETY: one byte to our own pipe.
@@ -182,8 +184,8 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
         break n == 1;
     };
     if done {
-        // sbx did the work: nothing of it is done again here.
-        work.hand_over();
+        // sbx did the work: nothing of it is done again here (_exit runs
+        // no destructor, so `work`'s is not run either).
         // SAFETY: ends this process without running sbx's exit handlers.
         unsafe { libc::_exit(0) }
     }

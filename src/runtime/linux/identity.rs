@@ -29,7 +29,7 @@ pub enum Seen {
         birth: Option<(i64, u32)>,
         /// Held open so that (dev, ino) names this object all run long
         /// (none in a record read back from the journal).
-        _hold: Option<OwnedFd>,
+        hold: Option<OwnedFd>,
     },
 }
 
@@ -103,7 +103,7 @@ fn look(tops: &Tops, top: usize, rel: &[u8]) -> io::Result<Seen> {
         kind,
         target,
         birth: beneath::birth(&fd),
-        _hold: Some(fd),
+        hold: Some(fd),
     })
 }
 
@@ -134,14 +134,15 @@ pub fn compare(tops: &Tops, r: &Record) -> Now {
                 kind,
                 target,
                 birth,
-                ..
+                hold,
             },
             Some((fd, st)),
         ) => {
             let same_kind = st.st_mode & libc::S_IFMT == *kind;
             // Without a held descriptor the number may have been reused:
-            // a birth time recorded must match too.
-            let born_then = birth.is_none() || beneath::birth(&fd) == *birth;
+            // a birth time recorded must match too (held, it cannot be,
+            // and no `statx` is spent per protection).
+            let born_then = hold.is_some() || birth.is_none() || beneath::birth(&fd) == *birth;
             if same_kind && st.st_dev == *dev && st.st_ino == *ino && born_then {
                 return Now::Same;
             }

@@ -252,10 +252,9 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
             // Not a live run: its work is the next sweep's.
             continue;
         }
-        let mut text = Vec::new();
-        if (&mut file).take(MAX_BYTES).read_to_end(&mut text).is_err() {
+        let Ok(text) = read_entry(&mut file) else {
             continue;
-        }
+        };
         let Ok(other) = serde_json::from_slice::<Sweeps>(&text) else {
             continue;
         };
@@ -298,12 +297,7 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
         if super::beneath::normal(rel).as_deref() != Some(rel) || rel.is_empty() {
             return Err(format!("{} is not a plain path beneath its top", r.path));
         }
-        let joined = if saved_top.0 == "/" {
-            format!("/{}", r.rel)
-        } else {
-            format!("{}/{}", saved_top.0, r.rel)
-        };
-        if joined != r.path {
+        if super::beneath::show_in(&saved_top.0, rel) != r.path {
             return Err(format!("{} does not lie beneath {}", r.path, saved_top.0));
         }
         let Some(top) = map[r.top] else {
@@ -322,7 +316,7 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
                     kind: o.kind,
                     target: o.target,
                     birth: o.birth,
-                    _hold: None,
+                    hold: None,
                 },
             },
         });
@@ -396,6 +390,13 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
     out
 }
 
+/// An entry's text, at most [`MAX_BYTES`] of it.
+fn read_entry(file: &mut File) -> io::Result<Vec<u8>> {
+    let mut text = Vec::new();
+    file.take(MAX_BYTES).read_to_end(&mut text)?;
+    Ok(text)
+}
+
 /// Written more than a minute ago.
 fn stale(p: &Path) -> bool {
     std::fs::symlink_metadata(p)
@@ -419,10 +420,10 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
              left alone"
         )];
     }
-    let mut text = Vec::new();
-    if let Err(e) = (&mut file).take(MAX_BYTES).read_to_end(&mut text) {
-        return vec![format!("sbx: warning: after-run journal {shown}: {e}")];
-    }
+    let text = match read_entry(&mut file) {
+        Ok(t) => t,
+        Err(e) => return vec![format!("sbx: warning: after-run journal {shown}: {e}")],
+    };
     let loaded = match load(&text) {
         Ok(l) => l,
         Err(e) => {

@@ -81,6 +81,10 @@ pub struct RunOptions {
     pub own_files: Vec<PathBuf>,
     /// `--quiet`: no warnings about the run's set-up (errors still).
     pub quiet: bool,
+    /// The caller has finished the runs that ended without their
+    /// after-run work already ([`sweep`], before lowering its policy): the
+    /// run does not look again.
+    pub earlier_runs_finished: bool,
 }
 
 /// Parse and check an artifact written by `sbx compile --target linux`.

@@ -32,7 +32,7 @@ pub(super) fn start(
     opts: &RunOptions,
 ) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
-    let runs = earlier_runs();
+    let runs = earlier_runs(opts);
     let decided = prepare(art, argv, opts)?;
     let mut set = set_up(art, opts, decided, &runs)?;
     let spawned = spawn(art, opts, &mut set)?;
@@ -123,9 +123,9 @@ fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
 /// Runs that ended without their after-run work are finished first:
 /// what they planted must not be recorded as this run's starting point.
 /// The journal's directory, for this run's entry.
-fn earlier_runs() -> std::io::Result<PathBuf> {
+fn earlier_runs(opts: &RunOptions) -> std::io::Result<PathBuf> {
     let runs = journal::dir();
-    if let Ok(dir) = &runs {
+    if let (Ok(dir), false) = (&runs, opts.earlier_runs_finished) {
         after::write_bounded(&journal::finish_dead(dir), after::WRITE_WAIT_MS);
     }
     runs
@@ -949,9 +949,7 @@ fn finish(
     match guardian {
         Ok(g) => g.finish(),
         Err(work) => {
-            let held = after::Held::signals();
-            after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
-            drop(held);
+            work.finish();
         }
     }
     drop(s);
