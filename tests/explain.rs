@@ -162,7 +162,8 @@ fn network_queries() {
     assert_eq!(rule_index(&ex), Some(0));
     // `sbx run` checks the host for every TCP client (#37).
     assert_eq!(target(&ex, "linux"), Enforced::Exact);
-    assert_eq!(target(&ex, "macos"), Enforced::Partial);
+    // The profile lets TCP reach only the proxy, which checks the host.
+    assert_eq!(target(&ex, "macos"), Enforced::Exact);
     assert_eq!(target(&ex, "windows"), Enforced::Cooperative);
 
     // Deny rules come first, whatever the allow rules say.
@@ -175,7 +176,8 @@ fn network_queries() {
     assert!(ex.allowed);
     assert_eq!(rule_index(&ex), Some(1));
     // Its path_prefix is seen in plain HTTP through the proxy only.
-    assert_eq!(target(&ex, "linux"), Enforced::Partial);
+    assert_eq!(target(&ex, "linux"), Enforced::Wider);
+    assert_eq!(target(&ex, "macos"), Enforced::Wider);
     // Outside the path prefix: denied cooperatively, yet the kernel sees
     // only the port, which is open.
     let ex = q("https://a.internal.example:8443/v2/x");
@@ -460,4 +462,77 @@ fn protections_decide_and_are_named() {
         "sensitive ~/.ssh/, covered by fs[1] (p.toml:6:1)"
     );
     assert!(fs(&ir, FsOp::Read, "~/notes.txt").allowed);
+}
+
+/// One truth (#39): for every fixture, what `explain` says each target
+/// enforces of the `[[net]]` rule that decides a connection is the
+/// status of that rule's line in the target's artifact (no line: the
+/// rule names no host or path, and its port is enforced exactly).
+#[test]
+fn explain_agrees_with_the_artifacts() {
+    use sbx::compile::Target;
+    use sbx::lint::enforce::from_status;
+    let mut compared = 0;
+    for case in common::fixture_cases() {
+        let mut sources = Vec::new();
+        for f in &case.files {
+            let path = camino::Utf8PathBuf::from_path_buf(common::root().join(f)).unwrap();
+            sources.push(sbx::policy::read_file(&path).unwrap());
+        }
+        let inputs = Inputs { sources };
+        let opts = sbx::Options {
+            tool: case.tool.clone(),
+            portable: true,
+            ..Default::default()
+        };
+        let (policy, _) = compile::load(&inputs, &opts)
+            .unwrap_or_else(|f| panic!("{}: {:?}", case.name, f.diagnostics));
+        for (os, artifact, name) in [
+            (Os::Linux, Target::Linux, "linux"),
+            (Os::Macos, Target::Macos, "macos"),
+        ] {
+            let ir = compile::lower_for(&policy, &opts, os)
+                .unwrap_or_else(|f| panic!("{}: {:?}", case.name, f.diagnostics))
+                .ir;
+            let lines = compile::emit(&ir, artifact).unwrap().precision;
+            for r in ir.net.rules.iter().filter(|r| !r.bind) {
+                let host = match r.host.as_str() {
+                    "*" => "example.org".to_string(),
+                    h => h.replace("*.", "a."),
+                };
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                };
+                let path = r.path_prefix.clone().unwrap_or_else(|| "/".into());
+                let url = match (&r.scheme, r.port) {
+                    (Some(s), Some(p)) => format!("{s}://{host}:{p}{path}"),
+                    (Some(s), None) => format!("{s}://{host}{path}"),
+                    (None, p) => format!("{host}:{}{path}", p.unwrap_or(443)),
+                };
+                let Ok(q) = Query::connect(&url) else {
+                    continue; // a scheme with no known port, and no port
+                };
+                let ex = explain(&ir, &q);
+                let Some(Origin::Net { index, .. }) = &ex.rule else {
+                    panic!("{}: {url} is decided by no rule: {ex:?}", case.name);
+                };
+                let label = format!("net[{index}]");
+                let want = lines
+                    .iter()
+                    .find(|p| p.rule == label)
+                    .map_or(Enforced::Exact, |p| from_status(p.status));
+                assert_eq!(
+                    target(&ex, name),
+                    want,
+                    "{}: {name}, {url} ({label}): explain says {:?}",
+                    case.name,
+                    ex.targets
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 10, "only {compared} rules compared");
 }

@@ -317,14 +317,21 @@ fn cooperative_notes() {
     let d = lint(&h, "[[net]]\nhost = \"a.example\"\nport = 8443\n\n[[net]]\nport = 80\n\n[[net]]\nhost = \"b.example\"\nallow = false\n");
     let c = with(&d, codes::COOPERATIVE);
     assert_eq!(c.len(), 2, "a port-only rule is enforced exactly: {c:#?}");
+    // Each target's own precision line for the rule, as the artifacts
+    // and `explain` give it (#39): `sbx run` enforces hosts on Linux.
     assert!(c[0]
         .message
-        .contains("host \"a.example\" is cooperative only"));
+        .contains("host \"a.example\" is not checked by the kernel alone"));
     assert!(c[0]
         .message
-        .contains("TCP port 8443 is allowed, to any host"));
+        .contains("linux: host \"a.example\" enforced by `sbx run` for every TCP client"));
+    assert!(
+        !c[0].message.contains("cooperative only"),
+        "{}",
+        c[0].message
+    );
     assert!(c[1]
         .message
-        .contains("a deny rule with host \"b.example\" is cooperative only"));
+        .contains("a deny rule's host \"b.example\" is not checked by the kernel alone"));
     assert!(c.iter().all(|d| d.severity == sbx::diag::Severity::Note));
 }

@@ -182,8 +182,8 @@ write = true
 path = ".git"
 read = true
 "#;
-    COOPERATIVE = "SBX022", Note, "enforced cooperatively only",
-        "`host`, `scheme` (beyond its port) and `path_prefix` of [[net]] rules, and argument prefixes and `envs` of [commands], are checked only by cooperating programs (`sbx explain`, RFD 076). The kernel enforces TCP ports on Linux (Landlock ABI 4 and later) and macOS (Seatbelt), and the executable allow-list on Linux and macOS; Windows enforces network access only as on/off, with `windows.appcontainer = true`.",
+    COOPERATIVE = "SBX022", Note, "not checked by the kernel alone",
+        "`host`, `scheme` (beyond its port) and `path_prefix` of [[net]] rules, and argument prefixes and `envs` of [commands], are not checked by the kernel alone. The kernel enforces TCP ports on Linux (Landlock ABI 4 and later) and macOS (Seatbelt), and the executable allow-list on Linux and macOS; Windows enforces network access only as on/off, with `windows.appcontainer = true`. `sbx run` checks hosts and schemes with its proxy (Linux and macOS) and, on Linux, its DNS responder and relay for every TCP client; the message gives each target's own precision line for the rule, as the artifacts and `sbx explain` do. Argument prefixes and `envs` are checked only by cooperating programs (`sbx explain`, RFD 076).",
         example = r#"[[net]]
 host = "api.example.com"
 scheme = "https"

@@ -5,7 +5,7 @@
 use super::{Explanation, Query};
 use crate::ir::{Ir, NetRule};
 use crate::lint::cover::host_matches;
-use crate::lint::enforce::{port_notes, Enforced};
+use crate::lint::enforce::{port_notes, rule_notes, Enforced};
 use crate::lint::origin::Origin;
 
 fn scheme_port(s: &str) -> Option<u16> {
@@ -77,7 +77,6 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
         None => format!("{host}:{port}"),
     };
     let request = format!("connect to {shown}");
-    let mut targets = port_notes(ir, Some(port), false);
     let rules = &ir.net.rules;
     let hit = rules
         .iter()
@@ -87,23 +86,22 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
                 .iter()
                 .find(|r| r.allow && matches(r, scheme, host, port, path))
         });
-    // Under `sbx run` with host rules, the host is checked too (#37).
-    if crate::back::landlock::proxy::spec(ir).is_some() {
-        // A deny rule holds for every client; an allow rule for clients
-        // that ignore the proxy when the relay serves its port, and its
-        // path_prefix only for plain HTTP through the proxy.
-        let relayed = match hit {
-            Some(r) if !r.allow => true,
-            Some(r) => crate::back::landlock::proxy::relayed(r) && r.path_prefix.is_none(),
-            // Refused for its path only: a tunnel shows no path, so
-            // the host and port are all that is checked (said below).
-            None => !rules.iter().any(|r| {
-                r.allow
-                    && r.path_prefix
-                        .as_deref()
-                        .is_some_and(|pp| matches(r, scheme, host, port, pp))
-            }),
-        };
+    // A rule decides: the artifacts' own line for it (one truth, #39).
+    // None does: what each target does with the port, and under `sbx run`
+    // with host rules the host is checked too (#37).
+    let mut targets = match hit {
+        Some(r) => rule_notes(ir, r),
+        None => port_notes(ir, Some(port), false),
+    };
+    if hit.is_none() && crate::back::landlock::proxy::spec(ir).is_some() {
+        // Refused for its path only: a tunnel shows no path, so the host
+        // and port are all that is checked (said below).
+        let relayed = !rules.iter().any(|r| {
+            r.allow
+                && r.path_prefix
+                    .as_deref()
+                    .is_some_and(|pp| matches(r, scheme, host, port, pp))
+        });
         let (enforced, what) = if relayed {
             (
                 Enforced::Exact,

@@ -1,8 +1,8 @@
-//! SBX022: fields only cooperating programs check (host, scheme beyond its
+//! SBX022: fields the kernel alone does not check (host, scheme beyond its
 //! port, path_prefix, argument prefixes, per-command envs), with what each
-//! OS does enforce for the rule.
+//! target does enforce for the rule.
 
-use super::enforce::{command_notes, port_notes, TargetNote};
+use super::enforce::{command_notes, rule_notes, TargetNote};
 use super::origin::{Locator, Origin};
 use crate::diag::{codes, Diagnostic};
 use crate::ir::Ir;
@@ -17,21 +17,6 @@ fn join_notes(notes: &[TargetNote]) -> String {
 
 pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    // `sbx run` checks host, scheme and (plain-HTTP) path with its proxy:
-    // said once per rule. macOS needs it for fewer policies (Seatbelt
-    // names `localhost` itself).
-    let proxied = crate::back::landlock::proxy::spec(ir).is_some();
-    let linux_proxy = match (proxied, crate::back::sbpl::proxy_spec(ir).is_some()) {
-        (true, true) => {
-            ". On Linux and macOS, `sbx run` enforces host and scheme with its proxy for \
-             proxy-aware clients (path_prefix for plain HTTP only)"
-        }
-        (true, false) => {
-            ". On Linux, `sbx run` enforces host and scheme with its proxy for proxy-aware \
-             clients (path_prefix for plain HTTP only)"
-        }
-        _ => "",
-    };
     for r in &ir.net.rules {
         let mut fields = Vec::new();
         if r.host != "*" {
@@ -47,34 +32,24 @@ pub fn lint(ir: &Ir, loc: &Locator) -> Vec<Diagnostic> {
             continue;
         }
         let o = Origin::net(r);
-        let msg = if r.allow {
-            format!(
-                "{}: {} cooperative only. {}{linux_proxy}",
-                o.label(),
-                if fields.len() == 1 {
-                    format!("{} is", fields[0])
-                } else {
-                    format!("{} are", fields.join(", "))
-                },
-                join_notes(&port_notes(ir, r.port, r.bind))
-            )
-        } else if proxied {
-            format!(
-                "{}: a deny rule with {} is cooperative only in the compiled artifacts{linux_proxy}",
-                o.label(),
-                fields.join(", ")
-            )
-        } else {
-            format!(
-                "{}: a deny rule with {} is cooperative only; no OS enforces it",
-                o.label(),
-                fields.join(", ")
-            )
-        };
+        // What each target does: the artifacts' own lines (`explain`
+        // says the same).
+        let rule = if r.allow { "" } else { "a deny rule's " };
+        let msg = format!(
+            "{}: {rule}{} {} not checked by the kernel alone. {}",
+            o.label(),
+            fields.join(", "),
+            if fields.len() == 1 { "is" } else { "are" },
+            join_notes(&rule_notes(ir, r))
+        );
         out.push(
             Diagnostic::new(codes::COOPERATIVE, msg)
                 .at(loc.locate(&o))
-                .help("tools that honour the policy check it through `sbx explain` (or the library); the kernel does not"),
+                .help(
+                    "`sbx run` checks hosts with its proxy and relay; a compiled artifact \
+                     used without it holds the rule to its port, and tools that honour the \
+                     policy check the rest through `sbx explain` (or the library)",
+                ),
         );
     }
     for c in ir.commands.iter().flatten() {

@@ -1,7 +1,7 @@
 //! What each OS target enforces, in words. Shared by `explain` and the
 //! cooperative-only lint so both say the same thing.
 
-use crate::ir::{Ir, Ports};
+use crate::ir::{Ir, NetRule, Ports, Status};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -108,6 +108,49 @@ pub fn port_notes(ir: &Ir, port: Option<u16>, bind: bool) -> Vec<TargetNote> {
         macos,
         windows_net(ir),
     ]
+}
+
+/// What each target enforces of the `[[net]]` rule `r`: the artifacts'
+/// own precision lines (the Landlock back end's for Linux, the SBPL back
+/// end's for macOS), so that `explain`, SBX022 and the artifacts say one
+/// thing. A rule that names no host or path has no such line on Linux:
+/// Landlock holds it to its port, which is all it says.
+pub fn rule_notes(ir: &Ir, r: &NetRule) -> Vec<TargetNote> {
+    let label = format!("net[{}]", r.index);
+    let mut lines = Vec::new();
+    crate::back::landlock::proxy::precision(ir, crate::back::landlock::TARGET, &mut lines);
+    let linux = match lines.into_iter().find(|p| p.rule == label) {
+        Some(p) => note("linux", from_status(p.status), p.reason),
+        None => {
+            let what = match (r.port, r.allow) {
+                (Some(p), true) => format!("allows TCP port {p}, as the rule says"),
+                (Some(p), false) => format!("denies TCP port {p}"),
+                (None, _) => "filters no TCP port, as the rule says".to_string(),
+            };
+            let dir = if r.bind { "listening: " } else { "" };
+            note(
+                "linux",
+                Enforced::Exact,
+                format!("Landlock (ABI 4 and later) {dir}{what}"),
+            )
+        }
+    };
+    let macos = crate::back::sbpl::net_precision(ir)
+        .into_iter()
+        .find(|p| p.rule == label)
+        .map(|p| note("macos", from_status(p.status), p.reason))
+        .unwrap_or_else(|| note("macos", Enforced::Exact, "Seatbelt holds it to its port"));
+    vec![linux, macos, windows_net(ir)]
+}
+
+/// A precision line's status in `explain`'s words.
+pub fn from_status(s: Status) -> Enforced {
+    match s {
+        Status::Exact => Enforced::Exact,
+        Status::Wider => Enforced::Wider,
+        Status::Narrower => Enforced::Narrower,
+        Status::Unsupported | Status::Dropped => Enforced::Cooperative,
+    }
 }
 
 /// The executable allow-list (kernel on Linux and macOS) and argument

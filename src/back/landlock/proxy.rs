@@ -99,7 +99,7 @@ pub fn claimed_rule(p: &Precision) -> Option<usize> {
 }
 
 /// One line per rule that names a host or a path.
-pub(super) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
+pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     let proxied = target != TARGET_LANDLOCKCONFIG && spec(ir).is_some();
     for r in ir.net.rules.iter().filter(|r| needs_proxy(r)) {
         let label = format!("net[{}]", r.index);

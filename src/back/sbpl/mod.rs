@@ -97,6 +97,12 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 
 /// The rules of the proxy a profile of `ir` needs, if it has host rules
 /// (docs/macos.md, "Host rules: the proxy").
+/// The precision lines of `ir`'s `[[net]]` rules in the macOS profile,
+/// one per rule (what `explain` and SBX022 say of a rule, too).
+pub fn net_precision(ir: &Ir) -> Vec<crate::ir::Precision> {
+    net::precision(ir, TARGET)
+}
+
 pub fn proxy_spec(ir: &Ir) -> Option<ProxySpec> {
     net::proxy_spec(ir)
 }

@@ -288,10 +288,19 @@ fn line(r: &NetRule, proxied: bool) -> (Status, String) {
                  (CONNECT or SOCKS5) tunnel does not show the path: cooperative there"
                     .into(),
             )
-        } else {
+        } else if r.host == "*" || is_local(&r.host) {
             (
                 Status::Wider,
                 "path_prefix is cooperative only: Seatbelt sees TCP ports, not URLs".into(),
+            )
+        } else {
+            (
+                Status::Wider,
+                format!(
+                    "host {:?} and path_prefix are cooperative only: Seatbelt sees TCP \
+                     ports, not host names or URLs",
+                    r.host
+                ),
             )
         };
     }
