@@ -14,6 +14,9 @@ pub struct CachesArgs {
 enum CachesCmd {
     /// Remove the private caches of a workspace (the current directory
     /// by default), or all of them.
+    #[command(
+        after_help = "Example:\n  sbx caches clear\n  sbx caches clear --workspace ~/code/app\n  sbx caches clear --all"
+    )]
     Clear {
         /// The workspace whose caches go (every policy's).
         #[arg(long, value_name = "DIR", conflicts_with = "all")]

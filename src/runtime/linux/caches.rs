@@ -172,6 +172,10 @@ pub fn decide(
         ..Decided::default()
     };
     let state_s = state.to_string_lossy();
+    if let Some(why) = unusable_state(state, grants) {
+        out.left.push(format!("all: {why}"));
+        return out;
+    }
     let upper_fs = unsupported_fs(&home(state));
     for k in known {
         let host = std::fs::symlink_metadata(&k.path);
@@ -234,6 +238,34 @@ pub fn decide(
         });
     }
     out
+}
+
+/// Why sbx's state directory cannot hold the caches, if it cannot: it
+/// cannot be made (its nearest existing ancestor is not a directory this
+/// user may write), or it does not exist yet beneath a writable rule
+/// (only an existing one is mounted read-only for the command).
+fn unusable_state(state: &Path, g: &Grants) -> Option<String> {
+    let mut at = state;
+    while std::fs::symlink_metadata(at).is_err() {
+        at = at.parent()?;
+    }
+    let c = CString::new(at.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: `c` is a valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 && at != state {
+        return Some(format!(
+            "sbx's state directory {} cannot be made ({} is not writable)",
+            state.display(),
+            at.display()
+        ));
+    }
+    let s = state.to_string_lossy();
+    if at != state && g.rules.iter().any(|(p, w)| *w && path_within(&s, p)) {
+        return Some(format!(
+            "sbx's state directory {s} does not exist yet and lies beneath a writable rule \
+             (it is kept read-only from the next run on)"
+        ));
+    }
+    None
 }
 
 /// Why a rule of the policy decides `path` already (the private cache
@@ -595,6 +627,37 @@ mod tests {
         // A read-only rule above or on it: the overlay shows the same.
         assert!(g(&[("/h", false), ("/h/.npm", false)], &[]).is_none());
         assert!(g(&[("/h/.npmrc", true)], &[]).is_none());
+    }
+
+    #[test]
+    fn a_state_directory_the_command_could_make_is_not_used() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().to_str().unwrap();
+        let state = t.path().join("state/sbx");
+        let writable = [(ws, true)];
+        let g = Grants {
+            rules: &writable,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_some());
+        let read_only = [(ws, false)];
+        let g = Grants {
+            rules: &read_only,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_none());
+        // Once it exists, the namespace layer mounts it read-only.
+        std::fs::create_dir_all(&state).unwrap();
+        let g = Grants {
+            rules: &writable,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_none());
+        let g = Grants {
+            rules: &[],
+            mounts: &[],
+        };
+        assert!(unusable_state(Path::new("/proc/1/nonexistent/sbx"), &g).is_some());
     }
 
     #[test]

@@ -645,8 +645,15 @@ fn set_up(
     let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
     // The caches: read and write beneath each, once mounted.
     let cache_mounts = match &caches {
-        Some(c) if new_root && wanted.any() => caches::make(c)
-            .map_err(|e| fail(format!("the private caches in {}: {e}", c.dir.display())))?,
+        Some(c) if new_root && wanted.any() => caches::make(c).unwrap_or_else(|e| {
+            if !opts.quiet {
+                eprintln!(
+                    "sbx: warning: no private package caches: {}: {e}",
+                    c.dir.display()
+                );
+            }
+            Vec::new()
+        }),
         _ => Vec::new(),
     };
     let cache_rights = caches::rights(plan.handled_fs);
