@@ -472,3 +472,42 @@ fn without_a_new_root_no_private_caches() {
     );
     assert!(!env.state.join("sbx/caches").exists());
 }
+
+/// A run whose policy can write where sbx keeps the caches cannot fill
+/// another key's cache for later: sbx's state directory is read-only to
+/// every command.
+#[test]
+fn another_keys_cache_is_out_of_reach() {
+    let Some(env) = setup() else { return };
+    if !which("python3") {
+        println!("SKIPPED: python3 not installed");
+        return;
+    }
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    ok_in(&env, &env.ws, "echo first > ~/.npm/entry", &[]);
+    let (_, out, _) = sbx_in(&env, &env.ws, &["caches"], &[]);
+    let key = out.split_whitespace().next().unwrap().to_string();
+    let data = env.state.join("sbx/caches").join(&key).join("npm/data");
+    assert_eq!(
+        std::fs::read_to_string(data.join("entry")).unwrap(),
+        "first\n"
+    );
+    let wide = env.root.to_str().unwrap();
+    let planted = data.join("planted");
+    let free = env.root.join("free");
+    let script = format!(
+        "{WRITE} '{}'; {WRITE} '{}'",
+        planted.display(),
+        free.display()
+    );
+    let (code, out, err) = sbx_in(
+        &env,
+        &env.ws,
+        &["run", "--allow-write", wide, "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out, "EROFS\nok\n", "{err}");
+    assert!(!planted.exists());
+    assert!(free.exists());
+}

@@ -22,7 +22,7 @@ use crate::back::landlock::rights::FsSet;
 use crate::ir::path_within;
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -155,7 +155,6 @@ pub fn key(workspace: &str, policy: &str) -> String {
 
 /// Which caches to mount. `present`: whether a tool is on the caller's
 /// PATH. `user_ns`: the run maps only the caller's ids.
-#[allow(clippy::too_many_arguments)]
 pub fn decide(
     state: &Path,
     workspace: &str,
@@ -411,6 +410,9 @@ pub struct Mount {
     pub data: CString,
     /// The overlay's (lower, work), or none for a plain directory.
     pub overlay: Option<(CString, CString)>,
+    /// The host's cache, opened before the fork through no symlink: the
+    /// overlay reads what this is, or is not made.
+    pub lower: Option<std::os::fd::OwnedFd>,
     /// The detached mount, made before the host's paths are covered.
     pub tree: AtomicI32,
 }
@@ -439,17 +441,19 @@ pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
         let data = d.dir.join(cache.name).join("data");
         let work = d.dir.join(cache.name).join("work");
         mkdir(&data)?;
-        let overlay = match &cache.mode {
+        let (overlay, lower) = match &cache.mode {
             Mode::Overlay { lower } => {
                 mkdir(&work)?;
-                Some((c(Path::new(lower))?, c(&work)?))
+                let fd = super::kernel::open_path(lower)?.handle;
+                (Some((c(Path::new(lower))?, c(&work)?)), Some(fd.into()))
             }
-            _ => None,
+            _ => (None, None),
         };
         out.push(Mount {
             rel: c(Path::new(cache.path.trim_start_matches('/')))?,
             data: c(&data)?,
             overlay,
+            lower,
             tree: AtomicI32::new(-1),
         });
     }
@@ -468,14 +472,22 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
     let attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     for m in mounts {
         let mut fd: RawFd = -1;
-        if let Some((lower, work)) = &m.overlay {
-            let opts: [(&CStr, Option<&CStr>); 4] = [
-                (c"lowerdir", Some(lower)),
-                (c"upperdir", Some(&m.data)),
-                (c"workdir", Some(work)),
-                (c"userxattr", None),
-            ];
-            fd = new_fs(c"overlay", &opts, attrs);
+        if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
+            // The host's cache as the parent opened it (not a symlink put
+            // there since), named through this process's descriptor.
+            let same = super::nschild::open_same_as(lower, opened.as_raw_fd());
+            let mut buf = [0u8; 32];
+            if same >= 0 {
+                let by_fd = fd_path(same, &mut buf);
+                let opts: [(&CStr, Option<&CStr>); 4] = [
+                    (c"lowerdir", Some(by_fd)),
+                    (c"upperdir", Some(&m.data)),
+                    (c"workdir", Some(work)),
+                    (c"userxattr", None),
+                ];
+                fd = new_fs(c"overlay", &opts, attrs);
+                libc::close(same);
+            }
         }
         if fd < 0 {
             fd = super::nschild::clone_tree(libc::AT_FDCWD, &m.data, false);
@@ -486,6 +498,28 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
         m.tree.store(fd, Ordering::SeqCst);
     }
     true
+}
+
+/// `/proc/self/fd/N` in `buf`, without allocating.
+fn fd_path(fd: RawFd, buf: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.max(0) as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[PREFIX.len() + i] = digits[len - 1 - i];
+    }
+    buf[PREFIX.len() + len] = 0;
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/")
 }
 
 /// A key's directory as `sbx caches` lists it.
@@ -665,6 +699,13 @@ mod tests {
         assert_eq!(key("/w", "p").len(), 16);
         assert_ne!(key("/w", "p"), key("/v", "p"));
         assert_ne!(key("/w", "p"), key("/w", "q"));
+    }
+
+    #[test]
+    fn descriptor_paths() {
+        let mut buf = [0u8; 32];
+        assert_eq!(fd_path(7, &mut buf), c"/proc/self/fd/7");
+        assert_eq!(fd_path(1234, &mut buf), c"/proc/self/fd/1234");
     }
 
     #[test]

@@ -342,7 +342,7 @@ unsafe fn open_same(m: &NsMount) -> RawFd {
     open_same_as(&m.path, m.fd.as_raw_fd())
 }
 
-unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
+pub(super) unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
     // struct open_how { u64 flags; u64 mode; u64 resolve; }
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     let how: [u64; 3] = [
