@@ -139,9 +139,13 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::CachesArgs;
+    use super::{CachesArgs, CachesCmd};
 
-    pub fn run(_: CachesArgs) -> i32 {
+    pub fn run(a: CachesArgs) -> i32 {
+        // Nothing to list or clear: the options are accepted as on Linux.
+        if let Some(CachesCmd::Clear { workspace, all }) = a.cmd {
+            let _ = (workspace, all);
+        }
         println!("sbx: no private caches (sbx run makes them on Linux only)");
         0
     }
