@@ -1,6 +1,7 @@
 //! Argument parsing and the per-command drivers.
 
 mod approve;
+mod caches;
 #[cfg(unix)]
 mod caller;
 mod check;
@@ -92,6 +93,12 @@ enum Cmd {
         after_help = "Example:\n  sbx sweep\n\n`sbx run` does the same before it starts. Exit status: 0 done (or nothing to do), 1 a journal entry was left alone."
     )]
     Sweep,
+    /// List the private package caches `sbx run` keeps per workspace and
+    /// policy (Linux), or clear them.
+    #[command(
+        after_help = "Example:\n  sbx caches\n  sbx caches clear                # the current directory's\n  sbx caches clear --workspace ~/code/app\n  sbx caches clear --all\n\nEach line: key, size, last use (UTC), workspace, policy hash."
+    )]
+    Caches(caches::CachesArgs),
     /// Print a shell completion script for sbx.
     #[command(
         after_help = "Example:\n  sbx completions bash > ~/.local/share/bash-completion/completions/sbx\n  sbx completions zsh > ~/.zfunc/_sbx\n  sbx completions fish > ~/.config/fish/completions/sbx.fish"
@@ -241,6 +248,7 @@ pub fn main() -> i32 {
         Cmd::Run(a) => run::run(a),
         Cmd::Learn(a) => learn::run(a),
         Cmd::Sweep => sweep(),
+        Cmd::Caches(a) => caches::run(a),
         Cmd::Completions { shell } => {
             let mut text = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "sbx", &mut text);

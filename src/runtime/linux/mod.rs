@@ -3,6 +3,7 @@
 
 mod after;
 mod beneath;
+mod caches;
 mod child;
 mod guardian;
 mod identity;
@@ -164,4 +165,28 @@ pub fn run(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> i32 {
             code
         }
     }
+}
+
+pub use caches::Listed as CacheEntry;
+
+/// `sbx caches`: every workspace's and policy's private caches.
+pub fn list_caches() -> Result<Vec<CacheEntry>, String> {
+    let state = crate::runtime::state_dir().ok_or("sbx has no state directory (HOME unset)")?;
+    caches::list(state.as_std_path())
+        .map_err(|e| format!("{}: {e}", caches::home(state.as_std_path()).display()))
+}
+
+/// `sbx caches clear`: remove the private caches of `workspace` (every
+/// one when `None`); the entries removed.
+pub fn clear_caches(workspace: Option<&std::ffi::OsStr>) -> Result<Vec<CacheEntry>, String> {
+    let wanted = workspace.map(caches::workspace_name);
+    let mut gone = Vec::new();
+    for l in list_caches()? {
+        if wanted.as_ref().is_some_and(|w| *w != l.workspace) {
+            continue;
+        }
+        caches::remove(&l).map_err(|e| format!("{}: {e}", l.dir.display()))?;
+        gone.push(l);
+    }
+    Ok(gone)
 }

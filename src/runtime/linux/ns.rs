@@ -495,11 +495,13 @@ fn ancestors(rel: &str, out: &mut Vec<String>) {
 /// `aliases`: (symlink, target) pairs from the artifact (`namespaces.links`,
 /// expanded).
 /// `temp`: the run's own temp directories, shown instead of the host's.
+/// `caches`: the run's own package caches, mounted over their paths.
 pub fn new_root(
     mut rules: Vec<RootRule>,
     aliases: &[(String, String)],
     cwd: &std::path::Path,
     temp: Option<&PrivateTemp>,
+    caches: Vec<super::caches::Mount>,
 ) -> Result<Option<NewRoot>, String> {
     use std::os::unix::ffi::OsStrExt;
     let c = |s: &[u8]| CString::new(s).map_err(|e| e.to_string());
@@ -508,6 +510,16 @@ pub fn new_root(
     let mut dirs: Vec<String> = Vec::new();
     let mut links = Vec::new();
     let pts = super::pts::wanted(rules.iter().map(|r| r.path.as_str()));
+    for m in &caches {
+        // Beneath a rule's path the directory exists already (the host's,
+        // shown there); elsewhere the new root gets it and its parents.
+        let rel = m.rel.to_str().map_err(|e| e.to_string())?;
+        let abs = format!("/{rel}");
+        if !rules.iter().any(|r| crate::ir::path_within(&abs, &r.path)) {
+            ancestors(rel, &mut dirs);
+            dirs.push(rel.to_string());
+        }
+    }
     if pts {
         dirs.extend(["dev".to_string(), "dev/pts".to_string()]);
         links.push((c(b"dev/ptmx")?, c(b"pts/ptmx")?));
@@ -678,5 +690,6 @@ pub fn new_root(
         trees,
         tmpfs: AtomicI32::new(-1),
         pts,
+        caches,
     }))
 }

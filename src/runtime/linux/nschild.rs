@@ -117,7 +117,13 @@ impl NsPrep {
         let at = at?;
         let path = match step {
             Step::Mounts => &self.mounts.get(at)?.path,
-            Step::Root => &self.root.as_ref()?.paths.get(at)?.path,
+            Step::Root => {
+                let r = self.root.as_ref()?;
+                match r.paths.get(at) {
+                    Some(v) => &v.path,
+                    None => &r.caches.get(at - r.paths.len())?.data,
+                }
+            }
             _ => return None,
         };
         Some(path.to_string_lossy().into_owned())
@@ -173,6 +179,8 @@ pub struct NewRoot {
     /// A private `devpts` at `dev/pts` (`pts.rs`); `dirs` holds `dev/pts`
     /// and `links` `dev/ptmx`.
     pub pts: bool,
+    /// The run's own package caches (`caches.rs`), mounted last.
+    pub caches: Vec<super::caches::Mount>,
 }
 
 /// The ids the setup process got for its two children, in the
@@ -260,7 +268,7 @@ pub(super) unsafe fn tmpfs(option: (&std::ffi::CStr, &std::ffi::CStr), attrs: u6
 
 /// A detached mount of a new `fstype` with these options (a flag when
 /// the value is None) and mount attributes, or -1.
-unsafe fn new_fs(
+pub(super) unsafe fn new_fs(
     fstype: &std::ffi::CStr,
     options: &[(&std::ffi::CStr, Option<&std::ffi::CStr>)],
     attrs: u64,
@@ -334,7 +342,7 @@ unsafe fn open_same(m: &NsMount) -> RawFd {
     open_same_as(&m.path, m.fd.as_raw_fd())
 }
 
-unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
+pub(super) unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
     // struct open_how { u64 flags; u64 mode; u64 resolve; }
     const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     let how: [u64; 3] = [
@@ -535,6 +543,23 @@ unsafe fn build_root(r: &NewRoot, wr: RawFd) {
         ) == 0;
         if !ok {
             failed(i);
+        }
+        libc::close(tree);
+    }
+    // Over the host's paths: a cache may lie beneath one of them.
+    for (i, c) in r.caches.iter().enumerate() {
+        let tree = c.tree.load(Ordering::SeqCst);
+        if tree < 0
+            || libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                c"".as_ptr(),
+                t,
+                c.rel.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            ) != 0
+        {
+            failed(r.paths.len() + i);
         }
         libc::close(tree);
     }
@@ -743,6 +768,14 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         ) != 0
         {
             child::fail(a.wr, Step::Mounts);
+        }
+        // The caches' private directories lie in sbx's state
+        // directory, which the mounts below may make read-only: each
+        // cache is mounted (detached) first.
+        if let Some(r) = &ns.root {
+            if !super::caches::detach_all(&r.caches) {
+                child::fail_at(a.wr, Step::Root, r.paths.len() as i32);
+            }
         }
         mount_all(ns, a.wr);
     }

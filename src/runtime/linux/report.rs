@@ -26,6 +26,8 @@ pub struct Extras<'a> {
     /// The names of sbx's environment the child does not get
     /// ([`dropped_env`]).
     pub dropped_env: &'a [String],
+    /// The run's own package caches, in words (`caches.rs`).
+    pub caches: &'a [String],
 }
 
 fn status_word(p: &Precision) -> String {
@@ -187,6 +189,18 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
     let _ = writeln!(s, "sbx: namespaces: {}", x.namespaces);
     for m in x.mounts {
         let _ = writeln!(s, "sbx:   {m}");
+    }
+    match x.caches {
+        [] => {}
+        [one] => {
+            let _ = writeln!(s, "sbx: caches: {one}");
+        }
+        all => {
+            let _ = writeln!(s, "sbx: caches (private to this workspace and policy):");
+            for c in all {
+                let _ = writeln!(s, "sbx:   {c}");
+            }
+        }
     }
     if x.new_root {
         let _ = writeln!(

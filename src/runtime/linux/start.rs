@@ -8,8 +8,8 @@
 //! what happened and hands the after-run work to the guardian.
 
 use super::{
-    after, check_artifact, child, guardian, journal, kernel, kernel_abi, limits, listen, ns,
-    nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait, ProxyHook,
+    after, caches, check_artifact, child, guardian, journal, kernel, kernel_abi, limits, listen,
+    ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait, ProxyHook,
     RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
@@ -148,6 +148,7 @@ struct Decided {
     wanted: ns::Wanted,
     new_root: bool,
     section: Result<seccomp::Section, String>,
+    caches: Option<caches::Decided>,
 }
 
 /// What is enforced and how: the plan of Landlock rules, the proxy, the
@@ -224,6 +225,19 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
         wanted,
         new_root,
     } = layer(art, opts, &mut plan, &values, hook.is_some())?;
+    let (caches, cache_lines) =
+        private_caches(art, &env, &plan, &mounts, &values, user_ns, new_root);
+    if !opts.quiet {
+        for c in caches.iter().flat_map(|c| &c.caches) {
+            if let caches::Mode::Fallback(why) = &c.mode {
+                eprintln!(
+                    "sbx: note: the {} cache at {} is private and does not show the host's \
+                     entries: {why}",
+                    c.name, c.path
+                );
+            }
+        }
+    }
 
     let section = seccomp::compile_section(&art.seccomp);
     let seccomp_count = section
@@ -248,6 +262,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
                     new_root,
                     private_net: wanted.net,
                     dropped_env: &report::dropped_env(&filter),
+                    caches: &cache_lines,
                 }
             )
         );
@@ -270,7 +285,72 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
         wanted,
         new_root,
         section,
+        caches,
     })
+}
+
+/// The run's own package caches (`caches.rs`), with the report's lines
+/// about them: only in a new root, where they can be mounted.
+fn private_caches(
+    art: &LinuxArtifact,
+    env: &[(OsString, OsString)],
+    plan: &plan::Plan<File>,
+    mounts: &[ns::MountPlan<File>],
+    values: &Values,
+    user_ns: bool,
+    new_root: bool,
+) -> (Option<caches::Decided>, Vec<String>) {
+    if !new_root {
+        let why = if art.namespaces.mode == crate::ir::Namespaces::Never {
+            "[linux] namespaces = \"never\""
+        } else {
+            "the command sees the host's paths (no new root)"
+        };
+        return (
+            None,
+            vec![format!(
+                "none: {why}; package caches are the host's, as the policy grants them"
+            )],
+        );
+    }
+    let Some(state) = crate::runtime::state_dir() else {
+        return (
+            None,
+            vec!["none: sbx has no state directory (HOME unset)".into()],
+        );
+    };
+    let var = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.to_str().map(String::from))
+    };
+    let caller_path = std::env::var_os("PATH");
+    let present = |t: &str| program::resolve(OsStr::new(t), caller_path.as_deref()).is_some();
+    let rules: Vec<(&str, bool)> = plan
+        .rules
+        .iter()
+        .map(|r| (r.path.as_str(), ns::writes(r.rights)))
+        .collect();
+    let hidden: Vec<&str> = mounts.iter().map(|m| m.path.as_str()).collect();
+    let policy = if art.policy_hash.is_empty() {
+        crate::policy::hash::sha256_json(art)
+    } else {
+        art.policy_hash.clone()
+    };
+    let decided = caches::decide(
+        state.as_std_path(),
+        &caches::workspace_name(OsStr::new(&values.workspace)),
+        &policy,
+        caches::known(&var, &values.home),
+        &present,
+        &caches::Grants {
+            rules: &rules,
+            mounts: &hidden,
+        },
+        user_ns,
+    );
+    let lines = caches::report_lines(&decided);
+    (Some(decided), lines)
 }
 
 /// The namespace layer's part of a run.
@@ -530,6 +610,7 @@ fn set_up(
         wanted,
         new_root,
         section,
+        caches,
     } = d;
     // The run's own temp directories (POLICY.md §13), each with the
     // rights of the rule it stands in for.
@@ -562,12 +643,32 @@ fn set_up(
     // name).
     let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
     let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
+    // The caches: read and write beneath each, once mounted.
+    let cache_mounts = match &caches {
+        Some(c) if new_root && wanted.any() => caches::make(c).unwrap_or_else(|e| {
+            if !opts.quiet {
+                eprintln!(
+                    "sbx: warning: no private package caches: {}: {e}",
+                    c.dir.display()
+                );
+            }
+            Vec::new()
+        }),
+        _ => Vec::new(),
+    };
+    let cache_rights = caches::rights(plan.handled_fs);
+    let cache_rules = caches
+        .iter()
+        .flat_map(|c| &c.caches)
+        .take(cache_mounts.len())
+        .map(|c| (c.path.clone(), cache_rights));
     let proc_rules: Vec<(String, u64)> = plan
         .rules
         .iter()
         .filter(|r| crate::ir::path_within(&r.path, "/proc") || (fresh_shm && r.path == temp::SHM))
         .map(|r| (r.path.clone(), r.rights.0))
         .chain(pts_rule.filter(|_| new_root))
+        .chain(cache_rules)
         .collect();
     // The writable trees' tops, for the work after the run.
     let writable: Vec<String> = plan
@@ -614,7 +715,14 @@ fn set_up(
     let mut proxy_sock = None;
     if wanted.any() {
         let root = if new_root {
-            make_root(art, opts, &values, root_rules, private_temp.as_ref())?
+            make_root(
+                art,
+                opts,
+                &values,
+                root_rules,
+                private_temp.as_ref(),
+                cache_mounts,
+            )?
         } else {
             None
         };
@@ -691,6 +799,7 @@ fn make_root(
     values: &Values,
     rules: Vec<ns::RootRule>,
     temp: Option<&temp::PrivateTemp>,
+    caches: Vec<caches::Mount>,
 ) -> Result<Option<nschild::NewRoot>, Fail> {
     let cwd = std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?;
     // In a new root only granted paths and the directories leading to
@@ -712,7 +821,7 @@ fn make_root(
         );
     }
     let aliases = ns::expand_links(&art.namespaces.links, values).map_err(fail)?;
-    ns::new_root(rules, &aliases, &cwd, temp).map_err(fail)
+    ns::new_root(rules, &aliases, &cwd, temp, caches).map_err(fail)
 }
 
 /// This run's journal entry; without one, a warning (not under `--quiet`).

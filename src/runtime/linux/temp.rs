@@ -175,6 +175,16 @@ pub fn remove_base(base: &Path) -> Option<String> {
     None
 }
 
+/// Remove `dir` and what it holds, opening up directories left
+/// unreadable (an overlay's work directory is mode 0) first.
+pub fn remove_tree(dir: &Path) -> io::Result<()> {
+    if std::fs::remove_dir_all(dir).is_err() {
+        open_up(dir);
+        return std::fs::remove_dir_all(dir);
+    }
+    Ok(())
+}
+
 /// `base`, read back from a journal, is a run's temp directory as
 /// [`fresh_base`] makes them: `sbx-run-*` right in one of [`PARENTS`], a
 /// real directory of this user's.

@@ -93,6 +93,7 @@ fn report_at(art: &LinuxArtifact, abi: u32) -> String {
         art,
         &p,
         &report::Extras {
+            caches: &[],
             seccomp: &Ok(3),
             exec_files: &["/usr/bin/prog".to_string()],
             forced_abi: Some(abi),

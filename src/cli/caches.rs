@@ -1,0 +1,152 @@
+//! `sbx caches`: the private package caches `sbx run` gives each
+//! workspace and policy on Linux (docs/presets.md), listed and cleared.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct CachesArgs {
+    #[command(subcommand)]
+    cmd: Option<CachesCmd>,
+}
+
+#[derive(Subcommand)]
+enum CachesCmd {
+    /// Remove the private caches of a workspace (the current directory
+    /// by default), or all of them.
+    #[command(
+        after_help = "Example:\n  sbx caches clear\n  sbx caches clear --workspace ~/code/app\n  sbx caches clear --all"
+    )]
+    Clear {
+        /// The workspace whose caches go (every policy's).
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        workspace: Option<PathBuf>,
+        /// Every workspace's caches.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+pub fn run(a: CachesArgs) -> i32 {
+    imp::run(a)
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::{CachesArgs, CachesCmd};
+    use sbx::runtime::linux::{clear_caches, list_caches, CacheEntry};
+
+    pub fn run(a: CachesArgs) -> i32 {
+        let done = match a.cmd {
+            None => list_caches().map(|l| {
+                if l.is_empty() {
+                    println!("sbx: no private caches");
+                }
+                for e in &l {
+                    println!("{}", line(e));
+                }
+            }),
+            Some(CachesCmd::Clear { workspace, all }) => {
+                let dir = match (workspace, all) {
+                    (_, true) => None,
+                    (Some(w), false) => Some(w),
+                    (None, false) => match std::env::current_dir() {
+                        Ok(d) => Some(d),
+                        Err(e) => {
+                            eprintln!("sbx: current directory: {e}");
+                            return 2;
+                        }
+                    },
+                };
+                clear_caches(dir.as_deref().map(|d| d.as_os_str())).map(|gone| {
+                    if gone.is_empty() {
+                        println!("sbx: no private caches to clear");
+                    }
+                    for e in &gone {
+                        println!("removed {}", line(e));
+                    }
+                })
+            }
+        };
+        match done {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("sbx: {e}");
+                1
+            }
+        }
+    }
+
+    /// `KEY  SIZE  LAST-USE  WORKSPACE  POLICY`.
+    fn line(e: &CacheEntry) -> String {
+        format!(
+            "{}  {:>9}  {}  {}  {}",
+            e.key,
+            size(e.bytes),
+            date(e.last_use),
+            e.workspace,
+            e.policy
+        )
+    }
+
+    fn size(b: u64) -> String {
+        const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+        let mut v = b as f64;
+        let mut u = 0;
+        while v >= 1024.0 && u + 1 < UNITS.len() {
+            v /= 1024.0;
+            u += 1;
+        }
+        if u == 0 {
+            format!("{b} B")
+        } else {
+            format!("{v:.1} {}", UNITS[u])
+        }
+    }
+
+    /// `YYYY-MM-DD HH:MM` (UTC) of seconds since the epoch.
+    fn date(secs: u64) -> String {
+        let days = (secs / 86_400) as i64;
+        let rem = secs % 86_400;
+        // Days to a civil date (proleptic Gregorian).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        format!(
+            "{y:04}-{m:02}-{d:02} {:02}:{:02}Z",
+            rem / 3600,
+            rem % 3600 / 60
+        )
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn dates_and_sizes() {
+            assert_eq!(super::date(0), "1970-01-01 00:00Z");
+            assert_eq!(super::date(1_709_210_096), "2024-02-29 12:34Z");
+            assert_eq!(super::size(512), "512 B");
+            assert_eq!(super::size(3 * 1024 * 1024), "3.0 MiB");
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::{CachesArgs, CachesCmd};
+
+    pub fn run(a: CachesArgs) -> i32 {
+        // Nothing to list or clear: the options are accepted as on Linux.
+        if let Some(CachesCmd::Clear { workspace, all }) = a.cmd {
+            let _ = (workspace, all);
+        }
+        println!("sbx: no private caches (sbx run makes them on Linux only)");
+        0
+    }
+}

@@ -1,0 +1,717 @@
+//! Package caches of their own (issue #36, docs/presets.md): under the
+//! new root, npm, pip, uv, cargo, Go, Maven, Gradle, yarn and pnpm find
+//! a writable cache at their usual path that is never the host's. A
+//! package the command writes there cannot run in the user's next build
+//! outside the sandbox, yet what the host's cache already holds stays
+//! readable (an overlay whose lower layer is the host's cache), so that
+//! offline builds keep working.
+//!
+//! One private directory per workspace *and* policy (`key`), under
+//! sbx's state directory, which every run keeps read-only to the
+//! command: a run cannot fill another key's cache for a later run under
+//! a wider policy. Binary directories (`~/.cargo/bin`, toolchains) are
+//! never among them, for the same reason.
+//!
+//! The overlay needs an upper layer on a local filesystem, and in a user
+//! namespace it cannot copy up a file whose owner is not mapped (root's
+//! files in a cache `sudo npm` once wrote fail with EOVERFLOW): then the
+//! cache is a plain private directory, empty of the host's entries, and
+//! `--report` says why.
+
+use crate::back::landlock::rights::FsSet;
+use crate::ir::path_within;
+use std::ffi::{CStr, CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The caches' home under sbx's state directory.
+const DIR: &str = "caches";
+/// Each key's record of its workspace and policy; its time is the last use.
+const ABOUT: &str = "about.json";
+
+/// A tool's cache: its name among the key's directories, and where the
+/// tool keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    pub name: &'static str,
+    pub path: String,
+    /// Programs whose presence on PATH asks for the cache.
+    pub tools: &'static [&'static str],
+}
+
+/// Where each tool keeps its cache, following the variables that move
+/// them (`var`: the command's environment). Never a directory of
+/// programs: only downloads and build outputs the tools read as data.
+pub fn known(var: &dyn Fn(&str) -> Option<String>, home: &str) -> Vec<Known> {
+    // Only absolute values: a relative one names a different place for
+    // every directory the tool runs in.
+    let abs = |k: &str| var(k).filter(|v| v.starts_with('/'));
+    let under = |base: &str, rel: &str| format!("{}/{rel}", base.trim_end_matches('/'));
+    let xdg_cache = abs("XDG_CACHE_HOME").unwrap_or_else(|| under(home, ".cache"));
+    let xdg_data = abs("XDG_DATA_HOME").unwrap_or_else(|| under(home, ".local/share"));
+    let cargo = abs("CARGO_HOME").unwrap_or_else(|| under(home, ".cargo"));
+    let gopath = var("GOPATH")
+        .and_then(|p| p.split(':').next().map(String::from))
+        .filter(|p| p.starts_with('/'))
+        .unwrap_or_else(|| under(home, "go"));
+    let gradle = abs("GRADLE_USER_HOME").unwrap_or_else(|| under(home, ".gradle"));
+    let k = |name, path, tools| Known { name, path, tools };
+    vec![
+        k(
+            "npm",
+            abs("npm_config_cache")
+                .or_else(|| abs("NPM_CONFIG_CACHE"))
+                .unwrap_or_else(|| under(home, ".npm")),
+            &["npm", "npx"],
+        ),
+        k(
+            "pip",
+            abs("PIP_CACHE_DIR").unwrap_or_else(|| under(&xdg_cache, "pip")),
+            &["pip", "pip3"],
+        ),
+        k(
+            "uv",
+            abs("UV_CACHE_DIR").unwrap_or_else(|| under(&xdg_cache, "uv")),
+            &["uv"],
+        ),
+        k("cargo-registry", under(&cargo, "registry"), &["cargo"]),
+        k("cargo-git", under(&cargo, "git"), &["cargo"]),
+        k(
+            "go-mod",
+            abs("GOMODCACHE").unwrap_or_else(|| under(&gopath, "pkg/mod")),
+            &["go"],
+        ),
+        k(
+            "go-build",
+            abs("GOCACHE").unwrap_or_else(|| under(&xdg_cache, "go-build")),
+            &["go"],
+        ),
+        k("maven", under(home, ".m2/repository"), &["mvn"]),
+        k("gradle", under(&gradle, "caches"), &["gradle"]),
+        k(
+            "yarn",
+            abs("YARN_CACHE_FOLDER").unwrap_or_else(|| under(&xdg_cache, "yarn")),
+            &["yarn"],
+        ),
+        k("yarn-berry", under(home, ".yarn/berry/cache"), &["yarn"]),
+        k("pnpm-store", under(&xdg_data, "pnpm/store"), &["pnpm"]),
+        k("pnpm-cache", under(&xdg_cache, "pnpm"), &["pnpm"]),
+    ]
+}
+
+/// How a cache is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// The host's cache, read through an overlay; writes go to the
+    /// private directory.
+    Overlay { lower: String },
+    /// The private directory alone: the host has no such cache.
+    Plain,
+    /// The private directory alone although the host has a cache: the
+    /// overlay cannot be used (why).
+    Fallback(String),
+}
+
+/// A cache this run mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    pub name: &'static str,
+    pub path: String,
+    pub mode: Mode,
+}
+
+/// What a run decided: its key, the caches it mounts, and the ones it
+/// leaves alone with why.
+#[derive(Debug, Clone, Default)]
+pub struct Decided {
+    /// `state/caches/KEY`.
+    pub dir: PathBuf,
+    pub workspace: String,
+    pub policy: String,
+    pub caches: Vec<Cache>,
+    pub left: Vec<String>,
+}
+
+/// What the run grants, as far as the caches care.
+pub struct Grants<'a> {
+    /// (path, the rule writes) of every Landlock rule.
+    pub rules: &'a [(&'a str, bool)],
+    /// Paths the namespace layer mounts over (hidden, protected).
+    pub mounts: &'a [&'a str],
+}
+
+/// The directory holding every key's caches.
+pub fn home(state: &Path) -> PathBuf {
+    state.join(DIR)
+}
+
+/// The key of a workspace and policy: 16 hex digits of their hash.
+pub fn key(workspace: &str, policy: &str) -> String {
+    let h = crate::policy::hash::sha256(format!("{workspace}\0{policy}").as_bytes());
+    h.trim_start_matches("sha256:").chars().take(16).collect()
+}
+
+/// Which caches to mount. `present`: whether a tool is on the caller's
+/// PATH. `user_ns`: the run maps only the caller's ids.
+pub fn decide(
+    state: &Path,
+    workspace: &str,
+    policy: &str,
+    known: Vec<Known>,
+    present: &dyn Fn(&str) -> bool,
+    grants: &Grants,
+    user_ns: bool,
+) -> Decided {
+    let mut out = Decided {
+        dir: home(state).join(key(workspace, policy)),
+        workspace: workspace.to_string(),
+        policy: policy.to_string(),
+        ..Decided::default()
+    };
+    let state_s = state.to_string_lossy();
+    if let Some(why) = unusable_state(state, grants) {
+        out.left.push(format!("all: {why}"));
+        return out;
+    }
+    let upper_fs = unsupported_fs(&home(state));
+    for k in known {
+        let host = std::fs::symlink_metadata(&k.path);
+        let exists = host.as_ref().is_ok_and(|m| m.is_dir());
+        if !exists && !k.tools.iter().any(|t| present(t)) {
+            continue;
+        }
+        if out.caches.iter().any(|c| c.path == k.path) {
+            continue;
+        }
+        let mut left = |why: String| out.left.push(format!("{} ({}): {why}", k.name, k.path));
+        if let Some(why) = decided_by_rule(&k.path, grants) {
+            left(why);
+            continue;
+        }
+        if path_within(&k.path, &state_s) || path_within(&state_s, &k.path) {
+            left("it holds sbx's state directory, or lies in it".into());
+            continue;
+        }
+        if through_symlink(&k.path) {
+            left("a symlink leads to it: the tool's path and the host's differ".into());
+            continue;
+        }
+        if host.is_ok() && !exists {
+            left("it is not a directory on the host".into());
+            continue;
+        }
+        let visible_above = grants.rules.iter().any(|(p, _)| path_within(&k.path, p));
+        if visible_above && !exists {
+            left(
+                "a read-only rule above it shows the host's directory, where it does not \
+                 exist: there is nothing to mount on"
+                    .into(),
+            );
+            continue;
+        }
+        let mode = if !exists {
+            Mode::Plain
+        } else if let Some(fs) = &upper_fs {
+            Mode::Fallback(format!(
+                "the private cache's directory is on {fs}, which cannot hold an overlay's \
+                 upper layer"
+            ))
+        } else if k.path.contains([':', ',', '\\']) {
+            Mode::Fallback("its path holds a character overlay options cannot".into())
+        } else if let Some(owner) = user_ns.then(|| foreign_owner(Path::new(&k.path))).flatten() {
+            Mode::Fallback(format!(
+                "the host's cache holds {owner}, not this user's: a user namespace cannot \
+                 copy it up (EOVERFLOW)"
+            ))
+        } else {
+            Mode::Overlay {
+                lower: k.path.clone(),
+            }
+        };
+        out.caches.push(Cache {
+            name: k.name,
+            path: k.path,
+            mode,
+        });
+    }
+    out
+}
+
+/// Why sbx's state directory cannot hold the caches, if it cannot: it
+/// cannot be made (its nearest existing ancestor is not a directory this
+/// user may write), or it does not exist yet beneath a writable rule
+/// (only an existing one is mounted read-only for the command).
+fn unusable_state(state: &Path, g: &Grants) -> Option<String> {
+    let mut at = state;
+    while std::fs::symlink_metadata(at).is_err() {
+        at = at.parent()?;
+    }
+    let c = CString::new(at.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: `c` is a valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 && at != state {
+        return Some(format!(
+            "sbx's state directory {} cannot be made ({} is not writable)",
+            state.display(),
+            at.display()
+        ));
+    }
+    let s = state.to_string_lossy();
+    if at != state && g.rules.iter().any(|(p, w)| *w && path_within(&s, p)) {
+        return Some(format!(
+            "sbx's state directory {s} does not exist yet and lies beneath a writable rule \
+             (it is kept read-only from the next run on)"
+        ));
+    }
+    None
+}
+
+/// Why a rule of the policy decides `path` already (the private cache
+/// is then not mounted), if one does.
+fn decided_by_rule(path: &str, g: &Grants) -> Option<String> {
+    for (p, writes) in g.rules {
+        if *p != path && path_within(p, path) {
+            return Some(format!("a rule names {p}, inside it"));
+        }
+        if *writes && path_within(path, p) {
+            return Some(format!("a rule lets the command write {p} already"));
+        }
+    }
+    g.mounts
+        .iter()
+        .find(|m| path_within(m, path) || path_within(path, m))
+        .map(|m| format!("the policy hides or protects {m}"))
+}
+
+/// A symlink on the way to `path` (or `path` itself).
+fn through_symlink(path: &str) -> bool {
+    let mut at = PathBuf::from("/");
+    for part in Path::new(path).components().skip(1) {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The filesystem `dir` (or its nearest existing ancestor) lives on, if
+/// an overlay cannot keep its upper layer there.
+fn unsupported_fs(dir: &Path) -> Option<String> {
+    let mut at = dir;
+    loop {
+        let c = CString::new(at.as_os_str().as_encoded_bytes()).ok()?;
+        // SAFETY: a zeroed statfs is a valid out-parameter.
+        let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a valid C string and `s` a valid buffer.
+        if unsafe { libc::statfs(c.as_ptr(), &mut s) } == 0 {
+            return match s.f_type as u64 {
+                0x6969 => Some("NFS".into()),
+                0x794c_7630 => Some("overlayfs".into()),
+                0x6573_5546 => Some("FUSE".into()),
+                _ => None,
+            };
+        }
+        at = at.parent()?;
+    }
+}
+
+/// An entry of `dir`'s tree owned by a user or group other than the
+/// caller's, in words (none unmapped in the run's user namespace).
+fn foreign_owner(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let m = std::fs::symlink_metadata(&d).ok()?;
+        if m.uid() != uid || m.gid() != gid {
+            return Some(format!("{} (owner {}:{})", d.display(), m.uid(), m.gid()));
+        }
+        if !m.is_dir() {
+            continue;
+        }
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let m = match e.metadata() {
+                Ok(m) => m,
+                Err(_) => continue,
+            };
+            if m.uid() != uid || m.gid() != gid {
+                return Some(format!(
+                    "{} (owner {}:{})",
+                    e.path().display(),
+                    m.uid(),
+                    m.gid()
+                ));
+            }
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    None
+}
+
+/// The rights the command gets beneath a cache: reading and writing,
+/// never running what it finds there.
+pub fn rights(handled: FsSet) -> u64 {
+    [
+        "read_file",
+        "read_dir",
+        "write_file",
+        "remove_dir",
+        "remove_file",
+        "make_dir",
+        "make_reg",
+        "make_sym",
+        "refer",
+        "truncate",
+    ]
+    .iter()
+    .filter_map(|n| FsSet::named(n))
+    .fold(FsSet::EMPTY, FsSet::or)
+    .and(handled)
+    .0
+}
+
+/// The report's lines: each cache and how it is shown, then those left
+/// alone.
+pub fn report_lines(d: &Decided) -> Vec<String> {
+    let mut out: Vec<String> = d
+        .caches
+        .iter()
+        .map(|c| match &c.mode {
+            Mode::Overlay { .. } => format!(
+                "{} at {}: private, over the host's cache (read-only beneath)",
+                c.name, c.path
+            ),
+            Mode::Plain => format!("{} at {}: private (the host has none)", c.name, c.path),
+            Mode::Fallback(why) => format!(
+                "{} at {}: private and empty of the host's entries: {why}",
+                c.name, c.path
+            ),
+        })
+        .collect();
+    if !d.caches.is_empty() {
+        out.push(format!("kept in {}", d.dir.display()));
+    }
+    out.extend(d.left.iter().map(|l| format!("not mounted: {l}")));
+    out
+}
+
+/// One cache as the child mounts it.
+pub struct Mount {
+    /// The cache's path in the new root, without its leading `/`.
+    pub rel: CString,
+    /// The private directory (the overlay's upper layer).
+    pub data: CString,
+    /// The overlay's (lower, work), or none for a plain directory.
+    pub overlay: Option<(CString, CString)>,
+    /// The host's cache, opened before the fork through no symlink: the
+    /// overlay reads what this is, or is not made.
+    pub lower: Option<std::os::fd::OwnedFd>,
+    /// The detached mount, made before the host's paths are covered.
+    pub tree: AtomicI32,
+}
+
+/// Make the key's directories and record its use; the child's mounts.
+pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
+    use std::os::unix::fs::DirBuilderExt;
+    if d.caches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mkdir = |p: &Path| {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(p)
+    };
+    mkdir(&d.dir)?;
+    let about = serde_json::json!({ "workspace": d.workspace, "policy": d.policy });
+    crate::atomic::replace(&d.dir.join(ABOUT), about.to_string().as_bytes(), 0o600)?;
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    let mut out = Vec::new();
+    for cache in &d.caches {
+        let data = d.dir.join(cache.name).join("data");
+        let work = d.dir.join(cache.name).join("work");
+        mkdir(&data)?;
+        let (overlay, lower) = match &cache.mode {
+            Mode::Overlay { lower } => {
+                mkdir(&work)?;
+                let fd = super::kernel::open_path(lower)?.handle;
+                (Some((c(Path::new(lower))?, c(&work)?)), Some(fd.into()))
+            }
+            _ => (None, None),
+        };
+        out.push(Mount {
+            rel: c(Path::new(cache.path.trim_start_matches('/')))?,
+            data: c(&data)?,
+            overlay,
+            lower,
+            tree: AtomicI32::new(-1),
+        });
+    }
+    Ok(out)
+}
+
+/// In the setup process, before anything covers the host's paths: each
+/// cache as a detached mount (the overlay, or the private directory when
+/// the kernel refuses it). False when a private directory cannot be
+/// mounted at all. No allocation.
+///
+/// # Safety
+/// Only system calls, on data prepared by the parent.
+pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
+    use super::nschild::{new_fs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID};
+    let attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    for m in mounts {
+        let mut fd: RawFd = -1;
+        if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
+            // The host's cache as the parent opened it (not a symlink put
+            // there since), named through this process's descriptor.
+            let same = super::nschild::open_same_as(lower, opened.as_raw_fd());
+            let mut buf = [0u8; 32];
+            if same >= 0 {
+                let by_fd = fd_path(same, &mut buf);
+                let opts: [(&CStr, Option<&CStr>); 4] = [
+                    (c"lowerdir", Some(by_fd)),
+                    (c"upperdir", Some(&m.data)),
+                    (c"workdir", Some(work)),
+                    (c"userxattr", None),
+                ];
+                fd = new_fs(c"overlay", &opts, attrs);
+                libc::close(same);
+            }
+        }
+        if fd < 0 {
+            fd = super::nschild::clone_tree(libc::AT_FDCWD, &m.data, false);
+            if fd < 0 || !super::nschild::set_attr(fd, attrs) {
+                return false;
+            }
+        }
+        m.tree.store(fd, Ordering::SeqCst);
+    }
+    true
+}
+
+/// `/proc/self/fd/N` in `buf`, without allocating.
+fn fd_path(fd: RawFd, buf: &mut [u8; 32]) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = fd.max(0) as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[PREFIX.len() + i] = digits[len - 1 - i];
+    }
+    buf[PREFIX.len() + len] = 0;
+    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/")
+}
+
+/// A key's directory as `sbx caches` lists it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub key: String,
+    pub dir: PathBuf,
+    pub workspace: String,
+    pub policy: String,
+    pub bytes: u64,
+    /// Seconds since the epoch.
+    pub last_use: u64,
+}
+
+/// Every key's caches under `state`.
+pub fn list(state: &Path) -> io::Result<Vec<Listed>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(home(state)) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for e in entries.flatten() {
+        let dir = e.path();
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let about = std::fs::read_to_string(dir.join(ABOUT))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        let field = |k: &str| {
+            about
+                .as_ref()
+                .and_then(|a| a.get(k))
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        let last_use = std::fs::metadata(dir.join(ABOUT))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        out.push(Listed {
+            key: e.file_name().to_string_lossy().into_owned(),
+            workspace: field("workspace"),
+            policy: field("policy"),
+            bytes: size(&dir),
+            last_use,
+            dir,
+        });
+    }
+    out.sort_by(|a, b| a.workspace.cmp(&b.workspace).then(a.key.cmp(&b.key)));
+    Ok(out)
+}
+
+/// Bytes used beneath `dir` (never through a symlink).
+fn size(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if let Ok(m) = e.metadata() {
+                total += m.blocks() * 512;
+                if m.is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    total
+}
+
+/// Remove one key's caches (a directory [`list`] gave).
+pub fn remove(l: &Listed) -> io::Result<()> {
+    match super::temp::remove_tree(&l.dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The workspace as keys record it.
+pub fn workspace_name(dir: &OsStr) -> String {
+    std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| PathBuf::from(dir))
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(k: &[Known]) -> Vec<(&str, &str)> {
+        k.iter().map(|k| (k.name, k.path.as_str())).collect()
+    }
+
+    #[test]
+    fn variables_move_the_caches() {
+        let none = |_: &str| None;
+        let k = known(&none, "/h");
+        let n = names(&k);
+        assert!(n.contains(&("npm", "/h/.npm")));
+        assert!(n.contains(&("pip", "/h/.cache/pip")));
+        assert!(n.contains(&("cargo-registry", "/h/.cargo/registry")));
+        assert!(n.contains(&("go-mod", "/h/go/pkg/mod")));
+        assert!(n.contains(&("gradle", "/h/.gradle/caches")));
+        // Never a directory of programs.
+        assert!(!k.iter().any(|k| k.path.ends_with("/bin")));
+        let set = |v: &str| -> Option<String> {
+            match v {
+                "CARGO_HOME" => Some("/c".into()),
+                "XDG_CACHE_HOME" => Some("/x".into()),
+                "GOPATH" => Some("/g1:/g2".into()),
+                "npm_config_cache" => Some("relative".into()),
+                "GOCACHE" => Some("/gc".into()),
+                _ => None,
+            }
+        };
+        let k = known(&set, "/h");
+        let n = names(&k);
+        assert!(n.contains(&("cargo-git", "/c/git")));
+        assert!(n.contains(&("pip", "/x/pip")));
+        assert!(n.contains(&("go-mod", "/g1/pkg/mod")));
+        assert!(n.contains(&("go-build", "/gc")));
+        assert!(n.contains(&("npm", "/h/.npm")));
+    }
+
+    #[test]
+    fn a_rule_that_decides_the_path_wins() {
+        let g = |rules: &[(&str, bool)], mounts: &[&str]| {
+            decided_by_rule("/h/.npm", &Grants { rules, mounts })
+        };
+        assert!(g(&[("/h/.npm", true)], &[]).is_some());
+        assert!(g(&[("/h", true)], &[]).is_some());
+        assert!(g(&[("/h/.npm/x", false)], &[]).is_some());
+        assert!(g(&[], &["/h/.npm/_cacache"]).is_some());
+        // A read-only rule above or on it: the overlay shows the same.
+        assert!(g(&[("/h", false), ("/h/.npm", false)], &[]).is_none());
+        assert!(g(&[("/h/.npmrc", true)], &[]).is_none());
+    }
+
+    #[test]
+    fn a_state_directory_the_command_could_make_is_not_used() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().to_str().unwrap();
+        let state = t.path().join("state/sbx");
+        let writable = [(ws, true)];
+        let g = Grants {
+            rules: &writable,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_some());
+        let read_only = [(ws, false)];
+        let g = Grants {
+            rules: &read_only,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_none());
+        // Once it exists, the namespace layer mounts it read-only.
+        std::fs::create_dir_all(&state).unwrap();
+        let g = Grants {
+            rules: &writable,
+            mounts: &[],
+        };
+        assert!(unusable_state(&state, &g).is_none());
+        let g = Grants {
+            rules: &[],
+            mounts: &[],
+        };
+        assert!(unusable_state(Path::new("/proc/1/nonexistent/sbx"), &g).is_some());
+    }
+
+    #[test]
+    fn keys_differ_by_workspace_and_policy() {
+        assert_eq!(key("/w", "p").len(), 16);
+        assert_ne!(key("/w", "p"), key("/v", "p"));
+        assert_ne!(key("/w", "p"), key("/w", "q"));
+    }
+
+    #[test]
+    fn descriptor_paths() {
+        let mut buf = [0u8; 32];
+        assert_eq!(fd_path(7, &mut buf), c"/proc/self/fd/7");
+        assert_eq!(fd_path(1234, &mut buf), c"/proc/self/fd/1234");
+    }
+
+    #[test]
+    fn rights_never_execute() {
+        let r = FsSet(rights(FsSet::all()));
+        assert!(!r.names().contains(&"execute"));
+        assert!(r.names().contains(&"write_file"));
+    }
+}

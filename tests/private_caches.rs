@@ -1,0 +1,513 @@
+//! Package caches of their own (issue #36, docs/presets.md): under the
+//! default policy npm, pip and cargo write their caches inside the
+//! sandbox, into a private directory per workspace and policy mounted
+//! over the tool's path, which still shows what the host's cache holds;
+//! the host's caches stay byte for byte as they were. `sbx caches` lists
+//! and clears them.
+//!
+//! Home is a fresh directory outside every temp directory (which the
+//! default policy makes writable, and then decides the caches itself),
+//! with links to the real toolchains so that python3 and cargo start.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const SBX: &str = env!("CARGO_BIN_EXE_sbx");
+
+struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+    ws: PathBuf,
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn setup() -> Option<Env> {
+    if sbx::runtime::linux::kernel_abi() == 0 {
+        println!("SKIPPED: Landlock is not available");
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("caches-")
+        .tempdir_in(common::outside_presets())
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (home, ws, state) = (root.join("home"), root.join("ws"), root.join("state"));
+    for d in [&home, &ws, &state] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let real = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    for d in [".rustup", ".pyenv", ".nvm"] {
+        if real.join(d).exists() {
+            std::os::unix::fs::symlink(real.join(d), home.join(d)).unwrap();
+        }
+    }
+    Some(Env {
+        _dir: dir,
+        root,
+        home,
+        state,
+        ws,
+    })
+}
+
+/// `sbx ARGS` with the test's home and state directory, in `dir`.
+fn sbx_in(env: &Env, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(SBX)
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", &env.home)
+        .env("XDG_STATE_HOME", &env.state)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `sh -c script` under the default policy with `ws` as the workspace.
+fn run_in(env: &Env, ws: &Path, script: &str, vars: &[(&str, &str)]) -> (i32, String, String) {
+    sbx_in(
+        env,
+        ws,
+        &["run", "--report", "--", "sh", "-c", script],
+        vars,
+    )
+}
+
+fn ok_in(env: &Env, ws: &Path, script: &str, vars: &[(&str, &str)]) -> (String, String) {
+    let (code, out, err) = run_in(env, ws, script, vars);
+    assert_eq!(code, 0, "exit {code}\nstdout:\n{out}\nstderr:\n{err}");
+    (out, err)
+}
+
+/// Every entry beneath `dir`: kind, mode and contents (or link target).
+fn tree(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let body = if m.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else if m.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            out.insert(rel, (m.mode(), body));
+        }
+    }
+    out
+}
+
+/// A source distribution pip builds with a backend of its own (no
+/// setuptools, no network), then keeps the wheel in its cache.
+fn sdist(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let made = Command::new("python3")
+        .arg("-c")
+        .arg(
+            r#"
+import io, sys, tarfile
+backend = '''
+import zipfile
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "sbxdemo-1.0-py3-none-any.whl"
+    z = zipfile.ZipFile(wheel_directory + "/" + name, "w")
+    z.writestr("sbxdemo.py", "X = 42\\n")
+    d = "sbxdemo-1.0.dist-info/"
+    z.writestr(d + "METADATA", "Metadata-Version: 2.1\\nName: sbxdemo\\nVersion: 1.0\\n")
+    z.writestr(d + "WHEEL", "Wheel-Version: 1.0\\nGenerator: sbx\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr(d + "RECORD", "")
+    z.close()
+    return name
+'''
+files = {
+    "PKG-INFO": "Metadata-Version: 2.1\nName: sbxdemo\nVersion: 1.0\n",
+    "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+    "backend.py": backend,
+    "sbxdemo.py": "X = 42\n",
+}
+with tarfile.open(sys.argv[1] + "/sbxdemo-1.0.tar.gz", "w:gz") as t:
+    for n, text in files.items():
+        b = text.encode()
+        i = tarfile.TarInfo("sbxdemo-1.0/" + n)
+        i.size = len(b)
+        t.addfile(i, io.BytesIO(b))
+"#,
+        )
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
+/// pip and npm write their caches in the sandbox; the host's caches are
+/// unchanged; a second run in the workspace sees the first one's
+/// entries, a run in another workspace does not.
+#[test]
+fn npm_and_pip_caches_are_private_per_workspace() {
+    let Some(env) = setup() else { return };
+    if !which("npm") || !which("python3") {
+        println!("SKIPPED: npm or python3 not installed");
+        return;
+    }
+    let npm = env.home.join(".npm");
+    let pip = env.home.join(".cache/pip");
+    std::fs::create_dir_all(npm.join("_cacache")).unwrap();
+    std::fs::create_dir_all(&pip).unwrap();
+    std::fs::write(npm.join("_cacache/host-entry"), "host npm\n").unwrap();
+    std::fs::write(pip.join("host-entry"), "host pip\n").unwrap();
+    let (npm_before, pip_before) = (tree(&npm), tree(&pip));
+    sdist(&env.ws.join("sdists"));
+
+    let (out, err) = ok_in(
+        &env,
+        &env.ws,
+        "set -e; cat ~/.npm/_cacache/host-entry ~/.cache/pip/host-entry; \
+         mkdir p; cd p; npm init -y >/dev/null; npm pack --silent >/dev/null; cd ..; \
+         npm cache add ./p/p-1.0.0.tgz; grep -rl 'p-1.0.0.tgz' ~/.npm/_cacache/index-v5 >/dev/null; \
+         python3 -m venv v; ./v/bin/pip install -q --no-index --find-links sdists sbxdemo; \
+         ./v/bin/python -c 'import sbxdemo; print(sbxdemo.X)'; \
+         ls ~/.cache/pip/wheels",
+        &[],
+    );
+    assert!(out.starts_with("host npm\nhost pip\n42\n"), "{out}\n{err}");
+    assert!(
+        err.contains("npm at ") && err.contains("private, over the host's cache"),
+        "{err}"
+    );
+    // The host's caches: not a byte changed, nothing added.
+    assert_eq!(tree(&npm), npm_before);
+    assert_eq!(tree(&pip), pip_before);
+
+    // The same workspace and policy: the first run's entries are there.
+    let (out, _) = ok_in(
+        &env,
+        &env.ws,
+        "grep -rl 'p-1.0.0.tgz' ~/.npm/_cacache/index-v5 | wc -l; \
+         find ~/.cache/pip/wheels -name 'sbxdemo-1.0-py3-none-any.whl' | wc -l",
+        &[],
+    );
+    let counts: Vec<u32> = out.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert!(counts[0] > 0 && counts[1] == 1, "{out}");
+
+    // Another workspace: its own caches, without them, over the same
+    // host's entries.
+    let other = env.root.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let (out, _) = ok_in(
+        &env,
+        &other,
+        "cat ~/.npm/_cacache/host-entry; ls ~/.npm/_cacache; ls ~/.cache/pip",
+        &[],
+    );
+    assert_eq!(out, "host npm\nhost-entry\nhost-entry\n");
+    assert_eq!(tree(&npm), npm_before);
+    assert_eq!(tree(&pip), pip_before);
+
+    // Listed, then cleared, per workspace.
+    let (code, out, err) = sbx_in(&env, &env.ws, &["caches"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let ws = env.ws.to_str().unwrap();
+    assert!(
+        out.lines().any(|l| l.contains(&format!("  {ws}  sha256:"))),
+        "{out}"
+    );
+    let (code, out, err) = sbx_in(
+        &env,
+        &env.root,
+        &["caches", "clear", "--workspace", ws],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("removed ") && out.lines().count() == 1,
+        "{out}"
+    );
+    let (_, out, _) = sbx_in(&env, &env.ws, &["caches"], &[]);
+    assert!(
+        out.lines().count() == 1 && out.contains("/other  "),
+        "{out}"
+    );
+    let (code, out, _) = sbx_in(&env, &env.ws, &["caches", "clear", "--all"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("removed "), "{out}");
+    let (_, out, _) = sbx_in(&env, &env.ws, &["caches"], &[]);
+    assert_eq!(out, "sbx: no private caches\n");
+    assert_eq!(tree(&npm), npm_before);
+}
+
+/// The overlay shows the host's entries; writing one copies it up: the
+/// next run sees the new contents, the host keeps its own.
+#[test]
+fn the_host_cache_is_read_and_copied_up() {
+    let Some(env) = setup() else { return };
+    let npm = env.home.join(".npm");
+    std::fs::create_dir_all(npm.join("_cacache/sub")).unwrap();
+    std::fs::write(npm.join("_cacache/sub/entry"), "host\n").unwrap();
+    let before = tree(&npm);
+    let (out, _) = ok_in(
+        &env,
+        &env.ws,
+        "set -e; cat ~/.npm/_cacache/sub/entry; echo sandbox >> ~/.npm/_cacache/sub/entry; \
+         rm ~/.npm/_cacache/sub/entry; echo again > ~/.npm/_cacache/sub/entry; echo new > ~/.npm/new",
+        &[],
+    );
+    assert_eq!(out, "host\n");
+    assert_eq!(tree(&npm), before);
+    let (out, _) = ok_in(
+        &env,
+        &env.ws,
+        "cat ~/.npm/_cacache/sub/entry ~/.npm/new",
+        &[],
+    );
+    assert_eq!(out, "again\nnew\n");
+    // Not executable there: the cache holds data, not programs.
+    let (code, _, err) = run_in(
+        &env,
+        &env.ws,
+        "printf '#!/bin/sh\\necho ran\\n' > ~/.npm/run.sh; chmod +x ~/.npm/run.sh; ~/.npm/run.sh",
+        &[],
+    );
+    assert_eq!(code, 126, "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    assert_eq!(tree(&npm), before);
+}
+
+/// `errno` name of writing `path` in the sandbox, or `ok`.
+const WRITE: &str = "python3 -c 'import errno, sys\n\
+try:\n    open(sys.argv[1], \"w\").write(\"x\"); print(\"ok\")\n\
+except OSError as e:\n    print(errno.errorcode[e.errno])' ";
+
+/// cargo with `CARGO_HOME` set: its registry and git caches are private
+/// and writable, its `bin` is not, and nothing reaches the host.
+#[test]
+fn cargo_home_caches_are_private_and_bin_is_not_writable() {
+    let Some(env) = setup() else { return };
+    if !which("cargo") || !which("python3") {
+        println!("SKIPPED: cargo or python3 not installed");
+        return;
+    }
+    let cargo_home = env.root.join("cargo-home");
+    for d in ["registry/index", "git/db", "bin"] {
+        std::fs::create_dir_all(cargo_home.join(d)).unwrap();
+    }
+    std::fs::write(cargo_home.join("registry/index/host"), "host\n").unwrap();
+    let before = tree(&cargo_home);
+    let ch = cargo_home.to_str().unwrap();
+    let path = format!("{ch}/bin:{}", std::env::var("PATH").unwrap_or_default());
+    let vars = [("CARGO_HOME", ch), ("PATH", path.as_str())];
+    let script = format!(
+        "set -e; cat $CARGO_HOME/registry/index/host; \
+         {WRITE} $CARGO_HOME/registry/index/new; {WRITE} $CARGO_HOME/git/db/new; \
+         {WRITE} $CARGO_HOME/bin/planted; {WRITE} $CARGO_HOME/registry/../planted; \
+         cargo new -q --vcs none demo; cd demo; cargo build -q --offline; ./target/debug/demo"
+    );
+    let (out, err) = ok_in(&env, &env.ws, &script, &vars);
+    assert_eq!(out, "host\nok\nok\nEROFS\nEROFS\nHello, world!\n", "{err}");
+    assert!(err.contains("cargo-registry at "), "{err}");
+    assert_eq!(tree(&cargo_home), before);
+    // The positive control for `bin`: outside the sandbox it is writable.
+    std::fs::write(cargo_home.join("bin/planted"), "x").unwrap();
+    // A second run reads what the first wrote in the cache.
+    let (out, _) = ok_in(
+        &env,
+        &env.ws,
+        "cat $CARGO_HOME/registry/index/new $CARGO_HOME/git/db/new",
+        &vars,
+    );
+    assert_eq!(out, "xx");
+}
+
+/// A rule that names the cache path decides it: no private cache there.
+#[test]
+fn a_rule_on_the_cache_path_wins() {
+    let Some(env) = setup() else { return };
+    let npm = env.home.join(".npm");
+    std::fs::create_dir_all(&npm).unwrap();
+    let rw = npm.to_str().unwrap();
+    let (code, out, err) = sbx_in(
+        &env,
+        &env.ws,
+        &[
+            "run",
+            "--report",
+            "--allow-write",
+            rw,
+            "--",
+            "sh",
+            "-c",
+            "echo host > ~/.npm/written",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("not mounted: npm") && err.contains("a rule lets the command write"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(npm.join("written")).unwrap(),
+        "host\n"
+    );
+}
+
+/// Unprivileged (a user namespace), a host cache holding a file of
+/// another user cannot be copied up: the cache is a plain private
+/// directory, said so, and works. Run as root, the test runs sbx as
+/// uid 65534 (nobody).
+#[test]
+fn foreign_owned_host_cache_falls_back_to_a_plain_directory() {
+    let Some(env) = setup() else { return };
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !which("setpriv") {
+        println!("SKIPPED: needs root (to make a root-owned file) and setpriv");
+        return;
+    }
+    let npm = env.home.join(".npm");
+    std::fs::create_dir_all(npm.join("_cacache")).unwrap();
+    std::fs::write(npm.join("_cacache/mine"), "mine\n").unwrap();
+    let nobody = |p: &Path| std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    for d in [&env.root, &env.home, &env.ws, &env.state] {
+        nobody(d);
+    }
+    for p in [npm.clone(), npm.join("_cacache"), npm.join("_cacache/mine")] {
+        nobody(&p);
+    }
+    // `sudo npm` once left a file of root's there.
+    std::fs::write(npm.join("_cacache/roots"), "root\n").unwrap();
+    let before = tree(&npm);
+    let run = |script: &str| {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "--",
+            ])
+            .arg(SBX)
+            .args(["run", "--report", "--", "sh", "-c", script])
+            .current_dir(&env.ws)
+            .env("HOME", &env.home)
+            .env("XDG_STATE_HOME", &env.state)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run("ls ~/.npm; echo private > ~/.npm/new; cat ~/.npm/new");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out, "private\n", "{err}");
+    assert!(
+        err.contains("the npm cache at ") && err.contains("cannot copy it up (EOVERFLOW)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("private and empty of the host's entries"),
+        "{err}"
+    );
+    assert_eq!(tree(&npm), before);
+    // The positive control: without the foreign file, the overlay.
+    std::fs::remove_file(npm.join("_cacache/roots")).unwrap();
+    let (code, out, err) = run("cat ~/.npm/_cacache/mine ~/.npm/new");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out, "mine\nprivate\n", "{err}");
+    assert!(err.contains("private, over the host's cache"), "{err}");
+}
+
+/// `namespaces = "never"`: no new root, no private caches, said so.
+#[test]
+fn without_a_new_root_no_private_caches() {
+    let Some(env) = setup() else { return };
+    let policy = env.root.join("never.toml");
+    std::fs::write(
+        &policy,
+        "[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n[linux]\nnamespaces = \"never\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = sbx_in(
+        &env,
+        &env.ws,
+        &["run", "--report", policy.to_str().unwrap(), "--", "true"],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("sbx: caches: none: [linux] namespaces = \"never\""),
+        "{err}"
+    );
+    assert!(!env.state.join("sbx/caches").exists());
+}
+
+/// A run whose policy can write where sbx keeps the caches cannot fill
+/// another key's cache for later: sbx's state directory is read-only to
+/// every command.
+#[test]
+fn another_keys_cache_is_out_of_reach() {
+    let Some(env) = setup() else { return };
+    if !which("python3") {
+        println!("SKIPPED: python3 not installed");
+        return;
+    }
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    ok_in(&env, &env.ws, "echo first > ~/.npm/entry", &[]);
+    let (_, out, _) = sbx_in(&env, &env.ws, &["caches"], &[]);
+    let key = out.split_whitespace().next().unwrap().to_string();
+    let data = env.state.join("sbx/caches").join(&key).join("npm/data");
+    assert_eq!(
+        std::fs::read_to_string(data.join("entry")).unwrap(),
+        "first\n"
+    );
+    let wide = env.root.to_str().unwrap();
+    let planted = data.join("planted");
+    let free = env.root.join("free");
+    let script = format!(
+        "{WRITE} '{}'; {WRITE} '{}'",
+        planted.display(),
+        free.display()
+    );
+    let (code, out, err) = sbx_in(
+        &env,
+        &env.ws,
+        &["run", "--allow-write", wide, "--", "sh", "-c", &script],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out, "EROFS\nok\n", "{err}");
+    assert!(!planted.exists());
+    assert!(free.exists());
+}
