@@ -28,13 +28,14 @@ mod spelling;
 #[cfg(test)]
 mod tests;
 
-pub use log::{summary, Log, Refusal};
+pub use log::{summary, Echo, Log, Refusal};
 pub use resolve::Resolver;
 pub use rules::{Reason, Rules, Via};
 
 use crate::ir::NetRule;
 use rules::Dest;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -307,19 +308,19 @@ impl Proxy {
     }
 
     /// The loader's call: the artifact's rules, the system resolver,
-    /// refusals echoed to stderr as they happen when `report` is set,
-    /// and the run's token if the listeners are not private.
+    /// refusals printed to stderr as they happen as `echo` says (a bool:
+    /// `--report`), and the run's token if the listeners are not private.
     pub fn for_run(
         spec: &crate::back::landlock::ProxySpec,
         listeners: Vec<TcpListener>,
         relay: Option<RelaySockets>,
-        report: bool,
+        echo: impl Into<Echo>,
         token: Option<String>,
     ) -> io::Result<Proxy> {
         let config = Config {
             token,
             resolver: test_resolver()?,
-            ..Config::new(&spec.rules, Log::new(report))
+            ..Config::new(&spec.rules, Log::new(echo.into()))
         };
         Proxy::from_listeners_with(config, listeners, relay)
     }
@@ -327,7 +328,18 @@ impl Proxy {
     /// Stop, and the summary to print at exit ("" when nothing was
     /// refused).
     pub fn finish(self) -> String {
-        summary(&self.stop())
+        let log = self.cx.log.clone();
+        let mut s = summary(&self.stop());
+        let held = log.held_back();
+        if held > 0 && !s.is_empty() {
+            let _ = writeln!(
+                s,
+                "sbx: {held} refusals were not printed as they happened (at most {} per \
+                 destination); `sbx run --report` prints each",
+                log::PER_DESTINATION
+            );
+        }
+        s
     }
 
     /// The listeners' ports: HTTP, SOCKS5.
