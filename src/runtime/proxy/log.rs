@@ -239,8 +239,52 @@ pub fn summary(refusals: &[Refusal]) -> String {
         let _ = writeln!(s, "  {:<8} {what}: {}", r.via.word(), r.reason);
         rules.extend(r.rule());
     }
+    push_bypass(&mut s, &set);
     crate::runtime::denials::push_rules(&mut s, &rules);
     s
+}
+
+/// Programs that went around the proxy, by the name they looked up or
+/// the address they dialled (sbx cannot tell which process did), and
+/// what to do about it.
+fn push_bypass(s: &mut String, set: &BTreeSet<&Refusal>) {
+    let listed = |hosts: Vec<String>| {
+        let n = hosts.len();
+        let mut l: Vec<String> = hosts.into_iter().take(5).collect();
+        if n > 5 {
+            l.push(format!("{} more", n - 5));
+        }
+        l.join(", ")
+    };
+    let looked_up: Vec<String> = set
+        .iter()
+        .filter(|r| r.via == Via::Dns && r.rule().is_some())
+        .map(|r| r.host.clone())
+        .collect();
+    if !looked_up.is_empty() {
+        let _ = writeln!(
+            s,
+            "sbx: a program looked up {} itself instead of asking the proxy: make it use \
+             the proxy variables (HTTPS_PROXY, ALL_PROXY), or allow each name with a \
+             [[net]] host rule and the port it connects to",
+            listed(looked_up)
+        );
+    }
+    let dialled: Vec<String> = set
+        .iter()
+        .filter(|r| r.via == Via::Relay && matches!(r.reason, Reason::Unsupported(_)))
+        .filter(|r| !r.host.is_empty())
+        .map(|r| host_port(&r.host, r.port))
+        .collect();
+    if !dialled.is_empty() {
+        let _ = writeln!(
+            s,
+            "sbx: a program connected to {} directly, which reaches nothing in the \
+             sandbox: make it use the proxy variables (HTTPS_PROXY, ALL_PROXY), or \
+             connect by a name a [[net]] rule allows",
+            listed(dialled)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +339,34 @@ mod tests {
         assert!(!rules.contains("x.test"), "no rule against a deny rule");
         assert!(rules.contains("host = \"pypi.test\"\nport = 80\nscheme = \"http\""));
         assert_eq!(summary(&[]), "");
+    }
+
+    #[test]
+    fn summary_names_programs_that_went_around_the_proxy() {
+        let list = vec![
+            refusal(Via::Dns, "api.test", 0, Reason::NoRule),
+            refusal(
+                Via::Relay,
+                "198.18.9.9",
+                443,
+                Reason::Unsupported("no relay address".into()),
+            ),
+            refusal(Via::Connect, "evil.test", 443, Reason::NoRule),
+        ];
+        let s = summary(&list);
+        assert!(
+            s.contains("sbx: a program looked up api.test itself instead of asking the proxy: "),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "sbx: a program connected to 198.18.9.9:443 directly, which reaches nothing"
+            ),
+            "{s}"
+        );
+        // Control: a refusal through the proxy is no bypass.
+        let s = summary(&list[2..]);
+        assert!(!s.contains("a program"), "{s}");
     }
 
     /// docs/linux.md: no rule is suggested for this host's loopback or a
