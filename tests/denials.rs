@@ -388,3 +388,66 @@ fn denials_name_the_user_namespace_setting() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// After a failed run on a terminal (and only there), the hint names
+/// missing paths too; `--denials` then lists the host file the policy
+/// does not grant, with its rule. The control: a file the policy grants
+/// is read under the same policy.
+#[test]
+fn a_missing_path_is_hinted_on_a_terminal_and_listed() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let (ws, out) = (root.join("ws"), root.join("out"));
+    std::fs::write(out.join("host-file"), "on the host").unwrap();
+    std::fs::write(ws.join("granted"), "granted").unwrap();
+    let policy = root.join("policy.toml");
+    std::fs::copy(common::root().join("fixtures/default.toml"), &policy).unwrap();
+    let o = out.display();
+    let script = format!("cat granted; echo; cat {o}/host-file");
+    // Not a terminal: no hint (a script's output stays its own).
+    let plain = run(&policy, &ws, &[], &script, None);
+    let err = String::from_utf8_lossy(&plain.stderr);
+    assert_eq!(plain.status.code(), Some(1), "{err}");
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "granted\n");
+    assert!(err.contains("No such file or directory"), "{err}");
+    assert!(!err.contains("--denials"), "{err}");
+    // On a terminal (script(1) gives the run one): the hint.
+    let line = format!(
+        "{SBX} run {} --workspace {} -- sh -c '{script}'",
+        policy.display(),
+        ws.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&ws)
+        .stdin(Stdio::null())
+        .output();
+    if let Some(tty) = tty.ok().filter(|o| !o.stdout.is_empty()) {
+        let text = String::from_utf8_lossy(&tty.stdout);
+        assert!(text.contains("granted"), "{text}");
+        assert!(
+            text.contains(
+                "or hid a path it needed (\"No such file or directory\"), `sbx run --denials"
+            ),
+            "{text}"
+        );
+    } else {
+        println!("SKIPPED (the terminal part): script(1) did not run");
+    }
+    let listed = run(&policy, &ws, &["--denials"], &script, None);
+    let err = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(listed.status.code(), Some(1), "{err}");
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "granted\n");
+    assert!(
+        err.contains(&format!(
+            "not visible in the sandbox, but present on the host (1):\n  read     {o}/host-file\n"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("[[fs]]\npath = \"{o}/host-file\"\nread = true\n")),
+        "{err}"
+    );
+}
