@@ -113,6 +113,43 @@ pub fn allows(ir: &Ir, op: Op, path: &str, kind: &dyn Fn(&str) -> Option<bool>) 
 /// `kind` tells what a path is now, not following a final symlink:
 /// `None` (gone or a symlink), `Some(true)` for a directory, `Some(false)`
 /// for a file.
+/// The destinations the learning session's proxy connected to (its
+/// `via host port` lines, [`crate::runtime::proxy::LEARN_NET`]), as uses.
+pub fn reached(lines: &str) -> Vec<Denied> {
+    lines
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            let (_via, host, port) = (w.next()?, w.next()?, w.next()?.parse().ok()?);
+            Some(Denied::Net {
+                bind: false,
+                host: host.to_string(),
+                port,
+            })
+        })
+        .collect()
+}
+
+/// A connection to the learning session's own plumbing, which no rule
+/// needs: the proxy's listeners on the namespace's loopback, and the DNS
+/// responder and relay addresses (the relay range).
+fn plumbing(host: &str, port: u16) -> bool {
+    let Ok(ip) = host.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    if ip.is_loopback() && crate::back::landlock::proxy::PROXY_PORTS.contains(&port) {
+        return true;
+    }
+    match ip {
+        std::net::IpAddr::V4(a) => {
+            let (start, len) = crate::runtime::proxy::book::RANGE;
+            let mask = u32::MAX << (32 - u32::from(len));
+            u32::from(a) & mask == u32::from(start) & mask
+        }
+        std::net::IpAddr::V6(_) => false,
+    }
+}
+
 pub fn learn(
     ir: &Ir,
     used: &[Denied],
@@ -168,6 +205,9 @@ pub fn learn(
                 }
             }
             Denied::Net { bind, host, port } => {
+                if !*bind && plumbing(host, *port) {
+                    continue;
+                }
                 let ok = if *bind {
                     ir.net.bind.allows(*port)
                 } else {
@@ -249,6 +289,33 @@ mod tests {
             op,
             path: p.to_string(),
         }
+    }
+
+    #[test]
+    fn hosts_reached_are_learned_and_the_plumbing_is_not() {
+        assert_eq!(
+            reached("connect web.test 443\nhttp api.test 80\nbad line\n"),
+            vec![
+                Denied::Net {
+                    bind: false,
+                    host: "web.test".into(),
+                    port: 443
+                },
+                Denied::Net {
+                    bind: false,
+                    host: "api.test".into(),
+                    port: 80
+                },
+            ]
+        );
+        assert!(plumbing("127.0.0.1", 3128));
+        assert!(plumbing("::1", 1080));
+        assert!(plumbing("198.18.0.1", 53));
+        assert!(plumbing("198.19.255.1", 443));
+        // Controls.
+        assert!(!plumbing("127.0.0.1", 8080));
+        assert!(!plumbing("198.20.0.1", 443));
+        assert!(!plumbing("web.test", 3128));
     }
 
     #[test]

@@ -451,3 +451,89 @@ fn a_missing_path_is_hinted_on_a_terminal_and_listed() {
         "{err}"
     );
 }
+
+/// A tiny HTTP server on this host's loopback: answers every request
+/// with `hello`.
+fn hello_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+/// `sbx learn` learns the host name a proxy-aware client reached
+/// through the session's proxy (not the proxy's own address), and the
+/// learned policy lets the same command run under `sbx run`. The
+/// control: under the policy without it, the same command is refused.
+/// The name is a test name the test resolver maps to this host's
+/// loopback (Cargo.toml, `test-resolver`).
+#[test]
+fn learn_learns_a_host_name_through_the_proxy() {
+    if !ready() || Command::new("curl").arg("--version").output().is_err() {
+        println!("SKIPPED: needs strace and curl");
+        return;
+    }
+    let port = hello_server();
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 web.test\n").unwrap();
+    let learned = root.join("learned.toml");
+    let script = format!("curl -sS -f -m 10 http://web.test:{port}/x");
+    let out = Command::new(SBX)
+        .arg("learn")
+        .arg("-o")
+        .arg(&learned)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&ws)
+        .env("SBX_TEST_RESOLVER", &hosts)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello", "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    assert!(
+        text.contains(&format!("[[net]]\nhost = \"web.test\"\nport = {port}\n")),
+        "{text}"
+    );
+    // Not the session's plumbing.
+    assert!(!text.contains("3128"), "{text}");
+    let run = |policy: &Path| {
+        Command::new(SBX)
+            .arg("run")
+            .arg(policy)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(&ws)
+            .env("SBX_TEST_RESOLVER", &hosts)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let ok = run(&learned);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(ok.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "hello", "{err}");
+    // Control: without the learned rule (another host named instead, so
+    // the run still has its proxy), the same request is refused.
+    let other = root.join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace("host = \"web.test\"", "host = \"other.test\""),
+    )
+    .unwrap();
+    let refused = run(&other);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(22), "{err}");
+    assert!(err.contains("sbx: proxy refused http web.test"), "{err}");
+}

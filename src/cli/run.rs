@@ -272,8 +272,15 @@ fn linux(a: RunArgs) -> i32 {
 #[cfg(target_os = "linux")]
 fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     let h = host_ir(a, sbx::ir::Os::Linux)?;
-    match sbx::back::landlock::build(&h.ir) {
-        Ok(art) => {
+    let learning = learning_ir(&h.ir);
+    match sbx::back::landlock::build(learning.as_ref().unwrap_or(&h.ir)) {
+        Ok(mut art) => {
+            if let Some(ir) = &learning {
+                art.proxy
+                    .get_or_insert_with(|| sbx::back::landlock::ProxySpec {
+                        rules: ir.net.rules.iter().filter(|r| !r.bind).cloned().collect(),
+                    });
+            }
             if !a.quiet {
                 // What `check` warns about the rules Landlock drops or narrows.
                 let targets = [sbx::compile::Target::Linux];
@@ -294,6 +301,24 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
             None
         }
     }
+}
+
+/// `sbx learn`'s session (it sets [`sbx::runtime::proxy::LEARN_NET`]):
+/// an unrestricted network goes through the proxy instead, which allows
+/// every host and records each by name, the command in a private
+/// network namespace where direct connections reach nothing and with
+/// TCP sockets only. `None`: not learning, or a network already held to
+/// rules.
+#[cfg(target_os = "linux")]
+fn learning_ir(ir: &sbx::Ir) -> Option<sbx::Ir> {
+    std::env::var_os(sbx::runtime::proxy::LEARN_NET)?;
+    if !ir.net.other_protocols {
+        return None;
+    }
+    let mut l = ir.clone();
+    l.net.other_protocols = false;
+    l.net.dns = false;
+    Some(l)
 }
 
 /// A policy lowered for this host, with what its warnings need (macOS

@@ -146,6 +146,8 @@ pub const MAX_LINES: usize = 20;
 #[derive(Debug, Clone, Default)]
 pub struct Log {
     list: Arc<Mutex<Vec<Refusal>>>,
+    /// Destinations the proxy connected to (`sbx learn` reads them).
+    reached: Arc<Mutex<BTreeSet<(Via, String, u16)>>>,
     shown: Arc<Mutex<Shown>>,
     echo: Echo,
 }
@@ -211,6 +213,22 @@ impl Log {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .held_back
+    }
+
+    /// A destination the proxy connected to; kept up to [`KEEP`].
+    pub fn reach(&self, via: Via, host: &str, port: u16) {
+        let mut r = self.reached.lock().unwrap_or_else(|e| e.into_inner());
+        if r.len() < KEEP {
+            r.insert((via, host.to_string(), port));
+        }
+    }
+
+    /// The destinations reached, as `via host port` lines.
+    pub fn reached(&self) -> String {
+        let r = self.reached.lock().unwrap_or_else(|e| e.into_inner());
+        r.iter()
+            .map(|(via, host, port)| format!("{} {host} {port}\n", via.word()))
+            .collect()
     }
 
     pub fn entries(&self) -> Vec<Refusal> {

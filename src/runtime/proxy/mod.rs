@@ -164,7 +164,9 @@ impl Cx {
     /// Decide, resolve, check each address, connect.
     fn open(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<TcpStream, Reason> {
         let allowed = self.rules.decide(via, dest, path)?;
-        resolve::connect(&self.resolver, &allowed, dest, self.options.connect_timeout)
+        let s = resolve::connect(&self.resolver, &allowed, dest, self.options.connect_timeout)?;
+        self.log.reach(via, &dest.host, dest.port);
+        Ok(s)
     }
 
     /// Log a refusal; failures to reach an allowed host are not the
@@ -205,6 +207,8 @@ impl Cx {
 /// A running proxy. Dropping it stops it too.
 pub struct Proxy {
     cx: Arc<Cx>,
+    /// Where to write the destinations reached at the end ([`LEARN_NET`]).
+    record: Option<std::path::PathBuf>,
     ports: (u16, u16),
     wake: Option<OwnedFd>,
     accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
@@ -278,6 +282,7 @@ impl Proxy {
             .spawn(move || accept_loop(&acx, &listeners, &wait))?;
         Ok(Proxy {
             cx,
+            record: None,
             ports,
             wake: Some(wake),
             accept: Some(accept),
@@ -322,15 +327,23 @@ impl Proxy {
             resolver: test_resolver()?,
             ..Config::new(&spec.rules, Log::new(echo.into()))
         };
-        Proxy::from_listeners_with(config, listeners, relay)
+        let mut p = Proxy::from_listeners_with(config, listeners, relay)?;
+        p.record = std::env::var_os(LEARN_NET).map(Into::into);
+        Ok(p)
     }
 
     /// Stop, and the summary to print at exit ("" when nothing was
     /// refused).
     pub fn finish(self) -> String {
         let log = self.cx.log.clone();
+        let record = self.record.clone();
         let mut s = summary(&self.stop());
         let held = log.held_back();
+        if let Some(path) = record {
+            if let Err(e) = std::fs::write(&path, log.reached()) {
+                let _ = writeln!(s, "sbx: cannot record the hosts reached: {e}");
+            }
+        }
         if held > 0 && !s.is_empty() {
             let _ = writeln!(
                 s,
@@ -553,6 +566,12 @@ fn test_resolver() -> io::Result<Resolver> {
     }
     Ok(Resolver::System)
 }
+
+/// The variable `sbx learn` sets for the `sbx run` it traces: a file
+/// where the proxy writes, when the run ends, each destination it
+/// connected to (`via host port` lines), so that host names are learned
+/// for clients that use the proxy.
+pub const LEARN_NET: &str = "SBX_LEARN_NET";
 
 /// Loopback names the child reaches directly: on Linux its own
 /// loopback, inside its namespace; on macOS this host's, at the ports
