@@ -113,21 +113,44 @@ pub fn allows(ir: &Ir, op: Op, path: &str, kind: &dyn Fn(&str) -> Option<bool>) 
 /// `kind` tells what a path is now, not following a final symlink:
 /// `None` (gone or a symlink), `Some(true)` for a directory, `Some(false)`
 /// for a file.
-/// The destinations the learning session's proxy connected to (its
-/// `via host port` lines, [`crate::runtime::proxy::LEARN_NET`]), as uses.
-pub fn reached(lines: &str) -> Vec<Denied> {
-    lines
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split(' ');
-            let (_via, host, port) = (w.next()?, w.next()?, w.next()?.parse().ok()?);
-            Some(Denied::Net {
-                bind: false,
-                host: host.to_string(),
-                port,
-            })
-        })
-        .collect()
+/// `used` with the learning session's record applied
+/// ([`crate::runtime::proxy::LEARN_NET`]): a connection to an address the
+/// DNS responder gave is one to its name, and each destination the proxy
+/// or relay connected to (`via host port` lines) is a use.
+pub fn reached(lines: &str, used: Vec<Denied>) -> Vec<Denied> {
+    let mut names = BTreeMap::new();
+    let mut out = Vec::new();
+    for l in lines.lines() {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w.as_slice() {
+            ["name", name, addr] => {
+                names.insert(addr.to_string(), name.to_string());
+            }
+            [_via, host, port] => {
+                if let Ok(port) = port.parse() {
+                    out.push(Denied::Net {
+                        bind: false,
+                        host: host.to_string(),
+                        port,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    let named = used.into_iter().map(|u| match u {
+        Denied::Net {
+            bind: false,
+            host,
+            port,
+        } if names.contains_key(&host) => Denied::Net {
+            bind: false,
+            host: names[&host].clone(),
+            port,
+        },
+        u => u,
+    });
+    named.chain(out).collect()
 }
 
 /// A connection to the learning session's own plumbing, which no rule
@@ -141,11 +164,7 @@ fn plumbing(host: &str, port: u16) -> bool {
         return true;
     }
     match ip {
-        std::net::IpAddr::V4(a) => {
-            let (start, len) = crate::runtime::proxy::book::RANGE;
-            let mask = u32::MAX << (32 - u32::from(len));
-            u32::from(a) & mask == u32::from(start) & mask
-        }
+        std::net::IpAddr::V4(a) => crate::runtime::proxy::book::in_range(a),
         std::net::IpAddr::V6(_) => false,
     }
 }
@@ -293,9 +312,34 @@ mod tests {
 
     #[test]
     fn hosts_reached_are_learned_and_the_plumbing_is_not() {
+        let trace = vec![
+            Denied::Net {
+                bind: false,
+                host: "198.18.0.2".into(),
+                port: 8443,
+            },
+            Denied::Net {
+                bind: false,
+                host: "198.18.0.3".into(),
+                port: 8443,
+            },
+        ];
+        let record =
+            "connect web.test 443\nhttp api.test 80\nbad line\nname echo.test 198.18.0.2\n";
         assert_eq!(
-            reached("connect web.test 443\nhttp api.test 80\nbad line\n"),
+            reached(record, trace),
             vec![
+                Denied::Net {
+                    bind: false,
+                    host: "echo.test".into(),
+                    port: 8443
+                },
+                // No name for it: left as it is (and not learned).
+                Denied::Net {
+                    bind: false,
+                    host: "198.18.0.3".into(),
+                    port: 8443
+                },
                 Denied::Net {
                     bind: false,
                     host: "web.test".into(),

@@ -537,3 +537,103 @@ fn learn_learns_a_host_name_through_the_proxy() {
     assert_eq!(refused.status.code(), Some(22), "{err}");
     assert!(err.contains("sbx: proxy refused http web.test"), "{err}");
 }
+
+/// A TCP echo on this host's loopback: answers `echo:` and what it read.
+fn echo_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let _ = s.write_all(b"echo:");
+            let _ = s.write_all(&buf[..n]);
+        }
+    });
+    port
+}
+
+/// A client that ignores the proxy variables: a name lookup, then a
+/// connect with a timeout (non-blocking: EINPROGRESS).
+const DIRECT: &str = r#"
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+    s.sendall(b"hi")
+    print(s.recv(100).decode() or "closed")
+except socket.gaierror:
+    print("gaierror")
+except OSError as e:
+    print("oserror", e)
+"#;
+
+/// `sbx learn` learns a host rule for a program that looks a name up and
+/// connects itself, with a timeout: the session's DNS responder gives
+/// the name an address, the trace sees the connect to it, and the rule
+/// names the host; under `sbx run` the responder and relay then serve
+/// it. The control: the same policy naming another host refuses it.
+#[test]
+fn learn_learns_a_direct_connect_with_a_timeout() {
+    if !ready() || !python() {
+        return;
+    }
+    let port = echo_server();
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 echo.test\n").unwrap();
+    std::fs::write(ws.join("direct.py"), DIRECT).unwrap();
+    let learned = root.join("learned.toml");
+    let cmd = |c: &mut Command| {
+        c.args([
+            "--",
+            "env",
+            "-u",
+            "HTTP_PROXY",
+            "-u",
+            "HTTPS_PROXY",
+            "-u",
+            "ALL_PROXY",
+        ])
+        .args(["-u", "http_proxy", "-u", "https_proxy", "-u", "all_proxy"])
+        .args(["python3", "direct.py", "echo.test", &port.to_string()])
+        .current_dir(&ws)
+        .env("SBX_TEST_RESOLVER", &hosts)
+        .stdin(Stdio::null());
+    };
+    let mut c = Command::new(SBX);
+    c.arg("learn").arg("-o").arg(&learned);
+    cmd(&mut c);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    assert!(
+        text.contains(&format!("[[net]]\nhost = \"echo.test\"\nport = {port}\n")),
+        "{text}\n{err}"
+    );
+    assert!(!text.contains("198.18."), "{text}");
+    let run = |policy: &Path| {
+        let mut c = Command::new(SBX);
+        c.arg("run").arg(policy);
+        cmd(&mut c);
+        c.output().unwrap()
+    };
+    let ok = run(&learned);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "echo:hi\n", "{err}");
+    let other = root.join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace("host = \"echo.test\"", "host = \"other.test\""),
+    )
+    .unwrap();
+    let refused = run(&other);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stdout),
+        "gaierror\n",
+        "{err}"
+    );
+}

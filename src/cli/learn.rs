@@ -113,10 +113,10 @@ pub fn run(a: LearnArgs) -> i32 {
     };
     drop(session);
     std::env::remove_var(sbx::runtime::proxy::LEARN_NET);
-    let mut used = sbx::runtime::denials::on_host(used, &|p| std::path::Path::new(p).exists());
+    let used = sbx::runtime::denials::on_host(used, &|p| std::path::Path::new(p).exists());
     let hosts = std::fs::read_to_string(&reached_path).unwrap_or_default();
     drop(reached);
-    used.extend(sbx::learn::reached(&hosts));
+    let used = sbx::learn::reached(&hosts, used);
     let anchors = sbx::runtime::denials::Anchors {
         workspace: &ir.roots.workspace,
         home: &ir.roots.home,

@@ -337,10 +337,15 @@ impl Proxy {
     pub fn finish(self) -> String {
         let log = self.cx.log.clone();
         let record = self.record.clone();
+        let self_book = self.cx.book.entries();
         let mut s = summary(&self.stop());
         let held = log.held_back();
         if let Some(path) = record {
-            if let Err(e) = std::fs::write(&path, log.reached()) {
+            let mut text = log.reached();
+            for (name, addr) in self_book {
+                let _ = writeln!(text, "name {name} {addr}");
+            }
+            if let Err(e) = std::fs::write(&path, text) {
                 let _ = writeln!(s, "sbx: cannot record the hosts reached: {e}");
             }
         }
@@ -569,8 +574,9 @@ fn test_resolver() -> io::Result<Resolver> {
 
 /// The variable `sbx learn` sets for the `sbx run` it traces: a file
 /// where the proxy writes, when the run ends, each destination it
-/// connected to (`via host port` lines), so that host names are learned
-/// for clients that use the proxy.
+/// connected to (`via host port` lines) and each name the DNS responder
+/// gave an address (`name NAME ADDRESS`), so that host names are learned
+/// for clients that use the proxy and for those that look names up.
 pub const LEARN_NET: &str = "SBX_LEARN_NET";
 
 /// Loopback names the child reaches directly: on Linux its own
