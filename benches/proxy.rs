@@ -119,8 +119,12 @@ mod bench {
             allow: true,
         };
         let listen = || TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let proxy =
-            Proxy::start(Config::new(&[rule], Log::new(false)), listen(), listen()).unwrap();
+        let proxy = Proxy::start(
+            Config::new(&[rule], Log::new(sbx::runtime::proxy::Echo::Off)),
+            listen(),
+            listen(),
+        )
+        .unwrap();
         let (hp, sp) = proxy.ports();
         let mut direct = Vec::new();
         let mut connect = Vec::new();

@@ -113,6 +113,62 @@ pub fn allows(ir: &Ir, op: Op, path: &str, kind: &dyn Fn(&str) -> Option<bool>) 
 /// `kind` tells what a path is now, not following a final symlink:
 /// `None` (gone or a symlink), `Some(true)` for a directory, `Some(false)`
 /// for a file.
+/// `used` with the learning session's record applied
+/// ([`crate::runtime::proxy::LEARN_NET`]): a connection to an address the
+/// DNS responder gave is one to its name, and each destination the proxy
+/// or relay connected to (`via host port` lines) is a use.
+pub fn reached(lines: &str, used: Vec<Denied>) -> Vec<Denied> {
+    let mut names = BTreeMap::new();
+    let mut out = Vec::new();
+    for l in lines.lines() {
+        let w: Vec<&str> = l.split(' ').collect();
+        match w.as_slice() {
+            ["name", name, addr] => {
+                names.insert(addr.to_string(), name.to_string());
+            }
+            [_via, host, port] => {
+                if let Ok(port) = port.parse() {
+                    out.push(Denied::Net {
+                        bind: false,
+                        host: host.to_string(),
+                        port,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    let named = used.into_iter().map(|u| match u {
+        Denied::Net {
+            bind: false,
+            host,
+            port,
+        } if names.contains_key(&host) => Denied::Net {
+            bind: false,
+            host: names[&host].clone(),
+            port,
+        },
+        u => u,
+    });
+    named.chain(out).collect()
+}
+
+/// A connection to the learning session's own plumbing, which no rule
+/// needs: the proxy's listeners on the namespace's loopback, and the DNS
+/// responder and relay addresses (the relay range).
+fn plumbing(host: &str, port: u16) -> bool {
+    let Ok(ip) = host.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    if ip.is_loopback() && crate::back::landlock::proxy::PROXY_PORTS.contains(&port) {
+        return true;
+    }
+    match ip {
+        std::net::IpAddr::V4(a) => crate::runtime::proxy::book::in_range(a),
+        std::net::IpAddr::V6(_) => false,
+    }
+}
+
 pub fn learn(
     ir: &Ir,
     used: &[Denied],
@@ -168,6 +224,9 @@ pub fn learn(
                 }
             }
             Denied::Net { bind, host, port } => {
+                if !*bind && plumbing(host, *port) {
+                    continue;
+                }
                 let ok = if *bind {
                     ir.net.bind.allows(*port)
                 } else {
@@ -249,6 +308,58 @@ mod tests {
             op,
             path: p.to_string(),
         }
+    }
+
+    #[test]
+    fn hosts_reached_are_learned_and_the_plumbing_is_not() {
+        let trace = vec![
+            Denied::Net {
+                bind: false,
+                host: "198.18.0.2".into(),
+                port: 8443,
+            },
+            Denied::Net {
+                bind: false,
+                host: "198.18.0.3".into(),
+                port: 8443,
+            },
+        ];
+        let record =
+            "connect web.test 443\nhttp api.test 80\nbad line\nname echo.test 198.18.0.2\n";
+        assert_eq!(
+            reached(record, trace),
+            vec![
+                Denied::Net {
+                    bind: false,
+                    host: "echo.test".into(),
+                    port: 8443
+                },
+                // No name for it: left as it is (and not learned).
+                Denied::Net {
+                    bind: false,
+                    host: "198.18.0.3".into(),
+                    port: 8443
+                },
+                Denied::Net {
+                    bind: false,
+                    host: "web.test".into(),
+                    port: 443
+                },
+                Denied::Net {
+                    bind: false,
+                    host: "api.test".into(),
+                    port: 80
+                },
+            ]
+        );
+        assert!(plumbing("127.0.0.1", 3128));
+        assert!(plumbing("::1", 1080));
+        assert!(plumbing("198.18.0.1", 53));
+        assert!(plumbing("198.19.255.1", 443));
+        // Controls.
+        assert!(!plumbing("127.0.0.1", 8080));
+        assert!(!plumbing("198.20.0.1", 443));
+        assert!(!plumbing("web.test", 3128));
     }
 
     #[test]

@@ -388,3 +388,252 @@ fn denials_name_the_user_namespace_setting() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// After a failed run on a terminal (and only there), the hint names
+/// missing paths too; `--denials` then lists the host file the policy
+/// does not grant, with its rule. The control: a file the policy grants
+/// is read under the same policy.
+#[test]
+fn a_missing_path_is_hinted_on_a_terminal_and_listed() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let (ws, out) = (root.join("ws"), root.join("out"));
+    std::fs::write(out.join("host-file"), "on the host").unwrap();
+    std::fs::write(ws.join("granted"), "granted").unwrap();
+    let policy = root.join("policy.toml");
+    std::fs::copy(common::root().join("fixtures/default.toml"), &policy).unwrap();
+    let o = out.display();
+    let script = format!("cat granted; echo; cat {o}/host-file");
+    // Not a terminal: no hint (a script's output stays its own).
+    let plain = run(&policy, &ws, &[], &script, None);
+    let err = String::from_utf8_lossy(&plain.stderr);
+    assert_eq!(plain.status.code(), Some(1), "{err}");
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "granted\n");
+    assert!(err.contains("No such file or directory"), "{err}");
+    assert!(!err.contains("--denials"), "{err}");
+    // On a terminal (script(1) gives the run one): the hint.
+    let line = format!(
+        "{SBX} run {} --workspace {} -- sh -c '{script}'",
+        policy.display(),
+        ws.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(&ws)
+        .stdin(Stdio::null())
+        .output();
+    if let Some(tty) = tty.ok().filter(|o| !o.stdout.is_empty()) {
+        let text = String::from_utf8_lossy(&tty.stdout);
+        assert!(text.contains("granted"), "{text}");
+        assert!(
+            text.contains(
+                "or hid a path it needed (\"No such file or directory\"), `sbx run --denials"
+            ),
+            "{text}"
+        );
+    } else {
+        println!("SKIPPED (the terminal part): script(1) did not run");
+    }
+    let listed = run(&policy, &ws, &["--denials"], &script, None);
+    let err = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(listed.status.code(), Some(1), "{err}");
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "granted\n");
+    assert!(
+        err.contains(&format!(
+            "not visible in the sandbox, but present on the host (1):\n  read     {o}/host-file\n"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("[[fs]]\npath = \"{o}/host-file\"\nread = true\n")),
+        "{err}"
+    );
+}
+
+/// A tiny HTTP server on this host's loopback: answers every request
+/// with `hello`.
+fn hello_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    port
+}
+
+/// `sbx learn` learns the host name a proxy-aware client reached
+/// through the session's proxy (not the proxy's own address), and the
+/// learned policy lets the same command run under `sbx run`. The
+/// control: under the policy without it, the same command is refused.
+/// The name is a test name the test resolver maps to this host's
+/// loopback (Cargo.toml, `test-resolver`).
+#[test]
+fn learn_learns_a_host_name_through_the_proxy() {
+    if !ready() || Command::new("curl").arg("--version").output().is_err() {
+        println!("SKIPPED: needs strace and curl");
+        return;
+    }
+    let port = hello_server();
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 web.test\n").unwrap();
+    let learned = root.join("learned.toml");
+    let script = format!("curl -sS -f -m 10 http://web.test:{port}/x");
+    let out = Command::new(SBX)
+        .arg("learn")
+        .arg("-o")
+        .arg(&learned)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&ws)
+        .env("SBX_TEST_RESOLVER", &hosts)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello", "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    assert!(
+        text.contains(&format!("[[net]]\nhost = \"web.test\"\nport = {port}\n")),
+        "{text}"
+    );
+    // Not the session's plumbing.
+    assert!(!text.contains("3128"), "{text}");
+    let run = |policy: &Path| {
+        Command::new(SBX)
+            .arg("run")
+            .arg(policy)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(&ws)
+            .env("SBX_TEST_RESOLVER", &hosts)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let ok = run(&learned);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(ok.status.code(), Some(0), "{err}");
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "hello", "{err}");
+    // Control: without the learned rule (another host named instead, so
+    // the run still has its proxy), the same request is refused.
+    let other = root.join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace("host = \"web.test\"", "host = \"other.test\""),
+    )
+    .unwrap();
+    let refused = run(&other);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(22), "{err}");
+    assert!(err.contains("sbx: proxy refused http web.test"), "{err}");
+}
+
+/// A TCP echo on this host's loopback: answers `echo:` and what it read.
+fn echo_server() -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let _ = s.write_all(b"echo:");
+            let _ = s.write_all(&buf[..n]);
+        }
+    });
+    port
+}
+
+/// A client that ignores the proxy variables: a name lookup, then a
+/// connect with a timeout (non-blocking: EINPROGRESS).
+const DIRECT: &str = r#"
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+    s.sendall(b"hi")
+    print(s.recv(100).decode() or "closed")
+except socket.gaierror:
+    print("gaierror")
+except OSError as e:
+    print("oserror", e)
+"#;
+
+/// `sbx learn` learns a host rule for a program that looks a name up and
+/// connects itself, with a timeout: the session's DNS responder gives
+/// the name an address, the trace sees the connect to it, and the rule
+/// names the host; under `sbx run` the responder and relay then serve
+/// it. The control: the same policy naming another host refuses it.
+#[test]
+fn learn_learns_a_direct_connect_with_a_timeout() {
+    if !ready() || !python() {
+        return;
+    }
+    let port = echo_server();
+    let (_dir, root) = scratch();
+    let ws = root.join("ws");
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 echo.test\n").unwrap();
+    std::fs::write(ws.join("direct.py"), DIRECT).unwrap();
+    let learned = root.join("learned.toml");
+    let cmd = |c: &mut Command| {
+        c.args([
+            "--",
+            "env",
+            "-u",
+            "HTTP_PROXY",
+            "-u",
+            "HTTPS_PROXY",
+            "-u",
+            "ALL_PROXY",
+        ])
+        .args(["-u", "http_proxy", "-u", "https_proxy", "-u", "all_proxy"])
+        .args(["python3", "direct.py", "echo.test", &port.to_string()])
+        .current_dir(&ws)
+        .env("SBX_TEST_RESOLVER", &hosts)
+        .stdin(Stdio::null());
+    };
+    let mut c = Command::new(SBX);
+    c.arg("learn").arg("-o").arg(&learned);
+    cmd(&mut c);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = std::fs::read_to_string(&learned).unwrap();
+    assert!(
+        text.contains(&format!("[[net]]\nhost = \"echo.test\"\nport = {port}\n")),
+        "{text}\n{err}"
+    );
+    assert!(!text.contains("198.18."), "{text}");
+    let run = |policy: &Path| {
+        let mut c = Command::new(SBX);
+        c.arg("run").arg(policy);
+        cmd(&mut c);
+        c.output().unwrap()
+    };
+    let ok = run(&learned);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "echo:hi\n", "{err}");
+    let other = root.join("other.toml");
+    std::fs::write(
+        &other,
+        text.replace("host = \"echo.test\"", "host = \"other.test\""),
+    )
+    .unwrap();
+    let refused = run(&other);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stdout),
+        "gaierror\n",
+        "{err}"
+    );
+}

@@ -14,7 +14,7 @@
 mod common;
 
 use sbx::ir::NetRule;
-use sbx::runtime::proxy::{self, Config, Log, Proxy};
+use sbx::runtime::proxy::{self, Config, Echo, Log, Proxy};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -180,7 +180,7 @@ fn the_proxy_is_the_only_way_out_of_the_namespace() {
         bind: false,
         allow: true,
     };
-    let p = Proxy::from_listeners(Config::new(&[rule], Log::new(false)), listeners).unwrap();
+    let p = Proxy::from_listeners(Config::new(&[rule], Log::new(Echo::Off)), listeners).unwrap();
     assert_eq!(p.ports(), (HTTP_PORT, SOCKS_PORT));
     // From outside, the proxy's ports are not the proxy.
     for port in [HTTP_PORT, SOCKS_PORT] {

@@ -357,3 +357,66 @@ fn git_clone_and_a_chunked_upload_through_the_proxy() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// A refusal is printed when it happens, before the command goes on,
+/// with the rule to add; repeated ones are capped; the 403's body names
+/// the rule; `--quiet` prints none. The control: the allowed host under
+/// the same policy.
+#[test]
+fn refusals_are_printed_as_they_happen() {
+    if !have("curl") {
+        println!("SKIPPED: no curl");
+        return;
+    }
+    let port = common::request_line_server();
+    let fx = Fx::new(&format!("[[net]]\nhost = \"127.0.0.1\"\nport = {port}\n"));
+    if !fx.proxied() {
+        return;
+    }
+    let script = format!(
+        "curl -sS -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{port}/ok; echo \" rc=$?\"
+         curl -s -m 5 -x \"$HTTP_PROXY\" -o body.txt -w '%{{http_code}}\\n' http://refused.invalid:{port}/a
+         echo MARKER >&2
+         for i in 1 2 3 4 5; do curl -s -m 5 -x \"$HTTP_PROXY\" -o /dev/null http://refused.invalid:{port}/a; done
+         echo END >&2"
+    );
+    let line = format!(
+        "sbx: proxy refused http refused.invalid:{port}: no [[net]] rule allows this host, port \
+         and scheme; to allow it, add: [[net]] host = \"refused.invalid\" port = {port} scheme = \"http\"\n"
+    );
+    let out = fx.command(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "GET /ok HTTP/1.1 rc=0\n403\n", "{stderr}");
+    let first = stderr.find(&line).expect(&stderr);
+    let marker = stderr.find("MARKER\n").expect(&stderr);
+    assert!(
+        first < marker,
+        "printed before the command went on\n{stderr}"
+    );
+    // Six refusals of one destination: two lines, and a count at exit.
+    assert_eq!(stderr.matches(&line).count(), 2, "{stderr}");
+    let end = stderr.find("END\n").expect(&stderr);
+    assert!(
+        stderr[end..].contains("sbx: 4 refusals were not printed as they happened"),
+        "{stderr}"
+    );
+    let body = std::fs::read_to_string(fx.dir.path().join("body.txt")).unwrap();
+    assert!(
+        body.contains(&format!(
+            "To allow it, add to the policy:\n\n[[net]]\nhost = \"refused.invalid\"\nport = {port}\nscheme = \"http\"\n"
+        )),
+        "{body}"
+    );
+    // --quiet: no line as it happens; the summary at exit stays.
+    let out = fx.command_with(&["--quiet"], &script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "GET /ok HTTP/1.1 rc=0\n403\n", "{stderr}");
+    assert!(!stderr.contains("sbx: proxy refused"), "{stderr}");
+    assert!(!stderr.contains("not printed as they happened"), "{stderr}");
+    assert!(
+        stderr.contains("sbx: the network proxy refused 1:"),
+        "{stderr}"
+    );
+}

@@ -165,7 +165,8 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
          python3 client.py meta.test {port}
          python3 ask.py echo.test 28
          python3 ask.py nope.example 28
-         python3 client.py echo.test {other}",
+         python3 client.py echo.test {other}
+         python3 client.py 198.18.200.200 {port}",
         other = port.wrapping_add(1).max(1)
     );
     let out = fx.command(&script).output().unwrap();
@@ -173,7 +174,7 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
     let ctx = format!("{stdout}\n{stderr}");
-    assert_eq!(lines.len(), 8, "{ctx}");
+    assert_eq!(lines.len(), 9, "{ctx}");
     assert_eq!(lines[0], "echo:hi", "Python by name: {ctx}");
     assert_eq!(lines[1], "echo:bash", "bash /dev/tcp by name: {ctx}");
     assert_eq!(lines[2], "gaierror True", "no rule: NXDOMAIN: {ctx}");
@@ -190,6 +191,27 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
     assert_eq!(lines[6], "rcode 3 answers 0", "{ctx}");
     // A port no rule names: nothing listens at the relay address.
     assert_eq!(lines[7], "oserror", "{ctx}");
+    // An address no answer gave: the relay closes it unserved.
+    assert!(
+        lines[8] == "closed" || lines[8] == "oserror",
+        "a dialled address: {ctx}"
+    );
+    // Those that went around the proxy are named, with what to do;
+    // not a name a deny rule refused.
+    assert!(
+        stderr.contains(
+            "sbx: a program looked up nope.example itself instead of asking the proxy: \
+             make it use the proxy variables"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "sbx: a program connected to 198.18.200.200:{port} directly, which reaches nothing"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("looked up secret.test"), "{stderr}");
     // The refusals, with the rule that would allow the unknown name and
     // none against the deny rule or for metadata.
     assert!(

@@ -19,7 +19,8 @@ const FAILED: i32 = sbx::runtime::EXIT_SBX_FAILED;
 pub fn hint(code: i32) {
     if code != 0 && code != FAILED && std::io::stderr().is_terminal() {
         eprintln!(
-            "sbx: the command exited with {code}; if the sandbox refused it something, \
+            "sbx: the command exited with {code}; if the sandbox refused it something \
+             or hid a path it needed (\"No such file or directory\"), \
              `sbx run --denials …` lists what, with the rules to add"
         );
     }

@@ -1,7 +1,8 @@
 //! `sbx learn`: run a command traced, in the sandbox of a plain `sbx run`
 //! under a learning session's policy (the base policy, plus reading and
 //! running everything the base does not hide, writing the workspace and
-//! reaching any host), and write a policy that lets it run: the base
+//! reaching any host through a proxy that records each by name), and
+//! write a policy that lets it run: the base
 //! plus the rules it lacked (`sbx::learn`), including writes the session
 //! refused. Linux, through strace, as `sbx run --denials`.
 
@@ -87,6 +88,19 @@ pub fn run(a: LearnArgs) -> i32 {
     }
     args.push("--".into());
     args.extend(a.command.iter().cloned());
+    // The hosts the session's proxy connects to, by name: written by the
+    // traced `sbx run` when it ends (the trace shows only the proxy's
+    // address).
+    let reached = match memfd("") {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: cannot hold the learning session's hosts: {e}");
+            return 2;
+        }
+    };
+    let reached_path = format!("/proc/{}/fd/{}", std::process::id(), reached.as_raw_fd());
+    // Single-threaded still: `traced` starts the first thread.
+    std::env::set_var(sbx::runtime::proxy::LEARN_NET, &reached_path);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sbx"));
     let keep = sbx::runtime::denials::Keep::Uses;
@@ -98,7 +112,11 @@ pub fn run(a: LearnArgs) -> i32 {
         }
     };
     drop(session);
+    std::env::remove_var(sbx::runtime::proxy::LEARN_NET);
     let used = sbx::runtime::denials::on_host(used, &|p| std::path::Path::new(p).exists());
+    let hosts = std::fs::read_to_string(&reached_path).unwrap_or_default();
+    drop(reached);
+    let used = sbx::learn::reached(&hosts, used);
     let anchors = sbx::runtime::denials::Anchors {
         workspace: &ir.roots.workspace,
         home: &ir.roots.home,

@@ -272,8 +272,12 @@ fn linux(a: RunArgs) -> i32 {
 #[cfg(target_os = "linux")]
 fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     let h = host_ir(a, sbx::ir::Os::Linux)?;
-    match sbx::back::landlock::build(&h.ir) {
-        Ok(art) => {
+    let learning = learning_ir(&h.ir);
+    match sbx::back::landlock::build(learning.as_ref().unwrap_or(&h.ir)) {
+        Ok(mut art) => {
+            if let Some(ir) = &learning {
+                art.proxy = Some(learning_spec(ir));
+            }
             if !a.quiet {
                 // What `check` warns about the rules Landlock drops or narrows.
                 let targets = [sbx::compile::Target::Linux];
@@ -294,6 +298,50 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
             None
         }
     }
+}
+
+/// `sbx learn`'s session (it sets [`sbx::runtime::proxy::LEARN_NET`]):
+/// an unrestricted network goes through the proxy instead, which allows
+/// every host and records each by name, the command in a private
+/// network namespace where direct connections reach only the relay and
+/// with TCP (and UDP for DNS) sockets only. `None`: not learning, or a network already held to
+/// rules.
+#[cfg(target_os = "linux")]
+fn learning_ir(ir: &sbx::Ir) -> Option<sbx::Ir> {
+    std::env::var_os(sbx::runtime::proxy::LEARN_NET)?;
+    if !ir.net.other_protocols {
+        return None;
+    }
+    let mut l = ir.clone();
+    l.net.other_protocols = false;
+    // UDP to the DNS responder, as for any policy with host rules.
+    l.net.dns = true;
+    Some(l)
+}
+
+/// The learning session's proxy: its rules (any host), and any host at
+/// the ports clients that ignore the proxy variables use most, so that
+/// the DNS responder answers every name (the relay serves those ports;
+/// a connection to another is refused, and the trace records it).
+#[cfg(target_os = "linux")]
+fn learning_spec(ir: &sbx::Ir) -> sbx::back::landlock::ProxySpec {
+    let mut rules: Vec<sbx::ir::NetRule> =
+        ir.net.rules.iter().filter(|r| !r.bind).cloned().collect();
+    for port in [22, 80, 443] {
+        rules.push(sbx::ir::NetRule {
+            index: rules.len(),
+            file: "sbx learn".into(),
+            line: 0,
+            column: 0,
+            host: "*".into(),
+            scheme: None,
+            port: Some(port),
+            path_prefix: None,
+            bind: false,
+            allow: true,
+        });
+    }
+    sbx::back::landlock::ProxySpec { rules }
 }
 
 /// A policy lowered for this host, with what its warnings need (macOS

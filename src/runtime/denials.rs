@@ -163,7 +163,11 @@ fn line(l: &str, cwd: &str, keep: Keep) -> Option<Denied> {
     };
     let missing = errno == "ENOENT";
     let refused = REFUSED.contains(&errno);
-    if !(missing || refused || (keep == Keep::Uses && errno.is_empty())) {
+    // An attempt to connect is a use whatever came of it: a non-blocking
+    // connect returns EINPROGRESS, and in the learning session's network
+    // namespace a direct one reaches nothing (ECONNREFUSED, ENETUNREACH).
+    let attempt = keep == Keep::Uses && call == "connect";
+    if !(missing || refused || attempt || (keep == Keep::Uses && errno.is_empty())) {
         return None;
     }
     let strings = quoted(args);
@@ -522,6 +526,32 @@ pub fn push_rules(s: &mut String, rules: &std::collections::BTreeSet<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sbx learn` keeps every connect, whatever came of it; `--denials`
+    /// only refusals.
+    #[test]
+    fn learn_keeps_connect_attempts_whatever_their_outcome() {
+        let trace = "connect(3, {sa_family=AF_INET, sin_port=htons(8443), sin_addr=inet_addr(\"10.0.0.1\")}, 16) = -1 EINPROGRESS (Operation now in progress)\n\
+                     connect(4, {sa_family=AF_INET, sin_port=htons(22), sin_addr=inet_addr(\"10.0.0.2\")}, 16) = -1 ECONNREFUSED (Connection refused)\n\
+                     connect(5, {sa_family=AF_INET, sin_port=htons(25), sin_addr=inet_addr(\"10.0.0.3\")}, 16) = -1 ENETUNREACH (Network is unreachable)\n\
+                     connect(6, {sa_family=AF_INET, sin_port=htons(80), sin_addr=inet_addr(\"10.0.0.4\")}, 16) = 0\n\
+                     openat(AT_FDCWD, \"/x\", O_RDONLY) = -1 EISDIR (Is a directory)\n";
+        let net = |h: &str, port| Denied::Net {
+            bind: false,
+            host: h.into(),
+            port,
+        };
+        assert_eq!(
+            parse_where(trace, "/", Keep::Uses),
+            vec![
+                net("10.0.0.1", 8443),
+                net("10.0.0.2", 22),
+                net("10.0.0.3", 25),
+                net("10.0.0.4", 80),
+            ]
+        );
+        assert_eq!(parse_where(trace, "/", Keep::Refusals), vec![]);
+    }
 
     const TRACE: &str = r#"openat(AT_FDCWD, "/srv/f", O_WRONLY|O_CREAT|O_TRUNC, 0666) = -1 EACCES (Permission denied)
 mkdir("/srv/d", 0777)                   = -1 EACCES (Permission denied)

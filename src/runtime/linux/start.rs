@@ -16,6 +16,7 @@ use crate::back::landlock::LinuxArtifact;
 use crate::ir::{Enforcement, Precision, Status};
 use crate::runtime::env::EnvFilter;
 use crate::runtime::expand::Values;
+use crate::runtime::proxy::Echo;
 use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -209,7 +210,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
             // No token: only the command's own namespace reaches the
             // listeners (macOS needs one, docs/macos.md).
             crate::runtime::proxy::merge_env(&mut env, http, socks, None);
-            Some(served.hook(spec.clone(), opts.report))
+            Some(served.hook(spec.clone(), Echo::new(opts.report, opts.quiet)))
         }
         (None, None) => None,
     };
@@ -1071,7 +1072,7 @@ fn finish(
 struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy::Proxy>>>);
 
 impl ServedProxy {
-    fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
+    fn hook(&self, spec: crate::back::landlock::ProxySpec, echo: Echo) -> ProxyHook {
         use crate::runtime::proxy::{relay_ports, RelaySockets, PORTS};
         let slot = self.clone();
         let relay = relay_ports(&spec.rules);
@@ -1098,7 +1099,7 @@ impl ServedProxy {
                     );
                     return;
                 }
-                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, relay, report, None) {
+                match crate::runtime::proxy::Proxy::for_run(&spec, listeners, relay, echo, None) {
                     Ok(p) => *slot.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(p),
                     Err(e) => eprintln!("sbx: warning: the proxy did not start: {e}"),
                 }

@@ -54,6 +54,13 @@ impl Book {
         Some(a)
     }
 
+    /// Every name with its address (`sbx learn` maps the addresses its
+    /// trace saw back to names).
+    pub fn entries(&self) -> Vec<(String, Ipv4Addr)> {
+        let b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        b.by_name.iter().map(|(n, a)| (n.clone(), *a)).collect()
+    }
+
     /// The name `addr` was handed out for.
     pub fn name(&self, addr: Ipv4Addr) -> Option<String> {
         let b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,6 +86,7 @@ mod tests {
         assert_eq!(b.address("a.test"), Some(a), "stable");
         assert_ne!(b.address("b.test").unwrap(), a);
         assert_eq!(b.name(a).as_deref(), Some("a.test"));
+        assert!(b.entries().contains(&("a.test".to_string(), a)));
         assert_eq!(b.name(DNS_ADDR), None);
         for i in 0..MAX_NAMES {
             b.address(&format!("n{i}.test"));

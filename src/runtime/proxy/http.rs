@@ -10,7 +10,7 @@
 use super::chunked;
 use super::relay::{copy, read_by, tunnel, ReadErr};
 use super::rules::{normal_host, Dest, Reason, Via};
-use super::Cx;
+use super::{Cx, Refusal};
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Instant;
@@ -150,6 +150,44 @@ pub fn absolute(target: &str) -> Result<(Dest, String), Bad> {
 }
 
 fn respond(s: &TcpStream, status: u16, text: &str) {
+    respond_with(s, status, text, None);
+}
+
+/// A refused destination: the reason and, where one is suggested, the
+/// rule that would allow it, in the reason phrase when it fits and in
+/// the body; then the refusal is logged.
+fn refuse(client: &TcpStream, cx: &Cx, via: Via, dest: &Dest, text: &str, reason: Reason) {
+    let r = Refusal {
+        via,
+        host: dest.host.clone(),
+        port: dest.port,
+        reason,
+    };
+    let rule = r.rule().zip(r.rule_line());
+    let status = status_of(&r.reason);
+    // Logged first: its line reaches stderr before the client can react.
+    cx.refuse(via, &dest.host, dest.port, r.reason);
+    respond_with(client, status, text, rule);
+}
+
+/// Printable ASCII for a reason phrase: anything else becomes `?`.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// The longest reason phrase sbx sends after "Forbidden by sbx: ".
+const PHRASE_MAX: usize = 200;
+
+/// `rule`: the rule as TOML and on one line.
+fn respond_with(s: &TcpStream, status: u16, text: &str, rule: Option<(String, String)>) {
     let phrase = match status {
         400 => "Bad Request",
         403 => "Forbidden",
@@ -162,23 +200,23 @@ fn respond(s: &TcpStream, status: u16, text: &str) {
     };
     // pip and curl show the reason phrase of a failed CONNECT, often
     // not the body: a refusal says there why (one line, printable ASCII).
+    // The rule goes there too when the whole phrase fits.
     let phrase = if status == 403 {
-        let why: String = text
-            .chars()
-            .map(|c| {
-                if c.is_ascii_graphic() || c == ' ' {
-                    c
-                } else {
-                    '?'
-                }
-            })
-            .take(200)
-            .collect();
+        let why = printable(text);
+        let with_rule = rule
+            .as_ref()
+            .map(|(_, line)| printable(&format!("{why}; to allow it, add: {line}")))
+            .filter(|p| p.len() <= PHRASE_MAX);
+        let why: String = with_rule.unwrap_or(why).chars().take(PHRASE_MAX).collect();
         format!("Forbidden by sbx: {why}")
     } else {
         phrase.to_string()
     };
-    let body = format!("sbx: {text}\n");
+    let mut body = format!("sbx: {text}\n");
+    if let Some((toml, _)) = &rule {
+        body.push_str("To allow it, add to the policy:\n\n");
+        body.push_str(toml);
+    }
     // The challenge: clients that wait for it send the credentials of
     // their proxy URL only then.
     let challenge = if status == 407 {
@@ -241,12 +279,8 @@ fn connect(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
     let upstream = match cx.open(Via::Connect, &dest, None) {
         Ok(u) => u,
         Err(r) => {
-            respond(
-                &client,
-                status_of(&r),
-                &format!("{}:{}: {r}", dest.host, dest.port),
-            );
-            cx.refuse(Via::Connect, &dest.host, dest.port, r);
+            let text = format!("{}:{}: {r}", dest.host, dest.port);
+            refuse(&client, cx, Via::Connect, &dest, &text, r);
             return;
         }
     };
@@ -393,12 +427,8 @@ fn plain(client: TcpStream, cx: &Cx, head: &Head, early: &[u8]) {
     let upstream = match cx.open(Via::Http, &dest, Some(&path)) {
         Ok(u) => u,
         Err(r) => {
-            respond(
-                &client,
-                status_of(&r),
-                &format!("{}:{}{path}: {r}", dest.host, dest.port),
-            );
-            cx.refuse(Via::Http, &dest.host, dest.port, r);
+            let text = format!("{}:{}{path}: {r}", dest.host, dest.port);
+            refuse(&client, cx, Via::Http, &dest, &text, r);
             return;
         }
     };

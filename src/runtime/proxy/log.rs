@@ -4,7 +4,7 @@
 use super::rules::{Reason, Via};
 use super::spelling;
 use crate::runtime::denials::toml_str;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +38,27 @@ impl Refusal {
                 self.reason
             )
         }
+    }
+
+    /// [`Refusal::line`] and, where one is suggested, the rule on the
+    /// same line: what is printed as it happens.
+    pub fn line_with_rule(&self) -> String {
+        match self.rule_line() {
+            Some(rule) => format!("{}; to allow it, add: {rule}", self.line()),
+            None => self.line(),
+        }
+    }
+
+    /// [`Refusal::rule`] on one line (`[[net]] host = "x" port = 443`),
+    /// for a log line or a reason phrase; comments left out.
+    pub fn rule_line(&self) -> Option<String> {
+        let rule = self.rule()?;
+        let parts: Vec<&str> = rule
+            .lines()
+            .map(|l| l.split(" #").next().unwrap_or(l).trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        Some(parts.join(" "))
     }
 
     /// The rule that would allow it; `None` where a rule should not be
@@ -81,12 +102,62 @@ fn host_port(host: &str, port: u16) -> String {
     }
 }
 
-/// Where refusals go: a shared list, and stderr as they happen when
-/// `echo` is set (`--report`).
+/// Which refusals are printed to stderr as they happen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Echo {
+    /// None (`--quiet`, and the proxy's own tests): the summary at exit
+    /// still lists them.
+    #[default]
+    Off,
+    /// The first [`PER_DESTINATION`] per destination and at most
+    /// [`MAX_LINES`] in all; the summary at exit counts the rest.
+    Some,
+    /// Every one (`--report`).
+    All,
+}
+
+impl Echo {
+    /// `sbx run`'s flags: `--report` prints every refusal, `--quiet` none.
+    pub fn new(report: bool, quiet: bool) -> Echo {
+        match (report, quiet) {
+            (true, _) => Echo::All,
+            (false, true) => Echo::Off,
+            (false, false) => Echo::Some,
+        }
+    }
+}
+
+/// `--report` or not, for callers without `--quiet`.
+impl From<bool> for Echo {
+    fn from(report: bool) -> Echo {
+        Echo::new(report, false)
+    }
+}
+
+/// Lines printed per destination while the command runs: a client
+/// retrying in a loop shows its refusal, not a screenful of it.
+pub const PER_DESTINATION: usize = 2;
+
+/// Lines printed in all while the command runs.
+pub const MAX_LINES: usize = 20;
+
+/// Where refusals go: a shared list, and stderr as they happen as
+/// [`Echo`] says.
 #[derive(Debug, Clone, Default)]
 pub struct Log {
     list: Arc<Mutex<Vec<Refusal>>>,
-    echo: bool,
+    /// Destinations the proxy connected to (`sbx learn` reads them).
+    reached: Arc<Mutex<BTreeSet<(Via, String, u16)>>>,
+    shown: Arc<Mutex<Shown>>,
+    echo: Echo,
+}
+
+/// What was printed as it happened, and what was held back.
+#[derive(Debug, Default)]
+struct Shown {
+    lines: usize,
+    by_destination: BTreeMap<(Via, String, u16), usize>,
+    held_back: usize,
 }
 
 /// Refusals kept per run: a client retrying in a loop must not grow
@@ -94,21 +165,70 @@ pub struct Log {
 const KEEP: usize = 10_000;
 
 impl Log {
-    pub fn new(echo: bool) -> Log {
+    pub fn new(echo: Echo) -> Log {
         Log {
-            list: Arc::default(),
             echo,
+            ..Log::default()
         }
     }
 
     pub fn push(&self, r: Refusal) {
-        if self.echo {
-            eprintln!("{}", r.line());
+        if self.show(&r) {
+            eprintln!("{}", r.line_with_rule());
         }
         let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         if l.len() < KEEP {
             l.push(r);
         }
+    }
+
+    /// Whether to print `r` now; counts what is held back.
+    fn show(&self, r: &Refusal) -> bool {
+        let mut s = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+        let show = match self.echo {
+            Echo::Off => return false,
+            Echo::All => true,
+            Echo::Some => {
+                let key = (r.via, r.host.clone(), r.port);
+                let seen = s.by_destination.get(&key).copied().unwrap_or(0);
+                let show = seen < PER_DESTINATION && s.lines < MAX_LINES;
+                if seen < PER_DESTINATION && s.by_destination.len() < KEEP {
+                    s.by_destination.insert(key, seen + 1);
+                }
+                show
+            }
+        };
+        if show {
+            s.lines += 1;
+        } else {
+            s.held_back += 1;
+        }
+        show
+    }
+
+    /// Refusals not printed as they happened (rate limit), for the
+    /// summary at exit.
+    pub fn held_back(&self) -> usize {
+        self.shown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .held_back
+    }
+
+    /// A destination the proxy connected to; kept up to [`KEEP`].
+    pub fn reach(&self, via: Via, host: &str, port: u16) {
+        let mut r = self.reached.lock().unwrap_or_else(|e| e.into_inner());
+        if r.len() < KEEP {
+            r.insert((via, host.to_string(), port));
+        }
+    }
+
+    /// The destinations reached, as `via host port` lines.
+    pub fn reached(&self) -> String {
+        let r = self.reached.lock().unwrap_or_else(|e| e.into_inner());
+        r.iter()
+            .map(|(via, host, port)| format!("{} {host} {port}\n", via.word()))
+            .collect()
     }
 
     pub fn entries(&self) -> Vec<Refusal> {
@@ -137,8 +257,52 @@ pub fn summary(refusals: &[Refusal]) -> String {
         let _ = writeln!(s, "  {:<8} {what}: {}", r.via.word(), r.reason);
         rules.extend(r.rule());
     }
+    push_bypass(&mut s, &set);
     crate::runtime::denials::push_rules(&mut s, &rules);
     s
+}
+
+/// Programs that went around the proxy, by the name they looked up or
+/// the address they dialled (sbx cannot tell which process did), and
+/// what to do about it.
+fn push_bypass(s: &mut String, set: &BTreeSet<&Refusal>) {
+    let listed = |hosts: Vec<String>| {
+        let n = hosts.len();
+        let mut l: Vec<String> = hosts.into_iter().take(5).collect();
+        if n > 5 {
+            l.push(format!("{} more", n - 5));
+        }
+        l.join(", ")
+    };
+    let looked_up: Vec<String> = set
+        .iter()
+        .filter(|r| r.via == Via::Dns && r.rule().is_some())
+        .map(|r| r.host.clone())
+        .collect();
+    if !looked_up.is_empty() {
+        let _ = writeln!(
+            s,
+            "sbx: a program looked up {} itself instead of asking the proxy: make it use \
+             the proxy variables (HTTPS_PROXY, ALL_PROXY), or allow each name with a \
+             [[net]] host rule and the port it connects to",
+            listed(looked_up)
+        );
+    }
+    let dialled: Vec<String> = set
+        .iter()
+        .filter(|r| r.via == Via::Relay && matches!(r.reason, Reason::Unsupported(_)))
+        .filter(|r| !r.host.is_empty())
+        .map(|r| host_port(&r.host, r.port))
+        .collect();
+    if !dialled.is_empty() {
+        let _ = writeln!(
+            s,
+            "sbx: a program connected to {} directly, which reaches nothing in the \
+             sandbox: make it use the proxy variables (HTTPS_PROXY, ALL_PROXY), or \
+             connect by a name a [[net]] rule allows",
+            listed(dialled)
+        );
+    }
 }
 
 #[cfg(test)]
@@ -195,6 +359,34 @@ mod tests {
         assert_eq!(summary(&[]), "");
     }
 
+    #[test]
+    fn summary_names_programs_that_went_around_the_proxy() {
+        let list = vec![
+            refusal(Via::Dns, "api.test", 0, Reason::NoRule),
+            refusal(
+                Via::Relay,
+                "198.18.9.9",
+                443,
+                Reason::Unsupported("no relay address".into()),
+            ),
+            refusal(Via::Connect, "evil.test", 443, Reason::NoRule),
+        ];
+        let s = summary(&list);
+        assert!(
+            s.contains("sbx: a program looked up api.test itself instead of asking the proxy: "),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "sbx: a program connected to 198.18.9.9:443 directly, which reaches nothing"
+            ),
+            "{s}"
+        );
+        // Control: a refusal through the proxy is no bypass.
+        let s = summary(&list[2..]);
+        assert!(!s.contains("a program"), "{s}");
+    }
+
     /// docs/linux.md: no rule is suggested for this host's loopback or a
     /// metadata service, however the client spelled it (the spellings a
     /// resolver turns into those addresses, as the proxy logs them).
@@ -242,6 +434,58 @@ mod tests {
             let r = refusal(Via::Connect, host, 443, Reason::NoRule);
             assert!(r.rule().is_some(), "{host}");
         }
+    }
+
+    #[test]
+    fn echo_is_rate_limited_per_destination() {
+        let log = Log::new(Echo::Some);
+        for _ in 0..5 {
+            log.push(refusal(Via::Connect, "evil.test", 443, Reason::NoRule));
+        }
+        log.push(refusal(Via::Connect, "other.test", 443, Reason::NoRule));
+        assert_eq!(log.held_back(), 5 - PER_DESTINATION);
+        assert_eq!(log.entries().len(), 6, "every refusal is kept");
+        // In all, at most MAX_LINES.
+        let log = Log::new(Echo::Some);
+        for i in 0..MAX_LINES + 3 {
+            log.push(refusal(
+                Via::Connect,
+                &format!("h{i}.test"),
+                443,
+                Reason::NoRule,
+            ));
+        }
+        assert_eq!(log.held_back(), 3);
+        for echo in [Echo::Off, Echo::All] {
+            let log = Log::new(echo);
+            for _ in 0..5 {
+                log.push(refusal(Via::Connect, "evil.test", 443, Reason::NoRule));
+            }
+            // Under --quiet nothing is held back: nothing was to be shown.
+            assert_eq!(log.held_back(), 0, "{echo:?}");
+        }
+        assert_eq!(Echo::new(false, true), Echo::Off);
+        assert_eq!(Echo::new(true, true), Echo::All);
+        assert_eq!(Echo::from(false), Echo::Some);
+    }
+
+    #[test]
+    fn the_line_printed_names_the_rule() {
+        let r = refusal(Via::Http, "pypi.test", 80, Reason::NoRule);
+        assert_eq!(
+            r.line_with_rule(),
+            "sbx: proxy refused http pypi.test:80: no [[net]] rule allows this host, port \
+             and scheme; to allow it, add: [[net]] host = \"pypi.test\" port = 80 scheme = \"http\""
+        );
+        let d = refusal(Via::Dns, "api.test", 0, Reason::NoRule);
+        assert!(
+            d.line_with_rule()
+                .ends_with("add: [[net]] host = \"api.test\" scheme = \"https\""),
+            "{}",
+            d.line_with_rule()
+        );
+        let l = refusal(Via::Http, "127.0.0.1", 80, Reason::NoRule);
+        assert_eq!(l.line_with_rule(), l.line());
     }
 
     #[test]

@@ -28,13 +28,14 @@ mod spelling;
 #[cfg(test)]
 mod tests;
 
-pub use log::{summary, Log, Refusal};
+pub use log::{summary, Echo, Log, Refusal};
 pub use resolve::Resolver;
 pub use rules::{Reason, Rules, Via};
 
 use crate::ir::NetRule;
 use rules::Dest;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -163,7 +164,9 @@ impl Cx {
     /// Decide, resolve, check each address, connect.
     fn open(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<TcpStream, Reason> {
         let allowed = self.rules.decide(via, dest, path)?;
-        resolve::connect(&self.resolver, &allowed, dest, self.options.connect_timeout)
+        let s = resolve::connect(&self.resolver, &allowed, dest, self.options.connect_timeout)?;
+        self.log.reach(via, &dest.host, dest.port);
+        Ok(s)
     }
 
     /// Log a refusal; failures to reach an allowed host are not the
@@ -204,6 +207,8 @@ impl Cx {
 /// A running proxy. Dropping it stops it too.
 pub struct Proxy {
     cx: Arc<Cx>,
+    /// Where to write the destinations reached at the end ([`LEARN_NET`]).
+    record: Option<std::path::PathBuf>,
     ports: (u16, u16),
     wake: Option<OwnedFd>,
     accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
@@ -277,6 +282,7 @@ impl Proxy {
             .spawn(move || accept_loop(&acx, &listeners, &wait))?;
         Ok(Proxy {
             cx,
+            record: None,
             ports,
             wake: Some(wake),
             accept: Some(accept),
@@ -307,27 +313,51 @@ impl Proxy {
     }
 
     /// The loader's call: the artifact's rules, the system resolver,
-    /// refusals echoed to stderr as they happen when `report` is set,
-    /// and the run's token if the listeners are not private.
+    /// refusals printed to stderr as they happen as `echo` says (a bool:
+    /// `--report`), and the run's token if the listeners are not private.
     pub fn for_run(
         spec: &crate::back::landlock::ProxySpec,
         listeners: Vec<TcpListener>,
         relay: Option<RelaySockets>,
-        report: bool,
+        echo: impl Into<Echo>,
         token: Option<String>,
     ) -> io::Result<Proxy> {
         let config = Config {
             token,
             resolver: test_resolver()?,
-            ..Config::new(&spec.rules, Log::new(report))
+            ..Config::new(&spec.rules, Log::new(echo.into()))
         };
-        Proxy::from_listeners_with(config, listeners, relay)
+        let mut p = Proxy::from_listeners_with(config, listeners, relay)?;
+        p.record = std::env::var_os(LEARN_NET).map(Into::into);
+        Ok(p)
     }
 
     /// Stop, and the summary to print at exit ("" when nothing was
     /// refused).
     pub fn finish(self) -> String {
-        summary(&self.stop())
+        let log = self.cx.log.clone();
+        let record = self.record.clone();
+        let self_book = self.cx.book.entries();
+        let mut s = summary(&self.stop());
+        let held = log.held_back();
+        if let Some(path) = record {
+            let mut text = log.reached();
+            for (name, addr) in self_book {
+                let _ = writeln!(text, "name {name} {addr}");
+            }
+            if let Err(e) = std::fs::write(&path, text) {
+                let _ = writeln!(s, "sbx: cannot record the hosts reached: {e}");
+            }
+        }
+        if held > 0 && !s.is_empty() {
+            let _ = writeln!(
+                s,
+                "sbx: {held} refusals were not printed as they happened (at most {} per \
+                 destination); `sbx run --report` prints each",
+                log::PER_DESTINATION
+            );
+        }
+        s
     }
 
     /// The listeners' ports: HTTP, SOCKS5.
@@ -541,6 +571,13 @@ fn test_resolver() -> io::Result<Resolver> {
     }
     Ok(Resolver::System)
 }
+
+/// The variable `sbx learn` sets for the `sbx run` it traces: a file
+/// where the proxy writes, when the run ends, each destination it
+/// connected to (`via host port` lines) and each name the DNS responder
+/// gave an address (`name NAME ADDRESS`), so that host names are learned
+/// for clients that use the proxy and for those that look names up.
+pub const LEARN_NET: &str = "SBX_LEARN_NET";
 
 /// Loopback names the child reaches directly: on Linux its own
 /// loopback, inside its namespace; on macOS this host's, at the ports

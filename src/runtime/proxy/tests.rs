@@ -114,7 +114,7 @@ fn start(rules: &[NetRule], options: Options, token: Option<String>) -> Proxy {
     let config = Config {
         rules: Rules::new(rules),
         resolver: table(),
-        log: Log::new(false),
+        log: Log::new(Echo::Off),
         options,
         token,
     };
@@ -249,6 +249,30 @@ fn disallowed_host_and_port_are_refused_and_logged() {
         "{err}"
     );
     assert!(status.contains("no [[net]] rule allows"), "{err}");
+    // And the rule to add, there and in the body.
+    let rule_line = format!(
+        "; to allow it, add: [[net]] host = \"other.test\" port = {}",
+        srv.port
+    );
+    assert!(status.ends_with(&rule_line), "{err}");
+    assert!(
+        err.contains(&format!(
+            "To allow it, add to the policy:\n\n[[net]]\nhost = \"other.test\"\nport = {}\n",
+            srv.port
+        )),
+        "{err}"
+    );
+    // A name too long for the phrase with its rule: the reason alone
+    // there, the rule in the body.
+    let long = format!("{}.{}.test", "a".repeat(60), "b".repeat(60));
+    let err = connect_echo(&p, &format!("{long}:{}", srv.port)).unwrap_err();
+    let status = err.lines().next().unwrap_or("");
+    assert!(
+        status.len() <= "HTTP/1.1 403 Forbidden by sbx: ".len() + 200,
+        "{err}"
+    );
+    assert!(!status.contains("to allow it"), "{err}");
+    assert!(err.contains(&format!("host = \"{long}\"")), "{err}");
     let wrong_port = srv.port.wrapping_add(1).max(1);
     assert!(connect_echo(&p, &format!("allowed.test:{wrong_port}")).is_err());
     let got = get(&p, &format!("http://other.test:{}/", srv.port));
@@ -266,6 +290,7 @@ fn disallowed_host_and_port_are_refused_and_logged() {
     };
     let want: Vec<(String, u16, Reason)> = vec![
         ("other.test".into(), srv.port, Reason::NoRule),
+        (long, srv.port, Reason::NoRule),
         ("allowed.test".into(), wrong_port, Reason::NoRule),
         ("other.test".into(), srv.port, Reason::NoRule),
         ("other.test".into(), srv.port, Reason::NoRule),
