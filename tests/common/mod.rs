@@ -159,6 +159,26 @@ pub fn outside_presets() -> PathBuf {
     base
 }
 
+/// [`outside_presets`], or where every user can reach it when some
+/// directory above that is closed to others (root's home): a test that
+/// runs sbx as another user needs its paths reachable. `/var/cache` is in
+/// no preset.
+#[allow(dead_code)]
+pub fn outside_presets_for_anyone() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let base = outside_presets();
+    let open = base
+        .ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0));
+    if open {
+        return base;
+    }
+    let base = PathBuf::from("/var/cache/sbx-tests");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    base
+}
+
 impl Host {
     /// Not under /tmp, so the `user_temp` preset does not contain it.
     pub fn new() -> Host {
