@@ -334,3 +334,158 @@ fn have_ssh() -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// A Python client that connects to an address (IPv6 when it has a
+/// colon), sends, and prints what came back or the errno's name.
+const RAW_CLIENT: &str = r#"
+import errno, socket, sys
+addr, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+s.settimeout(5)
+try:
+    s.connect((addr, port))
+    s.sendall(b"hi")
+    print(s.recv(100).decode() or "closed")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e)))
+"#;
+
+/// Listening TCP sockets at `port` on this host's network (the test's
+/// namespace), as /proc/net shows them: (file, local address).
+fn host_listeners(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state)) = (cols.get(1), cols.get(3)) else {
+                continue;
+            };
+            let p = local.rsplit(':').next().unwrap_or("");
+            // 0A: TCP_LISTEN.
+            if *state == "0A" && u16::from_str_radix(p, 16) == Ok(port) {
+                found.push(format!("{f} {local}"));
+            }
+        }
+    }
+    found
+}
+
+/// Loopback forwards (#36): a rule naming this host's loopback with a
+/// port lets a plain client (no proxy) reach the host's server at
+/// 127.0.0.1 and at ::1 inside; `localhost` reaches a server listening
+/// on the host's ::1 only; a port no rule names is refused (EACCES:
+/// Landlock's connect rules); nothing of sbx listens on the host.
+#[test]
+fn loopback_forwards_reach_the_named_ports_only() {
+    if !have("python3") {
+        println!("SKIPPED: no python3");
+        return;
+    }
+    let port = echo_server();
+    // A second server, on the host's ::1 only, for the `localhost` rule.
+    let Ok(l6) = TcpListener::bind("[::1]:0") else {
+        println!("SKIPPED: no IPv6 loopback on this host");
+        return;
+    };
+    let port6 = l6.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut s in l6.incoming().flatten() {
+            let _ = s.write_all(b"six");
+        }
+    });
+    let other = port.wrapping_add(1).max(1);
+    let fx = Fx::new(
+        &format!(
+            "[[net]]\nhost = \"127.0.0.1\"\nport = {port}\n\
+             [[net]]\nhost = \"localhost\"\nport = {port6}\n\
+             [[net]]\nhost = \"echo.test\"\nport = {other}\n"
+        ),
+        "127.0.0.1 echo.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    std::fs::write(fx.dir.path().join("raw.py"), RAW_CLIENT).unwrap();
+    let mut child = fx
+        .command(&format!(
+            "python3 raw.py 127.0.0.1 {port}
+             python3 raw.py ::1 {port}
+             python3 raw.py 127.0.0.1 {port6}
+             python3 raw.py ::1 {port6}
+             python3 raw.py 127.0.0.1 {unnamed}
+             python3 raw.py ::1 {unnamed}
+             read -t 10 _ <&0",
+            unnamed = port.wrapping_add(2).max(1)
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..6 {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        lines.push(l.trim().to_string());
+    }
+    // While the command runs: on this host only the test's own servers
+    // listen at those ports.
+    assert_eq!(host_listeners(port).len(), 1, "{:?}", host_listeners(port));
+    assert_eq!(
+        host_listeners(port6).len(),
+        1,
+        "{:?}",
+        host_listeners(port6)
+    );
+    child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    let done = child.wait_with_output().unwrap();
+    let ctx = format!("{lines:?}\n{}", String::from_utf8_lossy(&done.stderr));
+    assert_eq!(lines[0], "echo:hi", "127.0.0.1: {ctx}");
+    assert_eq!(
+        lines[1], "echo:hi",
+        "::1 leads to the rule's 127.0.0.1: {ctx}"
+    );
+    assert_eq!(
+        lines[2], "six",
+        "localhost: 127.0.0.1 first, then ::1: {ctx}"
+    );
+    assert_eq!(lines[3], "six", "{ctx}");
+    // A port no rule names: Landlock refuses the connect before
+    // anything could answer (no forward, nothing listening there).
+    assert_eq!(lines[4], "EACCES", "a port no rule names: {ctx}");
+    assert_eq!(lines[5], "EACCES", "{ctx}");
+    assert!(done.status.success(), "{ctx}");
+}
+
+/// The report says that a loopback rule without a port is not
+/// forwarded; one with a port is exact, so it is not among the
+/// approximations.
+#[test]
+fn the_report_names_the_forward() {
+    let fx = Fx::new(
+        "[[net]]\nhost = \"127.0.0.1\"\nport = 5432\n[[net]]\nhost = \"::1\"\n",
+        "",
+    );
+    let out = Command::new(SBX)
+        .current_dir(fx.dir.path())
+        .args([
+            "run",
+            "--report",
+            "--workspace",
+            ".",
+            "policy.toml",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        report
+            .contains("narrower net[1] (linux): host \"::1\" is this host's loopback with no port"),
+        "{report}"
+    );
+    assert!(!report.contains(" net[0] "), "{report}");
+}

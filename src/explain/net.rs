@@ -92,9 +92,13 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
         // A deny rule holds for every client; an allow rule for clients
         // that ignore the proxy when the relay serves its port, and its
         // path_prefix only for plain HTTP through the proxy.
+        let forwarded = hit
+            .is_some_and(|r| crate::back::landlock::proxy::forwarded(r) && r.path_prefix.is_none());
         let relayed = match hit {
             Some(r) if !r.allow => true,
-            Some(r) => crate::back::landlock::proxy::relayed(r) && r.path_prefix.is_none(),
+            Some(r) => {
+                (crate::back::landlock::proxy::relayed(r) || forwarded) && r.path_prefix.is_none()
+            }
             // Refused for its path only: a tunnel shows no path, so
             // the host and port are all that is checked (said below).
             None => !rules.iter().any(|r| {
@@ -104,7 +108,16 @@ pub fn explain(ir: &Ir, scheme: Option<&str>, host: &str, port: u16, path: &str)
                         .is_some_and(|pp| matches(r, scheme, host, port, pp))
             }),
         };
-        let (enforced, what) = if relayed {
+        let (enforced, what) = if forwarded {
+            (
+                Enforced::Exact,
+                format!(
+                    "`sbx run` forwards port {port} for every TCP client: 127.0.0.1:{port} and \
+                     [::1]:{port} in the private network namespace lead to this host's loopback \
+                     at that port (an artifact alone: Landlock, the port only)"
+                ),
+            )
+        } else if relayed {
             (
                 Enforced::Exact,
                 format!(

@@ -99,9 +99,13 @@ pub struct NsPrep {
     pub sock: Option<OwnedFd>,
     /// The ruleset handles TCP connect: add the listeners' ports to it.
     pub net_rules: bool,
-    /// The relay for clients that ignore the proxy variables: its
-    /// listeners follow the proxy's, then the DNS responder's socket.
+    /// The relay for clients that ignore the proxy variables: the route,
+    /// `resolv.conf` and the DNS responder's socket, sent last.
     pub relay: Option<super::relaynet::RelayPrep>,
+    /// The relay's and the loopback forwards' listeners, sent after the
+    /// proxy's: the first `bind_count`.
+    pub binds: [std::net::SocketAddr; MAX_LISTENERS],
+    pub bind_count: usize,
     /// Rules beneath `/proc`, (path, Landlock rights): Landlock rules
     /// belong to inodes, and the fresh `/proc` has new ones, so the
     /// command adds these again once it has mounted it.
@@ -635,41 +639,51 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
     let Some(sock) = &ns.sock else {
         return n == 0;
     };
-    let relay = ns.relay.as_ref().map_or(0, |r| r.count);
-    // The proxy's on 127.0.0.1, then the relay's on every address, then
+    let extra = ns.bind_count;
+    // The proxy's on 127.0.0.1, then the relay's and the forwards', then
     // the DNS responder's socket.
-    let total = (n + relay).min(MAX_LISTENERS);
+    let total = (n + extra).min(MAX_LISTENERS);
     let mut fds = [-1 as RawFd; MAX_LISTENERS + 1];
     for (i, slot) in fds.iter_mut().take(total).enumerate() {
-        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let at = if i < n {
+            std::net::SocketAddr::from(([127, 0, 0, 1], ns.ports[i]))
+        } else {
+            ns.binds[i - n]
+        };
+        let (addr, len) = sockaddr(&at);
+        let family = if at.is_ipv6() {
+            libc::AF_INET6
+        } else {
+            libc::AF_INET
+        };
+        let s = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
             return false;
         }
         *slot = s;
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        match &ns.relay {
-            Some(r) if i >= n => addr.sin_port = r.ports[i - n].to_be(),
-            _ => {
-                addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-                addr.sin_port = ns.ports[i].to_be();
-            }
-        }
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        if libc::bind(s, &addr as *const _ as *const libc::sockaddr, len) != 0
+        if libc::bind(s, (&addr as *const libc::sockaddr_storage).cast(), len) != 0
             || libc::listen(s, 128) != 0
         {
             return false;
         }
-        let mut got: libc::sockaddr_in = std::mem::zeroed();
-        let mut glen = len;
-        if libc::getsockname(s, &mut got as *mut _ as *mut libc::sockaddr, &mut glen) != 0 {
+        // The port the kernel gave (asked for 0: any), at the same place
+        // in both families.
+        let mut got: libc::sockaddr_storage = std::mem::zeroed();
+        let mut glen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        if libc::getsockname(
+            s,
+            (&mut got as *mut libc::sockaddr_storage).cast(),
+            &mut glen,
+        ) != 0
+        {
             return false;
         }
+        let got = &*(&got as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>();
+        let port = u16::from_be(got.sin_port);
         if let (Some(rs), true) = (ruleset, ns.net_rules) {
             let rule = NetPortAttr {
                 allowed_access: LANDLOCK_ACCESS_NET_CONNECT_TCP,
-                port: u64::from(u16::from_be(got.sin_port)),
+                port: u64::from(port),
             };
             if libc::syscall(
                 libc::SYS_landlock_add_rule,
@@ -696,6 +710,35 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
         libc::close(*fd);
     }
     ok
+}
+
+/// `at` as the kernel takes it; nothing allocated.
+fn sockaddr(at: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: plain-old-data.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match at {
+        std::net::SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage has room and alignment for it.
+            let sin = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>()
+            };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(a) => {
+            // SAFETY: as above.
+            let sin6 = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
 }
 
 pub struct SetupArgs<'a> {

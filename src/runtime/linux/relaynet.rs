@@ -10,8 +10,8 @@
 //! data prepared by the parent, nothing allocated.
 
 use super::nschild::{
-    clone_tree, set_attr, tmpfs, MAX_LISTENERS, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC,
-    MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY, MOVE_MOUNT_F_EMPTY_PATH,
+    clone_tree, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+    MOUNT_ATTR_RDONLY, MOVE_MOUNT_F_EMPTY_PATH,
 };
 use crate::runtime::proxy::book::{DNS_ADDR, RANGE};
 use std::ffi::CString;
@@ -22,11 +22,9 @@ use std::os::fd::RawFd;
 /// times, each a logged refusal).
 pub const RESOLV_CONF: &str = "nameserver 198.18.0.1\noptions attempts:2 timeout:2\n";
 
-/// What the setup process needs for the relay.
+/// What the setup process needs for the relay (its listeners are in
+/// `NsPrep::binds`).
 pub struct RelayPrep {
-    /// Ports for listeners on `0.0.0.0`, the first `count`.
-    pub ports: [u16; MAX_LISTENERS],
-    pub count: usize,
     /// Where the generated `resolv.conf` goes, as the setup process sees
     /// the command's root (the new root is attached at `attach`).
     pub resolv_at: CString,
@@ -37,15 +35,7 @@ impl RelayPrep {
     /// there is one. The file is mounted over the host's
     /// `/etc/resolv.conf`, or over where it links to (often a file in
     /// `/run`): a mount does not follow the link in the new root.
-    pub fn new(ports: &[u16], attach: Option<&str>) -> Result<RelayPrep, String> {
-        if ports.len() > MAX_LISTENERS {
-            return Err(format!(
-                "the relay asks for {} ports (at most {MAX_LISTENERS})",
-                ports.len()
-            ));
-        }
-        let mut p = [0; MAX_LISTENERS];
-        p[..ports.len()].copy_from_slice(ports);
+    pub fn new(attach: Option<&str>) -> Result<RelayPrep, String> {
         let target = std::fs::canonicalize("/etc/resolv.conf")
             .ok()
             .and_then(|p| p.to_str().map(String::from))
@@ -55,8 +45,6 @@ impl RelayPrep {
             None => target,
         };
         Ok(RelayPrep {
-            ports: p,
-            count: ports.len(),
             resolv_at: CString::new(at).map_err(|e| e.to_string())?,
         })
     }

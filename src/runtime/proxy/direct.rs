@@ -15,6 +15,11 @@ pub fn serve(client: TcpStream, cx: &Cx) {
     let Ok(local) = client.local_addr() else {
         return;
     };
+    if local.ip().to_canonical().is_loopback() {
+        if let Some(host) = cx.rules.forward_host(local.port()) {
+            return super::forward::serve(client, cx, host);
+        }
+    }
     let name = match local.ip() {
         IpAddr::V4(a) => cx.book.name(a),
         IpAddr::V6(a) => a.to_ipv4_mapped().and_then(|a| cx.book.name(a)),

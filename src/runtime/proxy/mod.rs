@@ -17,6 +17,7 @@ pub mod book;
 mod chunked;
 mod direct;
 mod dns;
+mod forward;
 mod http;
 mod log;
 mod relay;
@@ -93,12 +94,52 @@ pub struct Config {
 
 /// The sockets for clients that ignore the proxy variables (Linux, in
 /// the command's network namespace): the DNS responder's UDP socket at
-/// [`book::DNS_ADDR`] and a TCP listener on `0.0.0.0` at each of the
-/// relay's ports ([`relay_ports`]).
+/// [`book::DNS_ADDR`] (when the relay has ports), a TCP listener on
+/// `0.0.0.0` at each of the relay's ports ([`relay_ports`]), and the
+/// loopback forwards' listeners on 127.0.0.1 and ::1 ([`relay_listens`]).
+/// Which one a connection came in on, its local address says.
 #[derive(Debug)]
 pub struct RelaySockets {
-    pub dns: UdpSocket,
+    pub dns: Option<UdpSocket>,
     pub listeners: Vec<TcpListener>,
+}
+
+/// The ports of the loopback forwards (issue #36): those of the allow
+/// rules for this host's loopback.
+pub fn forward_ports(rules: &[NetRule]) -> Vec<u16> {
+    let mut ports: Vec<u16> = rules
+        .iter()
+        .filter(|r| crate::back::landlock::proxy::forwarded(r))
+        .filter_map(crate::back::landlock::proxy::relay_port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Where the relay's and the forwards' listeners are bound in the
+/// namespace, in the order they are handed over: `0.0.0.0` at each
+/// relay port, then 127.0.0.1 at each forward port the relay does not
+/// hold already (its `0.0.0.0` listener takes 127.0.0.1 too), then ::1
+/// at each forward port.
+pub fn relay_listens(relay: &[u16], forward: &[u16]) -> Vec<std::net::SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+    let mut out: Vec<SocketAddr> = relay
+        .iter()
+        .map(|p| SocketAddr::from((Ipv4Addr::UNSPECIFIED, *p)))
+        .collect();
+    out.extend(
+        forward
+            .iter()
+            .filter(|p| !relay.contains(p))
+            .map(|p| SocketAddr::from((Ipv4Addr::LOCALHOST, *p))),
+    );
+    out.extend(
+        forward
+            .iter()
+            .map(|p| SocketAddr::from((Ipv6Addr::LOCALHOST, *p))),
+    );
+    out
 }
 
 /// The ports the relay listens on: those the allow rules for names
@@ -238,10 +279,15 @@ impl Proxy {
         let mut udp = None;
         if let Some(r) = relay {
             for l in r.listeners {
-                relay_ports.push(l.local_addr()?.port());
+                let local = l.local_addr()?;
+                // The forwards' listeners are on loopback, the relay's
+                // on every address.
+                if local.ip().is_unspecified() {
+                    relay_ports.push(local.port());
+                }
                 listeners.push((l, Kind::Relay));
             }
-            udp = Some(r.dns);
+            udp = r.dns;
         }
         for (l, _) in &listeners {
             l.set_nonblocking(true)?;

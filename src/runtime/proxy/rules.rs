@@ -118,6 +118,16 @@ impl Rules {
         }
     }
 
+    /// The host of the first loopback forward at `port` (issue #36): an
+    /// allow rule for this host's loopback, as written.
+    pub fn forward_host(&self, port: u16) -> Option<String> {
+        use crate::back::landlock::proxy::{forwarded, relay_port};
+        self.rules
+            .iter()
+            .find(|r| forwarded(r) && relay_port(r) == Some(port))
+            .map(|r| r.host.clone())
+    }
+
     /// Host, port, scheme and path; addresses are checked after lookup
     /// ([`Allowed::address`]). `path` is the plain-HTTP request's path.
     pub fn decide(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<Allowed, Reason> {
