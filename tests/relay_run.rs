@@ -120,6 +120,21 @@ except OSError as e:
     print("oserror")
 "#;
 
+/// A Python client over IPv6 by name: looks up the AAAA record only,
+/// connects, sends, prints the reply and whether the address is in the
+/// relay's IPv6 range.
+const CLIENT6: &str = r#"
+import socket, sys
+name, port = sys.argv[1], int(sys.argv[2])
+try:
+    ai = socket.getaddrinfo(name, port, socket.AF_INET6, socket.SOCK_STREAM)
+    s = socket.create_connection(ai[0][4][:2], timeout=5)
+    s.sendall(b"v6")
+    print(s.recv(100).decode(), ai[0][4][0].startswith("fd73:6278::"))
+except OSError as e:
+    print("oserror", e)
+"#;
+
 /// A raw DNS question to the responder: prints the response code and
 /// the number of answers.
 const ASK: &str = r#"
@@ -156,6 +171,7 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
     }
     std::fs::write(fx.dir.path().join("client.py"), CLIENT).unwrap();
     std::fs::write(fx.dir.path().join("ask.py"), ASK).unwrap();
+    std::fs::write(fx.dir.path().join("client6.py"), CLIENT6).unwrap();
     let script = format!(
         "test -z \"$HTTP_PROXY$ALL_PROXY\" || echo proxy variables set
          python3 client.py echo.test {port}
@@ -165,7 +181,9 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
          python3 client.py meta.test {port}
          python3 ask.py echo.test 28
          python3 ask.py nope.example 28
-         python3 client.py echo.test {other}",
+         python3 client.py echo.test {other}
+         python3 client6.py echo.test {port}
+         python3 client6.py nope.example {port}",
         other = port.wrapping_add(1).max(1)
     );
     let out = fx.command(&script).output().unwrap();
@@ -173,7 +191,7 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
     let ctx = format!("{stdout}\n{stderr}");
-    assert_eq!(lines.len(), 8, "{ctx}");
+    assert_eq!(lines.len(), 10, "{ctx}");
     assert_eq!(lines[0], "echo:hi", "Python by name: {ctx}");
     assert_eq!(lines[1], "echo:bash", "bash /dev/tcp by name: {ctx}");
     assert_eq!(lines[2], "gaierror True", "no rule: NXDOMAIN: {ctx}");
@@ -184,12 +202,24 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
         lines[4] == "closed" || lines[4] == "oserror",
         "metadata: {ctx}"
     );
-    // IPv6: an allowed name has no AAAA record (NODATA), a refused one
-    // is NXDOMAIN.
-    assert_eq!(lines[5], "rcode 0 answers 0", "{ctx}");
+    // IPv6: an allowed name has an AAAA record in the relay's IPv6
+    // range (where this kernel has IPv6), a refused one is NXDOMAIN.
+    let ipv6 = std::path::Path::new("/proc/sys/net/ipv6").exists();
+    let aaaa = if ipv6 {
+        "rcode 0 answers 1"
+    } else {
+        "rcode 0 answers 0"
+    };
+    assert_eq!(lines[5], aaaa, "{ctx}");
     assert_eq!(lines[6], "rcode 3 answers 0", "{ctx}");
     // A port no rule names: nothing listens at the relay address.
     assert_eq!(lines[7], "oserror", "{ctx}");
+    // A Python client over IPv6 by name reaches the host through the
+    // relay's IPv6 address; a refused name has no address.
+    if ipv6 {
+        assert_eq!(lines[8], "echo:v6 True", "IPv6 by name: {ctx}");
+    }
+    assert!(lines[9].starts_with("oserror"), "{ctx}");
     // The refusals, with the rule that would allow the unknown name and
     // none against the deny rule or for metadata.
     assert!(
@@ -232,8 +262,11 @@ fn relay_sockets_on_host(port: u16) -> Vec<String> {
             // IPv4 in /proc/net is the address's bytes as a host-order
             // (little-endian here) word: 198.18.x.y reads "..12C6".
             let relay_range = addr.len() == 8 && (addr.ends_with("12C6") || addr.ends_with("13C6"));
+            // fd73:6278::/64, the IPv6 range: its first word reads
+            // "786273FD" the same way.
+            let relay6 = addr.len() == 32 && addr.starts_with("786273FD");
             let wildcard = addr.chars().all(|c| c == '0') && p == port;
-            if relay_range || wildcard {
+            if relay_range || relay6 || wildcard {
                 found.push(format!("{f}: {line}"));
             }
         }

@@ -366,7 +366,8 @@ pub fn prepare(
         None
     };
     let listeners = ports.len();
-    let binds = crate::runtime::proxy::relay_listens(relay_ports, forward_ports);
+    let ipv6 = crate::runtime::proxy::ipv6();
+    let binds = crate::runtime::proxy::relay_listens(relay_ports, forward_ports, ipv6);
     if listeners + binds.len() > MAX_LISTENERS {
         return Err(format!(
             "the proxy, relay and forwards ask for {} listeners (at most {MAX_LISTENERS})",
@@ -412,7 +413,7 @@ pub fn prepare(
                         .as_ref()
                         .filter(|_| w.pid)
                         .and_then(|r| r.attach.to_str().ok());
-                    Some(super::relaynet::RelayPrep::new(attach)?)
+                    Some(super::relaynet::RelayPrep::new(attach, ipv6)?)
                 }
                 _ => None,
             },

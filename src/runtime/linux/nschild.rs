@@ -661,6 +661,20 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
             return false;
         }
         *slot = s;
+        // `[::]` for IPv6 only: the relay's `0.0.0.0` listener holds the
+        // same port for IPv4.
+        let one: libc::c_int = 1;
+        if at.is_ipv6()
+            && libc::setsockopt(
+                s,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_V6ONLY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) != 0
+        {
+            return false;
+        }
         if libc::bind(s, (&addr as *const libc::sockaddr_storage).cast(), len) != 0
             || libc::listen(s, 128) != 0
         {
@@ -801,7 +815,7 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         child::fail(a.wr, Step::Loopback);
     }
     if let Some(r) = &ns.relay {
-        if !super::relaynet::local_route() {
+        if !super::relaynet::local_route() || (r.ipv6 && !super::relaynet::local_route6()) {
             child::fail(a.wr, Step::Loopback);
         }
         // Without a file to mount over, the command keeps the host's

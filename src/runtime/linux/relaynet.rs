@@ -13,7 +13,7 @@ use super::nschild::{
     clone_tree, set_attr, tmpfs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
     MOUNT_ATTR_RDONLY, MOVE_MOUNT_F_EMPTY_PATH,
 };
-use crate::runtime::proxy::book::{DNS_ADDR, RANGE};
+use crate::runtime::proxy::book::{DNS_ADDR, RANGE, RANGE6};
 use std::ffi::CString;
 use std::os::fd::RawFd;
 
@@ -25,6 +25,8 @@ pub const RESOLV_CONF: &str = "nameserver 198.18.0.1\noptions attempts:2 timeout
 /// What the setup process needs for the relay (its listeners are in
 /// `NsPrep::binds`).
 pub struct RelayPrep {
+    /// Add the IPv6 range too (the kernel has IPv6).
+    pub ipv6: bool,
     /// Where the generated `resolv.conf` goes, as the setup process sees
     /// the command's root (the new root is attached at `attach`).
     pub resolv_at: CString,
@@ -35,7 +37,7 @@ impl RelayPrep {
     /// there is one. The file is mounted over the host's
     /// `/etc/resolv.conf`, or over where it links to (often a file in
     /// `/run`): a mount does not follow the link in the new root.
-    pub fn new(attach: Option<&str>) -> Result<RelayPrep, String> {
+    pub fn new(attach: Option<&str>, ipv6: bool) -> Result<RelayPrep, String> {
         let target = std::fs::canonicalize("/etc/resolv.conf")
             .ok()
             .and_then(|p| p.to_str().map(String::from))
@@ -45,6 +47,7 @@ impl RelayPrep {
             None => target,
         };
         Ok(RelayPrep {
+            ipv6,
             resolv_at: CString::new(at).map_err(|e| e.to_string())?,
         })
     }
@@ -80,6 +83,22 @@ struct RouteReq {
     oif: Attr4,
 }
 
+/// A route attribute with a 16-byte value (an IPv6 address).
+#[repr(C)]
+struct Attr16 {
+    len: u16,
+    kind: u16,
+    value: [u8; 16],
+}
+
+#[repr(C)]
+struct Route6Req {
+    head: libc::nlmsghdr,
+    rt: RtMsg,
+    dst: Attr16,
+    oif: Attr4,
+}
+
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 const RT_TABLE_LOCAL: u8 = 255;
@@ -89,40 +108,38 @@ const RTN_LOCAL: u8 = 2;
 /// `lo` is the first interface of every network namespace.
 const LO_INDEX: u32 = 1;
 
+fn head<T>() -> libc::nlmsghdr {
+    libc::nlmsghdr {
+        nlmsg_len: std::mem::size_of::<T>() as u32,
+        nlmsg_type: libc::RTM_NEWROUTE,
+        nlmsg_flags: (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL)
+            as u16,
+        nlmsg_seq: 1,
+        nlmsg_pid: 0,
+    }
+}
+
+fn local(family: i32, dst_len: u8) -> RtMsg {
+    RtMsg {
+        family: family as u8,
+        dst_len,
+        src_len: 0,
+        tos: 0,
+        table: RT_TABLE_LOCAL,
+        protocol: RTPROT_BOOT,
+        scope: RT_SCOPE_HOST,
+        kind: RTN_LOCAL,
+        flags: 0,
+    }
+}
+
 /// `ip route add local 198.18.0.0/15 dev lo`, over netlink: every
 /// address of the range is this namespace's own, so one wildcard
 /// listener per port takes connections to all of them.
 pub unsafe fn local_route() -> bool {
-    let s = libc::socket(
-        libc::AF_NETLINK,
-        libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-        libc::NETLINK_ROUTE,
-    );
-    if s < 0 {
-        return false;
-    }
     let req = RouteReq {
-        head: libc::nlmsghdr {
-            nlmsg_len: std::mem::size_of::<RouteReq>() as u32,
-            nlmsg_type: libc::RTM_NEWROUTE,
-            nlmsg_flags: (libc::NLM_F_REQUEST
-                | libc::NLM_F_ACK
-                | libc::NLM_F_CREATE
-                | libc::NLM_F_EXCL) as u16,
-            nlmsg_seq: 1,
-            nlmsg_pid: 0,
-        },
-        rt: RtMsg {
-            family: libc::AF_INET as u8,
-            dst_len: RANGE.1,
-            src_len: 0,
-            tos: 0,
-            table: RT_TABLE_LOCAL,
-            protocol: RTPROT_BOOT,
-            scope: RT_SCOPE_HOST,
-            kind: RTN_LOCAL,
-            flags: 0,
-        },
+        head: head::<RouteReq>(),
+        rt: local(libc::AF_INET, RANGE.1),
         dst: Attr4 {
             len: 8,
             kind: RTA_DST,
@@ -134,12 +151,44 @@ pub unsafe fn local_route() -> bool {
             value: LO_INDEX.to_ne_bytes(),
         },
     };
+    route(&req)
+}
+
+/// `ip -6 route add local fd73:6278::/64 dev lo`: the same for IPv6.
+pub unsafe fn local_route6() -> bool {
+    let req = Route6Req {
+        head: head::<Route6Req>(),
+        rt: local(libc::AF_INET6, RANGE6.1),
+        dst: Attr16 {
+            len: 20,
+            kind: RTA_DST,
+            value: RANGE6.0.octets(),
+        },
+        oif: Attr4 {
+            len: 8,
+            kind: RTA_OIF,
+            value: LO_INDEX.to_ne_bytes(),
+        },
+    };
+    route(&req)
+}
+
+/// Send one route request and read its acknowledgement.
+unsafe fn route<T>(req: &T) -> bool {
+    let s = libc::socket(
+        libc::AF_NETLINK,
+        libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+        libc::NETLINK_ROUTE,
+    );
+    if s < 0 {
+        return false;
+    }
     let mut kernel: libc::sockaddr_nl = std::mem::zeroed();
     kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
     let sent = libc::sendto(
         s,
-        (&req as *const RouteReq).cast(),
-        std::mem::size_of::<RouteReq>(),
+        (req as *const T).cast(),
+        std::mem::size_of::<T>(),
         0,
         (&kernel as *const libc::sockaddr_nl).cast(),
         std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,

@@ -912,8 +912,12 @@ fn serve(
     if let Some(hook) = &s.hook {
         // The proxy's listeners, then the relay's and the DNS
         // responder's socket.
-        let binds =
-            crate::runtime::proxy::relay_listens(&hook.relay_ports, &hook.forward_ports).len();
+        let binds = crate::runtime::proxy::relay_listens(
+            &hook.relay_ports,
+            &hook.forward_ports,
+            crate::runtime::proxy::ipv6(),
+        )
+        .len();
         let relay_fds = binds + usize::from(!hook.relay_ports.is_empty());
         let listeners = match &s.proxy_sock {
             Some(sock) => ns::receive_listeners(sock, hook.ports.len() + relay_fds),
@@ -967,12 +971,12 @@ struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy:
 impl ServedProxy {
     fn hook(&self, spec: crate::back::landlock::ProxySpec, report: bool) -> ProxyHook {
         use crate::runtime::proxy::{
-            forward_ports, relay_listens, relay_ports, RelaySockets, PORTS,
+            forward_ports, ipv6, relay_listens, relay_ports, RelaySockets, PORTS,
         };
         let slot = self.clone();
         let relay = relay_ports(&spec.rules);
         let forward = forward_ports(&spec.rules);
-        let binds = relay_listens(&relay, &forward).len();
+        let binds = relay_listens(&relay, &forward, ipv6()).len();
         let dns = !relay.is_empty();
         ProxyHook {
             ports: PORTS.to_vec(),

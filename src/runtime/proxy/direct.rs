@@ -22,7 +22,10 @@ pub fn serve(client: TcpStream, cx: &Cx) {
     }
     let name = match local.ip() {
         IpAddr::V4(a) => cx.book.name(a),
-        IpAddr::V6(a) => a.to_ipv4_mapped().and_then(|a| cx.book.name(a)),
+        IpAddr::V6(a) => cx
+            .book
+            .name6(a)
+            .or_else(|| a.to_ipv4_mapped().and_then(|a| cx.book.name(a))),
     };
     let Some(host) = name else {
         // The listener takes every address of the namespace: a client

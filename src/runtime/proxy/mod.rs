@@ -119,27 +119,32 @@ pub fn forward_ports(rules: &[NetRule]) -> Vec<u16> {
 
 /// Where the relay's and the forwards' listeners are bound in the
 /// namespace, in the order they are handed over: `0.0.0.0` at each
-/// relay port, then 127.0.0.1 at each forward port the relay does not
-/// hold already (its `0.0.0.0` listener takes 127.0.0.1 too), then ::1
-/// at each forward port.
-pub fn relay_listens(relay: &[u16], forward: &[u16]) -> Vec<std::net::SocketAddr> {
+/// relay port, and `[::]` (IPv6 only) with `ipv6`; then 127.0.0.1 and
+/// (with `ipv6`) ::1 at each forward port that the relay's wildcard
+/// listeners do not take already.
+pub fn relay_listens(relay: &[u16], forward: &[u16], ipv6: bool) -> Vec<std::net::SocketAddr> {
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-    let mut out: Vec<SocketAddr> = relay
-        .iter()
-        .map(|p| SocketAddr::from((Ipv4Addr::UNSPECIFIED, *p)))
-        .collect();
-    out.extend(
-        forward
-            .iter()
-            .filter(|p| !relay.contains(p))
-            .map(|p| SocketAddr::from((Ipv4Addr::LOCALHOST, *p))),
-    );
-    out.extend(
-        forward
-            .iter()
-            .map(|p| SocketAddr::from((Ipv6Addr::LOCALHOST, *p))),
-    );
+    let mut out: Vec<SocketAddr> = Vec::new();
+    for p in relay {
+        out.push(SocketAddr::from((Ipv4Addr::UNSPECIFIED, *p)));
+        if ipv6 {
+            out.push(SocketAddr::from((Ipv6Addr::UNSPECIFIED, *p)));
+        }
+    }
+    for p in forward.iter().filter(|p| !relay.contains(p)) {
+        out.push(SocketAddr::from((Ipv4Addr::LOCALHOST, *p)));
+        if ipv6 {
+            out.push(SocketAddr::from((Ipv6Addr::LOCALHOST, *p)));
+        }
+    }
     out
+}
+
+/// Whether this kernel has IPv6 (booted with `ipv6.disable=1` it has
+/// no `/proc/sys/net/ipv6`): the relay's IPv6 range and the forwards'
+/// ::1 listeners need it.
+pub fn ipv6() -> bool {
+    std::path::Path::new("/proc/sys/net/ipv6").exists()
 }
 
 /// The ports the relay listens on: those the allow rules for names
@@ -180,6 +185,8 @@ pub(crate) struct Cx {
     book: book::Book,
     /// The relay's ports (empty: no relay).
     relay_ports: Vec<u16>,
+    /// The relay listens on IPv6 too (the namespace has its range).
+    relay6: bool,
     stopping: AtomicBool,
     next: AtomicU64,
     /// Open sockets by connection, shut down on stop so that no thread
@@ -276,6 +283,7 @@ impl Proxy {
         let ports = (http.local_addr()?.port(), socks.local_addr()?.port());
         let mut listeners = vec![(http, Kind::Http), (socks, Kind::Socks)];
         let mut relay_ports = Vec::new();
+        let mut relay6 = false;
         let mut udp = None;
         if let Some(r) = relay {
             for l in r.listeners {
@@ -283,6 +291,7 @@ impl Proxy {
                 // The forwards' listeners are on loopback, the relay's
                 // on every address.
                 if local.ip().is_unspecified() {
+                    relay6 |= local.is_ipv6();
                     relay_ports.push(local.port());
                 }
                 listeners.push((l, Kind::Relay));
@@ -302,6 +311,7 @@ impl Proxy {
             token: config.token,
             book: book::Book::default(),
             relay_ports,
+            relay6,
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
             live: Mutex::new(Vec::new()),
@@ -534,6 +544,7 @@ fn dns_loop(cx: &Cx, udp: &UdpSocket, wait: &OwnedFd) {
     let names = dns::Names {
         rules: &cx.rules,
         ports: &cx.relay_ports,
+        ipv6: cx.relay6,
         book: &cx.book,
     };
     // A refused name is logged once, not once per retry and record type.
