@@ -522,3 +522,112 @@ fn the_report_names_the_forward() {
     );
     assert!(!report.contains(" net[0] "), "{report}");
 }
+
+/// A server on this host's loopback that records the first bytes of
+/// each connection (up to 8), then closes it.
+fn first_bytes_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let mut b = [0u8; 8];
+            let mut got = 0;
+            while got < b.len() {
+                match s.read(&mut b[got..]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            keep.lock().unwrap().push(b[..got].to_vec());
+        }
+    });
+    (port, seen)
+}
+
+/// Opens a connection by name and starts TLS (with the server name
+/// given, or none) or sends the text given.
+const OPENER: &str = r#"
+import socket, ssl, sys
+mode, name, port, arg = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+s = socket.create_connection((name, port), timeout=5)
+try:
+    if mode == "tls":
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.wrap_socket(s, server_hostname=None if arg == "-" else arg)
+    else:
+        s.sendall(arg.encode())
+        s.recv(10)
+except Exception:
+    pass
+print("done")
+"#;
+
+/// On an `https` rule's port the relay passes a ClientHello that names
+/// the rule's host and refuses one naming another host or none; on an
+/// `ssh` rule's port an SSH-2.0 client and not another protocol. Each
+/// refusal is logged; the allowed openings reach the server unchanged.
+#[test]
+fn tls_server_name_and_ssh_identification_are_checked() {
+    if !have("python3") {
+        println!("SKIPPED: no python3");
+        return;
+    }
+    let (tls_port, tls_seen) = first_bytes_server();
+    let (ssh_port, ssh_seen) = first_bytes_server();
+    let fx = Fx::new(
+        &format!(
+            "[[net]]\nhost = \"tls.test\"\nscheme = \"https\"\nport = {tls_port}\n\
+             [[net]]\nhost = \"git.test\"\nscheme = \"ssh\"\nport = {ssh_port}\n"
+        ),
+        "127.0.0.1 tls.test git.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    std::fs::write(fx.dir.path().join("open.py"), OPENER).unwrap();
+    let out = fx
+        .command(&format!(
+            "python3 open.py tls tls.test {tls_port} tls.test
+             python3 open.py tls tls.test {tls_port} other.test
+             python3 open.py tls tls.test {tls_port} -
+             python3 open.py raw tls.test {tls_port} 'GET / HTTP/1.0'
+             python3 open.py raw git.test {ssh_port} 'SSH-2.0-test'
+             python3 open.py raw git.test {ssh_port} 'GET / HTTP/1.0'"
+        ))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ctx = format!("{stdout}\n{stderr}");
+    assert_eq!(stdout.matches("done").count(), 6, "{ctx}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let tls = tls_seen.lock().unwrap().clone();
+    let ssh = ssh_seen.lock().unwrap().clone();
+    // Positive controls: the right server name and an SSH client got
+    // through, their first bytes as sent.
+    assert_eq!(tls.len(), 1, "{tls:?}\n{ctx}");
+    assert_eq!(tls[0][0], 0x16, "a TLS handshake record: {tls:?}");
+    assert_eq!(ssh, vec![b"SSH-2.0-".to_vec()], "{ctx}");
+    assert!(
+        stderr.contains("TLS server name \"other.test\" is not tls.test"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("a TLS ClientHello without a server name for tls.test"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("not a TLS ClientHello on an https rule's port"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("not an SSH-2.0 client on an ssh rule's port"),
+        "{stderr}"
+    );
+}

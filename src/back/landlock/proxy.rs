@@ -95,14 +95,21 @@ pub fn relay_port(r: &NetRule) -> Option<u16> {
     r.port.or(scheme)
 }
 
-/// What stays cooperative on a relayed TLS connection.
+/// What stays cooperative on a TLS connection.
 fn tls_note(r: &NetRule) -> &'static str {
     let tls = relay_port(r) == Some(443);
-    if tls {
-        " (neither the proxy nor the relay reads the TLS handshake: a client can name \
-         another host in SNI over an allowed connection, domain fronting, cooperative only)"
-    } else {
-        ""
+    match r.scheme.as_deref() {
+        Some("https" | "wss") => {
+            " (the relay checks that the TLS server name is this host; inside the proxy's \
+             tunnels a client can name another host in SNI over an allowed connection, \
+             domain fronting, cooperative there)"
+        }
+        _ if tls => {
+            " (neither the proxy nor the relay reads the TLS handshake without an https or \
+             wss scheme: a client can name another host in SNI over an allowed connection, \
+             domain fronting, cooperative only)"
+        }
+        _ => "",
     }
 }
 

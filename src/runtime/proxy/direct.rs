@@ -43,6 +43,12 @@ pub fn serve(client: TcpStream, cx: &Cx) {
         host,
         port: local.port(),
     };
+    // So that a scheme rule means it: SNI for https, SSH for ssh.
+    let check = cx.rules.relay_check(&dest);
+    if let Err(r) = super::peek::check(&client, check, &dest.host, cx.options.head_timeout) {
+        return cx.refuse(Via::Relay, &dest.host, dest.port, r);
+    }
+    let _ = client.set_read_timeout(None);
     match cx.open(Via::Relay, &dest, None) {
         Ok(upstream) => {
             let Some(_u) = cx.track(&upstream) else {

@@ -20,6 +20,7 @@ mod dns;
 mod forward;
 mod http;
 mod log;
+mod peek;
 mod relay;
 mod resolve;
 mod rules;
