@@ -144,10 +144,21 @@ q = struct.pack(">HHHHHH", 77, 0x0100, 1, 0, 0, 0)
 for label in name.split("."):
     q += bytes([len(label)]) + label.encode()
 q += b"\0" + struct.pack(">HH", qtype, 1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(5)
-s.sendto(q, ("198.18.0.1", 53))
-r = s.recv(512)
+if sys.argv[3:] == ["tcp"]:
+    s = socket.create_connection(("198.18.0.1", 53), timeout=5)
+    s.sendall(struct.pack(">H", len(q)) + q)
+    r = b""
+    while len(r) < 2 or len(r) < 2 + struct.unpack(">H", r[:2])[0]:
+        more = s.recv(512)
+        if not more:
+            break
+        r += more
+    r = r[2:]
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(q, ("198.18.0.1", 53))
+    r = s.recv(512)
 print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
 "#;
 
@@ -183,7 +194,9 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
          python3 ask.py nope.example 28
          python3 client.py echo.test {other}
          python3 client6.py echo.test {port}
-         python3 client6.py nope.example {port}",
+         python3 client6.py nope.example {port}
+         python3 ask.py echo.test 1 tcp
+         python3 ask.py nope.example 1 tcp",
         other = port.wrapping_add(1).max(1)
     );
     let out = fx.command(&script).output().unwrap();
@@ -191,7 +204,7 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
     let ctx = format!("{stdout}\n{stderr}");
-    assert_eq!(lines.len(), 10, "{ctx}");
+    assert_eq!(lines.len(), 12, "{ctx}");
     assert_eq!(lines[0], "echo:hi", "Python by name: {ctx}");
     assert_eq!(lines[1], "echo:bash", "bash /dev/tcp by name: {ctx}");
     assert_eq!(lines[2], "gaierror True", "no rule: NXDOMAIN: {ctx}");
@@ -220,6 +233,9 @@ fn clients_without_proxy_variables_reach_allowed_names_only() {
         assert_eq!(lines[8], "echo:v6 True", "IPv6 by name: {ctx}");
     }
     assert!(lines[9].starts_with("oserror"), "{ctx}");
+    // The responder over TCP: the same answers.
+    assert_eq!(lines[10], "rcode 0 answers 1", "DNS over TCP: {ctx}");
+    assert_eq!(lines[11], "rcode 3 answers 0", "{ctx}");
     // The refusals, with the rule that would allow the unknown name and
     // none against the deny rule or for metadata.
     assert!(

@@ -1,8 +1,9 @@
 //! The DNS responder in the command's network namespace: names a rule
 //! allows get a relay address ([`super::book`]), every other name
-//! NXDOMAIN and a logged refusal. It answers over UDP only, with one
-//! question per message (what stub resolvers send); its answers are a
-//! few dozen bytes, so no client needs to retry over TCP.
+//! NXDOMAIN and a logged refusal. It answers over UDP and over TCP
+//! (each message after its two-byte length, RFC 1035 §4.2.2: resolvers
+//! that are configured for TCP, or retry over it), one question per
+//! message (what stub resolvers send).
 //!
 //! A type-A question gets the relay address, a type-AAAA question its
 //! IPv6 twin ([`super::book::six`]) when the namespace has the IPv6
@@ -115,6 +116,41 @@ pub fn reply(query: &[u8], q: &Question, rcode: u8, addr: Option<IpAddr>) -> Vec
         out.extend_from_slice(&data);
     }
     out
+}
+
+/// Answer DNS over TCP on one connection: length-prefixed queries until
+/// the client closes or is silent for the head timeout.
+pub fn serve_tcp(mut s: std::net::TcpStream, cx: &super::Cx) {
+    use std::io::{Read, Write};
+    let names = Names {
+        rules: &cx.rules,
+        ports: &cx.relay_ports,
+        ipv6: cx.relay6,
+        book: &cx.book,
+    };
+    if s.set_read_timeout(Some(cx.options.head_timeout)).is_err() {
+        return;
+    }
+    loop {
+        let mut len = [0u8; 2];
+        if s.read_exact(&mut len).is_err() {
+            return;
+        }
+        let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        if s.read_exact(&mut q).is_err() {
+            return;
+        }
+        let (reply, refused) = names.answer(&q);
+        if let Some((name, reason)) = refused {
+            cx.refuse(Via::Dns, &name, 0, reason);
+        }
+        let Some(r) = reply else { return };
+        let mut out = (r.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(&r);
+        if s.write_all(&out).is_err() {
+            return;
+        }
+    }
 }
 
 /// A reply carrying only a code, for a query [`parse`] refused.

@@ -138,6 +138,11 @@ pub fn relay_listens(relay: &[u16], forward: &[u16], ipv6: bool) -> Vec<std::net
             out.push(SocketAddr::from((Ipv6Addr::LOCALHOST, *p)));
         }
     }
+    // The DNS responder over TCP, unless a rule's port 53 has the
+    // relay's wildcard listener there already.
+    if !relay.is_empty() && !relay.contains(&53) {
+        out.push(SocketAddr::from((book::DNS_ADDR, 53)));
+    }
     out
 }
 
@@ -265,6 +270,8 @@ enum Kind {
     Http,
     Socks,
     Relay,
+    /// The DNS responder over TCP.
+    Dns,
 }
 
 impl Proxy {
@@ -289,6 +296,10 @@ impl Proxy {
         if let Some(r) = relay {
             for l in r.listeners {
                 let local = l.local_addr()?;
+                if local == std::net::SocketAddr::from((book::DNS_ADDR, 53)) {
+                    listeners.push((l, Kind::Dns));
+                    continue;
+                }
                 // The forwards' listeners are on loopback, the relay's
                 // on every address.
                 if local.ip().is_unspecified() {
@@ -505,6 +516,7 @@ fn accept_loop(
                         Kind::Http => Via::Http,
                         Kind::Socks => Via::Socks,
                         Kind::Relay => Via::Relay,
+                        Kind::Dns => Via::Dns,
                     };
                     let why = format!(
                         "more than {} connections at once",
@@ -536,6 +548,7 @@ fn serve(cx: &Cx, s: TcpStream, kind: Kind) {
         Kind::Http => http::serve(s, cx),
         Kind::Socks => socks::serve(s, cx),
         Kind::Relay => direct::serve(s, cx),
+        Kind::Dns => dns::serve_tcp(s, cx),
     }
 }
 
