@@ -28,8 +28,8 @@ fn echo_server() -> u16 {
                 let mut s = s;
                 let mut buf = [0u8; 256];
                 let n = s.read(&mut buf).unwrap_or(0);
-                let _ = s.write_all(b"echo:");
-                let _ = s.write_all(&buf[..n]);
+                // One write: a client reading once must get it all.
+                let _ = s.write_all(&[b"echo:", &buf[..n]].concat());
             });
         }
     });
@@ -646,4 +646,55 @@ fn tls_server_name_and_ssh_identification_are_checked() {
         stderr.contains("not an SSH-2.0 client on an ssh rule's port"),
         "{stderr}"
     );
+}
+
+/// A host whose `/etc/resolv.conf` is a link into a directory the new
+/// root does not have (systemd-resolved's `/run/systemd/resolve`): the
+/// setup process creates the target in the new root and mounts the
+/// generated file there, readable and read-only; the host's file is
+/// unchanged. Staged in a private mount namespace (root only): a copy
+/// of `/etc` whose `resolv.conf` links into a fresh `/run` directory.
+#[test]
+fn resolv_conf_behind_a_link_outside_the_new_root() {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !have("unshare") {
+        println!("SKIPPED: needs root and unshare");
+        return;
+    }
+    let fx = Fx::new(
+        "[[net]]\nhost = \"echo.test\"\nscheme = \"https\"\n",
+        "127.0.0.1 echo.test\n",
+    );
+    if !fx.namespaced() {
+        return;
+    }
+    let d = fx.dir.path();
+    let run = format!("/run/sbx-test-{}", std::process::id());
+    let stage = format!(
+        "set -e
+         cp -a /etc {d}/etc 2>/dev/null || true
+         rm -f {d}/etc/resolv.conf
+         ln -s {run}/stub-resolv.conf {d}/etc/resolv.conf
+         mkdir -p {run} && echo 'nameserver 192.0.2.1' > {run}/stub-resolv.conf
+         mount --bind {d}/etc /etc
+         cd {d}
+         SBX_TEST_RESOLVER={d}/hosts {sbx} run --workspace . policy.toml -- \
+           sh -c 'cat /etc/resolv.conf; echo x 2>/dev/null > /etc/resolv.conf || echo read-only'
+         cat {run}/stub-resolv.conf
+         rm -rf {run}",
+        d = d.display(),
+        sbx = SBX
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "bash", "-c", &stage])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ctx = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first(), Some(&"nameserver 198.18.0.1"), "{ctx}");
+    assert!(lines.contains(&"read-only"), "{ctx}");
+    // The host's file, read after the run: as it was.
+    assert_eq!(lines.last(), Some(&"nameserver 192.0.2.1"), "{ctx}");
+    assert!(!ctx.contains("no generated resolv.conf"), "{ctx}");
 }

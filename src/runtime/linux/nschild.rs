@@ -755,6 +755,29 @@ fn sockaddr(at: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen
     (ss, len as libc::socklen_t)
 }
 
+/// `LANDLOCK_ACCESS_FS_READ_FILE`.
+const LANDLOCK_ACCESS_FS_READ_FILE: u64 = 1 << 2;
+
+/// Let the sandbox read the file at `path` (best effort).
+unsafe fn grant_read(ruleset: RawFd, path: *const libc::c_char) {
+    let fd = libc::open(path, libc::O_PATH | libc::O_CLOEXEC);
+    if fd < 0 {
+        return;
+    }
+    let rule = PathBeneathAttr {
+        allowed_access: LANDLOCK_ACCESS_FS_READ_FILE,
+        parent_fd: fd,
+    };
+    libc::syscall(
+        libc::SYS_landlock_add_rule,
+        ruleset,
+        LANDLOCK_RULE_PATH_BENEATH,
+        &rule as *const PathBeneathAttr,
+        0u32,
+    );
+    libc::close(fd);
+}
+
 pub struct SetupArgs<'a> {
     pub p: &'a Prepared,
     pub ns: &'a NsPrep,
@@ -820,7 +843,18 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         }
         // Without a file to mount over, the command keeps the host's
         // resolver configuration, which reaches nothing from here.
-        super::relaynet::mount_resolv(r);
+        if super::relaynet::mount_resolv(r) {
+            // Readable wherever it lies: no rule of the policy need
+            // cover a file created for it in `/run` (it holds one line).
+            if let Some(rs) = &a.p.ruleset {
+                grant_read(rs.as_raw_fd(), r.resolv_at.as_ptr());
+            }
+        } else {
+            let m: &[u8] = b"sbx: warning: no generated resolv.conf in the sandbox: the file \
+                /etc/resolv.conf leads to could not be made in the new root (grant its \
+                directory); clients that ignore the proxy variables cannot resolve names\n";
+            libc::write(2, m.as_ptr().cast(), m.len());
+        }
     }
     if !listeners(ns, a.p.ruleset.as_ref().map(|f| f.as_raw_fd())) {
         child::fail(a.wr, Step::Listeners);

@@ -27,6 +27,10 @@ pub const RESOLV_CONF: &str = "nameserver 198.18.0.1\noptions attempts:2 timeout
 pub struct RelayPrep {
     /// Add the IPv6 range too (the kernel has IPv6).
     pub ipv6: bool,
+    /// The length of the new root's attach point at the start of
+    /// `resolv_at` (0: no new root). Only what lies beyond it may be
+    /// created.
+    pub root_len: usize,
     /// Where the generated `resolv.conf` goes, as the setup process sees
     /// the command's root (the new root is attached at `attach`).
     pub resolv_at: CString,
@@ -42,12 +46,14 @@ impl RelayPrep {
             .ok()
             .and_then(|p| p.to_str().map(String::from))
             .unwrap_or_else(|| "/etc/resolv.conf".into());
+        let root_len = attach.map_or(0, str::len);
         let at = match attach {
             Some(a) => format!("{a}{target}"),
             None => target,
         };
         Ok(RelayPrep {
             ipv6,
+            root_len,
             resolv_at: CString::new(at).map_err(|e| e.to_string())?,
         })
     }
@@ -206,6 +212,38 @@ unsafe fn route<T>(req: &T) -> bool {
     got >= (head + 4) as isize && ack[1] & 0xffff == libc::NLMSG_ERROR as u32 && ack[head / 4] == 0
 }
 
+/// Create the file `/etc/resolv.conf` leads to in the new root, and its
+/// missing directories, when the new root lacks it (the host's is often
+/// a link into `/run`, which a policy rarely grants). The host has the
+/// file (the parent resolved the link), so every bind mount of a host
+/// directory on the way has it too: what is missing lies on the new
+/// root's own tmpfs, or under a read-only mount, where creating fails
+/// and the caller warns. Nothing allocated: the path is cut in a
+/// buffer on the stack.
+unsafe fn make_target(r: &RelayPrep) {
+    let path = r.resolv_at.as_bytes_with_nul();
+    let mut buf = [0u8; 4096];
+    if r.root_len == 0 || path.len() > buf.len() {
+        return;
+    }
+    buf[..path.len()].copy_from_slice(path);
+    for i in r.root_len + 1..path.len() - 1 {
+        if buf[i] == b'/' {
+            buf[i] = 0;
+            libc::mkdir(buf.as_ptr().cast(), 0o755);
+            buf[i] = b'/';
+        }
+    }
+    let f = libc::open(
+        r.resolv_at.as_ptr(),
+        libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        0o644,
+    );
+    if f >= 0 {
+        libc::close(f);
+    }
+}
+
 /// The responder's UDP socket at 198.18.0.1:53, or -1.
 pub unsafe fn dns_socket() -> RawFd {
     let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
@@ -229,6 +267,9 @@ pub unsafe fn dns_socket() -> RawFd {
 /// mount over: the command then has the host's resolver configuration,
 /// which reaches nothing from the namespace.
 pub unsafe fn mount_resolv(r: &RelayPrep) -> bool {
+    if libc::access(r.resolv_at.as_ptr(), libc::F_OK) != 0 {
+        make_target(r);
+    }
     let m = tmpfs(
         (c"size", c"4k"),
         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
