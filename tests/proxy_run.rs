@@ -51,29 +51,13 @@ impl Fx {
     /// line saying so) when the loader reports that it cannot.
     fn proxied(&self) -> bool {
         let out = self.command_with(&["--report"], "true").output().unwrap();
-        let report = String::from_utf8_lossy(&out.stderr).to_string();
-        if report.contains("namespaces are not available") {
-            assert!(
-                std::env::var_os("CI").is_none_or(|v| v != "true"),
-                "CI=true but namespaces are not available: {report}"
-            );
-            println!("SKIPPED: namespaces are not available here");
-            return false;
-        }
-        true
+        common::namespaced(&String::from_utf8_lossy(&out.stderr))
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[test]
 fn allowed_host_through_the_proxy_and_nothing_else() {
-    if !have("curl") {
+    if !common::have("curl") {
         println!("SKIPPED: no curl");
         return;
     }
@@ -162,7 +146,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
 /// path under the prefix is the control.
 #[test]
 fn path_prefix_tricks_are_refused() {
-    if !have("curl") {
+    if !common::have("curl") {
         println!("SKIPPED: no curl");
         return;
     }
@@ -284,7 +268,7 @@ fn body_server() -> u16 {
 /// to use the proxy for it anyway.
 #[test]
 fn git_clone_and_a_chunked_upload_through_the_proxy() {
-    if !have("curl") || !have("git") || !have("python3") {
+    if !common::have("curl") || !common::have("git") || !common::have("python3") {
         println!("SKIPPED: needs curl, git and python3");
         return;
     }

@@ -12,6 +12,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::process::{Command, Stdio};
@@ -85,24 +87,8 @@ impl Fx {
             ])
             .output()
             .unwrap();
-        let report = String::from_utf8_lossy(&out.stderr);
-        if report.contains("namespaces are not available") {
-            assert!(
-                std::env::var_os("CI").is_none_or(|v| v != "true"),
-                "CI=true but namespaces are not available: {report}"
-            );
-            println!("SKIPPED: namespaces are not available here");
-            return false;
-        }
-        true
+        common::namespaced(&String::from_utf8_lossy(&out.stderr))
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// A Python client: connect by name, send, print what came back or the
@@ -164,7 +150,7 @@ print("rcode", r[3] & 15, "answers", struct.unpack(">H", r[6:8])[0])
 
 #[test]
 fn clients_without_proxy_variables_reach_allowed_names_only() {
-    if !have("python3") {
+    if !common::have("python3") {
         println!("SKIPPED: no python3");
         return;
     }
@@ -427,7 +413,7 @@ fn host_listeners(port: u16) -> Vec<String> {
 /// Landlock's connect rules); nothing of sbx listens on the host.
 #[test]
 fn loopback_forwards_reach_the_named_ports_only() {
-    if !have("python3") {
+    if !common::have("python3") {
         println!("SKIPPED: no python3");
         return;
     }
@@ -590,7 +576,7 @@ print("done")
 /// refusal is logged; the allowed openings reach the server unchanged.
 #[test]
 fn tls_server_name_and_ssh_identification_are_checked() {
-    if !have("python3") {
+    if !common::have("python3") {
         println!("SKIPPED: no python3");
         return;
     }
@@ -657,7 +643,7 @@ fn tls_server_name_and_ssh_identification_are_checked() {
 #[test]
 fn resolv_conf_behind_a_link_outside_the_new_root() {
     // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !have("unshare") {
+    if unsafe { libc::geteuid() } != 0 || !common::have("unshare") {
         println!("SKIPPED: needs root and unshare");
         return;
     }
