@@ -151,6 +151,23 @@ fn filesystem_queries() {
     assert_eq!(rule_index(&ex), Some(1));
 }
 
+/// A rule naming this host's loopback with a port is forwarded inside
+/// the namespace for every client (#36): exact under `sbx run`.
+#[test]
+fn loopback_forward_query() {
+    let h = Host::new();
+    let (ir, _) = lower(
+        &h,
+        "version = 1\n[[net]]\nhost = \"127.0.0.1\"\nport = 5432\n",
+        vec![],
+    );
+    let ex = explain(&ir, &Query::connect("127.0.0.1:5432").unwrap());
+    assert!(ex.allowed);
+    assert_eq!(target(&ex, "linux"), Enforced::Exact);
+    let linux = ex.targets.iter().find(|t| t.target == "linux").unwrap();
+    assert!(linux.note.contains("forwards port 5432"), "{}", linux.note);
+}
+
 #[test]
 fn network_queries() {
     let h = Host::new();

@@ -51,29 +51,13 @@ impl Fx {
     /// line saying so) when the loader reports that it cannot.
     fn proxied(&self) -> bool {
         let out = self.command_with(&["--report"], "true").output().unwrap();
-        let report = String::from_utf8_lossy(&out.stderr).to_string();
-        if report.contains("namespaces are not available") {
-            assert!(
-                std::env::var_os("CI").is_none_or(|v| v != "true"),
-                "CI=true but namespaces are not available: {report}"
-            );
-            println!("SKIPPED: namespaces are not available here");
-            return false;
-        }
-        true
+        common::namespaced(&String::from_utf8_lossy(&out.stderr))
     }
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[test]
 fn allowed_host_through_the_proxy_and_nothing_else() {
-    if !have("curl") {
+    if !common::have("curl") {
         println!("SKIPPED: no curl");
         return;
     }
@@ -92,7 +76,8 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
          curl -sS -f -m 5 -x \"$HTTP_PROXY\" http://127.0.0.2:{port}/other; echo \" rc=$?\"
          curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://127.0.0.1:{wrong}/port; echo \" rc=$?\"
          curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://refused.invalid:{port}/name; echo \" rc=$?\"
-         curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/direct; echo \" rc=$?\"
+         curl -sS -m 5 --noproxy '*' http://127.0.0.1:{wrong}/direct; echo \" rc=$?\"
+         curl -sS -m 5 --noproxy '*' http://127.0.0.1:{port}/forward; echo \" rc=$?\"
          echo udp > /dev/udp/127.0.0.1/{uport}; echo \" udp rc=$?\"",
         wrong = port.wrapping_add(1).max(1)
     );
@@ -100,7 +85,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 7, "{stdout}\n{stderr}");
+    assert_eq!(lines.len(), 8, "{stdout}\n{stderr}");
     assert_eq!(
         lines[0], "GET /via-http HTTP/1.1 rc=0",
         "{stdout}\n{stderr}"
@@ -115,10 +100,17 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
     );
     assert_eq!(lines[3], " rc=22", "another port: 403\n{stdout}\n{stderr}");
     assert_eq!(lines[4], " rc=22", "a name: 403\n{stdout}\n{stderr}");
-    // The sandbox's own loopback has no server: the host's is out of reach.
+    // The sandbox's own loopback has no server at a port no rule names:
+    // the host's is out of reach there.
     assert_eq!(
         lines[5], " rc=7",
         "a direct connection fails\n{stdout}\n{stderr}"
+    );
+    // At the rule's port a direct connection reaches the host's server
+    // through the loopback forward (#36).
+    assert_eq!(
+        lines[6], "GET /forward HTTP/1.1 rc=0",
+        "the forward\n{stdout}\n{stderr}"
     );
     let mut b = [0u8; 16];
     assert!(udp.recv(&mut b).is_err(), "a UDP datagram left the sandbox");
@@ -154,7 +146,7 @@ fn allowed_host_through_the_proxy_and_nothing_else() {
 /// path under the prefix is the control.
 #[test]
 fn path_prefix_tricks_are_refused() {
-    if !have("curl") {
+    if !common::have("curl") {
         println!("SKIPPED: no curl");
         return;
     }
@@ -276,7 +268,7 @@ fn body_server() -> u16 {
 /// to use the proxy for it anyway.
 #[test]
 fn git_clone_and_a_chunked_upload_through_the_proxy() {
-    if !have("curl") || !have("git") || !have("python3") {
+    if !common::have("curl") || !common::have("git") || !common::have("python3") {
         println!("SKIPPED: needs curl, git and python3");
         return;
     }

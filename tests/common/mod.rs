@@ -291,3 +291,26 @@ pub fn request_line_server() -> u16 {
     });
     port
 }
+
+/// Whether `tool --version` runs and succeeds.
+pub fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether an `sbx run --report` (its stderr: `report`) got the
+/// namespace layer; if not, a line saying the test is skipped (under
+/// CI=true a failure instead).
+pub fn namespaced(report: &str) -> bool {
+    if report.contains("namespaces are not available") {
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v != "true"),
+            "CI=true but namespaces are not available: {report}"
+        );
+        println!("SKIPPED: namespaces are not available here");
+        return false;
+    }
+    true
+}

@@ -603,6 +603,7 @@ pub fn proxy_hook_gets_listeners(fx: &Fx) -> Result<(), String> {
         proxy: Some(ProxyHook {
             ports: vec![0],
             relay_ports: Vec::new(),
+            forward_ports: Vec::new(),
             serve,
         }),
         ..RunOptions::default()

@@ -60,6 +60,27 @@ pub fn relayed(r: &NetRule) -> bool {
         && relay_port(r).is_some_and(|p| !PROXY_PORTS.contains(&p))
 }
 
+/// Whether `r` opens a loopback forward (issue #36): an allow rule for
+/// this host's loopback with a port (its own or its scheme's) that is
+/// not one of the proxy's. Inside the namespace, 127.0.0.1 and ::1 at
+/// that port lead to this host's loopback at that port, for any client.
+/// Without a port nothing is forwarded: one listener per port for every
+/// port is not practical, and the whole of this host's loopback is not
+/// something to open by accident.
+pub fn forwarded(r: &NetRule) -> bool {
+    r.allow
+        && !r.bind
+        && loopback(&r.host)
+        && relay_port(r).is_some_and(|p| !PROXY_PORTS.contains(&p))
+}
+
+/// For a loopback rule with a port: every TCP client reaches it through
+/// the forward.
+const WITH_FORWARD: &str = "forwarded by `sbx run` for every TCP client, the child in a \
+     private network namespace where 127.0.0.1 and [::1] at this port lead to this host's \
+     loopback at this port (and no other port of it); where no namespace can be made, the \
+     port only (see `sbx run --report`)";
+
 /// The one port a rule holds a client that ignores the proxy to: the
 /// rule's, or its scheme's (`ssh` 22, `https` 443); `None` for any port.
 /// (The IR keeps a scheme's port implicit: proxy-aware clients may use
@@ -74,14 +95,21 @@ pub fn relay_port(r: &NetRule) -> Option<u16> {
     r.port.or(scheme)
 }
 
-/// What stays cooperative on a relayed TLS connection.
+/// What stays cooperative on a TLS connection.
 fn tls_note(r: &NetRule) -> &'static str {
     let tls = relay_port(r) == Some(443);
-    if tls {
-        " (neither the proxy nor the relay reads the TLS handshake: a client can name \
-         another host in SNI over an allowed connection, domain fronting, cooperative only)"
-    } else {
-        ""
+    match r.scheme.as_deref() {
+        Some("https" | "wss") => {
+            " (the relay checks that the TLS server name is this host; inside the proxy's \
+             tunnels a client can name another host in SNI over an allowed connection, \
+             domain fronting, cooperative there)"
+        }
+        _ if tls => {
+            " (neither the proxy nor the relay reads the TLS handshake without an https or \
+             wss scheme: a client can name another host in SNI over an allowed connection, \
+             domain fronting, cooperative only)"
+        }
+        _ => "",
     }
 }
 
@@ -110,12 +138,22 @@ pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
                  (CONNECT or SOCKS5) tunnel does not show the path: cooperative there"
                     .to_string(),
             ),
+            (true, true, None) if forwarded(r) => (
+                Status::Exact,
+                format!(
+                    "host {:?} at port {}: {WITH_FORWARD}",
+                    r.host,
+                    relay_port(r).unwrap_or_default()
+                ),
+            ),
             (true, true, None) if loopback(&r.host) => (
                 Status::Narrower,
                 format!(
-                    "host {:?} is this host's loopback, reached through `sbx run`'s proxy \
-                     only: NO_PROXY sends localhost to the sandbox's own loopback, so a \
-                     client must use the proxy for it explicitly (curl --noproxy '' -x \"$HTTP_PROXY\")",
+                    "host {:?} is this host's loopback with no port (or one of the proxy's): \
+                     nothing is forwarded, so only the proxy reaches it, and only for a \
+                     client that uses it explicitly (NO_PROXY sends localhost to the \
+                     sandbox's own loopback: curl --noproxy '' -x \"$HTTP_PROXY\"); name a \
+                     port to forward it to every client",
                     r.host
                 ),
             ),
@@ -135,7 +173,7 @@ pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     }
 }
 
-fn loopback(host: &str) -> bool {
+pub fn loopback(host: &str) -> bool {
     host == "localhost"
         || host
             .trim_start_matches('[')

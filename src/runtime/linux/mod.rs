@@ -55,6 +55,10 @@ pub use kernel::kernel_abi;
 pub struct ProxyHook {
     pub ports: Vec<u16>,
     pub relay_ports: Vec<u16>,
+    /// Ports of loopback forwards (issue #36): `serve` also gets, after
+    /// the relay's, listeners on 127.0.0.1 and ::1 at each of them
+    /// (`runtime::proxy::relay_listens`).
+    pub forward_ports: Vec<u16>,
     pub serve: std::sync::Arc<dyn Fn(Vec<std::net::TcpListener>) + Send + Sync>,
 }
 

@@ -339,8 +339,9 @@ pub fn prepare(
     w: &Wanted,
     user: bool,
     mounts: Vec<MountPlan<std::fs::File>>,
-    // The proxy's listeners' ports, and the relay's (issue #37).
-    (ports, relay_ports): (&[u16], &[u16]),
+    // The proxy's listeners' ports, the relay's (issue #37) and the
+    // loopback forwards' (#36).
+    (ports, relay_ports, forward_ports): (&[u16], &[u16], &[u16]),
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
     root: Option<NewRoot>,
@@ -365,9 +366,12 @@ pub fn prepare(
         None
     };
     let listeners = ports.len();
-    if listeners + relay_ports.len() > MAX_LISTENERS {
+    let ipv6 = crate::runtime::proxy::ipv6();
+    let binds = crate::runtime::proxy::relay_listens(relay_ports, forward_ports, ipv6);
+    if listeners + binds.len() > MAX_LISTENERS {
         return Err(format!(
-            "the proxy asks for {listeners} listeners (at most {MAX_LISTENERS})"
+            "the proxy, relay and forwards ask for {} listeners (at most {MAX_LISTENERS})",
+            listeners + binds.len()
         ));
     }
     let (mine, theirs) = if listeners > 0 && w.net {
@@ -409,9 +413,15 @@ pub fn prepare(
                         .as_ref()
                         .filter(|_| w.pid)
                         .and_then(|r| r.attach.to_str().ok());
-                    Some(super::relaynet::RelayPrep::new(relay_ports, attach)?)
+                    Some(super::relaynet::RelayPrep::new(attach, ipv6)?)
                 }
                 _ => None,
+            },
+            bind_count: if theirs.is_some() { binds.len() } else { 0 },
+            binds: {
+                let mut b = [std::net::SocketAddr::from(([0, 0, 0, 0], 0)); MAX_LISTENERS];
+                b[..binds.len()].copy_from_slice(&binds);
+                b
             },
             sock: theirs,
             net_rules,

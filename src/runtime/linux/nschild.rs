@@ -99,9 +99,13 @@ pub struct NsPrep {
     pub sock: Option<OwnedFd>,
     /// The ruleset handles TCP connect: add the listeners' ports to it.
     pub net_rules: bool,
-    /// The relay for clients that ignore the proxy variables: its
-    /// listeners follow the proxy's, then the DNS responder's socket.
+    /// The relay for clients that ignore the proxy variables: the route,
+    /// `resolv.conf` and the DNS responder's socket, sent last.
     pub relay: Option<super::relaynet::RelayPrep>,
+    /// The relay's and the loopback forwards' listeners, sent after the
+    /// proxy's: the first `bind_count`.
+    pub binds: [std::net::SocketAddr; MAX_LISTENERS],
+    pub bind_count: usize,
     /// Rules beneath `/proc`, (path, Landlock rights): Landlock rules
     /// belong to inodes, and the fresh `/proc` has new ones, so the
     /// command adds these again once it has mounted it.
@@ -660,41 +664,65 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
     let Some(sock) = &ns.sock else {
         return n == 0;
     };
-    let relay = ns.relay.as_ref().map_or(0, |r| r.count);
-    // The proxy's on 127.0.0.1, then the relay's on every address, then
+    let extra = ns.bind_count;
+    // The proxy's on 127.0.0.1, then the relay's and the forwards', then
     // the DNS responder's socket.
-    let total = (n + relay).min(MAX_LISTENERS);
+    let total = (n + extra).min(MAX_LISTENERS);
     let mut fds = [-1 as RawFd; MAX_LISTENERS + 1];
     for (i, slot) in fds.iter_mut().take(total).enumerate() {
-        let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let at = if i < n {
+            std::net::SocketAddr::from(([127, 0, 0, 1], ns.ports[i]))
+        } else {
+            ns.binds[i - n]
+        };
+        let (addr, len) = sockaddr(&at);
+        let family = if at.is_ipv6() {
+            libc::AF_INET6
+        } else {
+            libc::AF_INET
+        };
+        let s = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if s < 0 {
             return false;
         }
         *slot = s;
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        match &ns.relay {
-            Some(r) if i >= n => addr.sin_port = r.ports[i - n].to_be(),
-            _ => {
-                addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-                addr.sin_port = ns.ports[i].to_be();
-            }
+        // `[::]` for IPv6 only: the relay's `0.0.0.0` listener holds the
+        // same port for IPv4.
+        let one: libc::c_int = 1;
+        if at.is_ipv6()
+            && libc::setsockopt(
+                s,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_V6ONLY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) != 0
+        {
+            return false;
         }
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        if libc::bind(s, &addr as *const _ as *const libc::sockaddr, len) != 0
+        if libc::bind(s, (&addr as *const libc::sockaddr_storage).cast(), len) != 0
             || libc::listen(s, 128) != 0
         {
             return false;
         }
-        let mut got: libc::sockaddr_in = std::mem::zeroed();
-        let mut glen = len;
-        if libc::getsockname(s, &mut got as *mut _ as *mut libc::sockaddr, &mut glen) != 0 {
+        // The port the kernel gave (asked for 0: any), at the same place
+        // in both families.
+        let mut got: libc::sockaddr_storage = std::mem::zeroed();
+        let mut glen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        if libc::getsockname(
+            s,
+            (&mut got as *mut libc::sockaddr_storage).cast(),
+            &mut glen,
+        ) != 0
+        {
             return false;
         }
+        let got = &*(&got as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>();
+        let port = u16::from_be(got.sin_port);
         if let (Some(rs), true) = (ruleset, ns.net_rules) {
             let rule = NetPortAttr {
                 allowed_access: LANDLOCK_ACCESS_NET_CONNECT_TCP,
-                port: u64::from(u16::from_be(got.sin_port)),
+                port: u64::from(port),
             };
             if libc::syscall(
                 libc::SYS_landlock_add_rule,
@@ -721,6 +749,58 @@ unsafe fn listeners(ns: &NsPrep, ruleset: Option<RawFd>) -> bool {
         libc::close(*fd);
     }
     ok
+}
+
+/// `at` as the kernel takes it; nothing allocated.
+fn sockaddr(at: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: plain-old-data.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match at {
+        std::net::SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage has room and alignment for it.
+            let sin = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>()
+            };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(a) => {
+            // SAFETY: as above.
+            let sin6 = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// `LANDLOCK_ACCESS_FS_READ_FILE`.
+const LANDLOCK_ACCESS_FS_READ_FILE: u64 = 1 << 2;
+
+/// Let the sandbox read the file at `path` (best effort).
+unsafe fn grant_read(ruleset: RawFd, path: *const libc::c_char) {
+    let fd = libc::open(path, libc::O_PATH | libc::O_CLOEXEC);
+    if fd < 0 {
+        return;
+    }
+    let rule = PathBeneathAttr {
+        allowed_access: LANDLOCK_ACCESS_FS_READ_FILE,
+        parent_fd: fd,
+    };
+    libc::syscall(
+        libc::SYS_landlock_add_rule,
+        ruleset,
+        LANDLOCK_RULE_PATH_BENEATH,
+        &rule as *const PathBeneathAttr,
+        0u32,
+    );
+    libc::close(fd);
 }
 
 pub struct SetupArgs<'a> {
@@ -791,12 +871,23 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         child::fail(a.wr, Step::Loopback);
     }
     if let Some(r) = &ns.relay {
-        if !super::relaynet::local_route() {
+        if !super::relaynet::local_route() || (r.ipv6 && !super::relaynet::local_route6()) {
             child::fail(a.wr, Step::Loopback);
         }
         // Without a file to mount over, the command keeps the host's
         // resolver configuration, which reaches nothing from here.
-        super::relaynet::mount_resolv(r);
+        if super::relaynet::mount_resolv(r) {
+            // Readable wherever it lies: no rule of the policy need
+            // cover a file created for it in `/run` (it holds one line).
+            if let Some(rs) = &a.p.ruleset {
+                grant_read(rs.as_raw_fd(), r.resolv_at.as_ptr());
+            }
+        } else {
+            let m: &[u8] = b"sbx: warning: no generated resolv.conf in the sandbox: the file \
+                /etc/resolv.conf leads to could not be made in the new root (grant its \
+                directory); clients that ignore the proxy variables cannot resolve names\n";
+            libc::write(2, m.as_ptr().cast(), m.len());
+        }
     }
     if !listeners(ns, a.p.ruleset.as_ref().map(|f| f.as_raw_fd())) {
         child::fail(a.wr, Step::Listeners);

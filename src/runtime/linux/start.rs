@@ -731,7 +731,11 @@ fn set_up(
             &wanted,
             user_ns,
             mounts,
-            (proxy_ports, hook.as_ref().map_or(&[], |h| &h.relay_ports)),
+            (
+                proxy_ports,
+                hook.as_ref().map_or(&[], |h| &h.relay_ports),
+                hook.as_ref().map_or(&[], |h| &h.forward_ports),
+            ),
             net_rules,
             proc_rules,
             root,
@@ -1018,10 +1022,13 @@ fn serve(
     if let Some(hook) = &s.hook {
         // The proxy's listeners, then the relay's and the DNS
         // responder's socket.
-        let relay_fds = match hook.relay_ports.len() {
-            0 => 0,
-            n => n + 1,
-        };
+        let binds = crate::runtime::proxy::relay_listens(
+            &hook.relay_ports,
+            &hook.forward_ports,
+            crate::runtime::proxy::ipv6(),
+        )
+        .len();
+        let relay_fds = binds + usize::from(!hook.relay_ports.is_empty());
         let listeners = match &s.proxy_sock {
             Some(sock) => ns::receive_listeners(sock, hook.ports.len() + relay_fds),
             None => Vec::new(),
@@ -1073,18 +1080,27 @@ struct ServedProxy(std::sync::Arc<std::sync::Mutex<Option<crate::runtime::proxy:
 
 impl ServedProxy {
     fn hook(&self, spec: crate::back::landlock::ProxySpec, echo: Echo) -> ProxyHook {
-        use crate::runtime::proxy::{relay_ports, RelaySockets, PORTS};
+        use crate::runtime::proxy::{
+            forward_ports, ipv6, relay_listens, relay_ports, RelaySockets, PORTS,
+        };
         let slot = self.clone();
         let relay = relay_ports(&spec.rules);
-        let relay_count = relay.len();
+        let forward = forward_ports(&spec.rules);
+        let binds = relay_listens(&relay, &forward, ipv6()).len();
+        let dns = !relay.is_empty();
         ProxyHook {
             ports: PORTS.to_vec(),
             relay_ports: relay,
+            forward_ports: forward,
             serve: std::sync::Arc::new(move |mut listeners| {
-                let relay = if relay_count > 0 && listeners.len() == PORTS.len() + relay_count + 1 {
-                    let dns = std::os::fd::OwnedFd::from(listeners.pop().expect("counted"));
+                let whole = PORTS.len() + binds + usize::from(dns);
+                let relay = if binds > 0 && listeners.len() == whole {
+                    let dns = dns.then(|| {
+                        let fd = std::os::fd::OwnedFd::from(listeners.pop().expect("counted"));
+                        std::net::UdpSocket::from(fd)
+                    });
                     Some(RelaySockets {
-                        dns: std::net::UdpSocket::from(dns),
+                        dns,
                         listeners: listeners.split_off(PORTS.len()),
                     })
                 } else {

@@ -10,11 +10,24 @@
 //! `getsockname` gives the address the client dialled.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Mutex;
 
 /// The range: its first address and prefix length.
 pub const RANGE: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 18, 0, 0), 15);
+
+/// The IPv6 range: a unique-local /64 (`fd73:6278::/64`, "sbx" in its
+/// global ID), also a local route on `lo` in the namespace. A name's
+/// IPv6 relay address ends in the 32 bits of its IPv4 one
+/// ([`six`]), so one book serves both.
+pub const RANGE6: (Ipv6Addr, u8) = (Ipv6Addr::new(0xfd73, 0x6278, 0, 0, 0, 0, 0, 0), 64);
+
+/// The IPv6 relay address that stands for the IPv4 one `a`.
+pub fn six(a: Ipv4Addr) -> Ipv6Addr {
+    let mut o = RANGE6.0.octets();
+    o[12..].copy_from_slice(&a.octets());
+    Ipv6Addr::from(o)
+}
 
 /// Where the DNS responder listens (UDP port 53); never handed out.
 pub const DNS_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -61,6 +74,15 @@ impl Book {
         b.by_name.iter().map(|(n, a)| (n.clone(), *a)).collect()
     }
 
+    /// The name the IPv6 relay address `addr` stands for.
+    pub fn name6(&self, addr: Ipv6Addr) -> Option<String> {
+        let o = addr.octets();
+        if o[..12] != six(Ipv4Addr::UNSPECIFIED).octets()[..12] {
+            return None;
+        }
+        self.name(Ipv4Addr::new(o[12], o[13], o[14], o[15]))
+    }
+
     /// The name `addr` was handed out for.
     pub fn name(&self, addr: Ipv4Addr) -> Option<String> {
         let b = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -88,6 +110,9 @@ mod tests {
         assert_eq!(b.name(a).as_deref(), Some("a.test"));
         assert!(b.entries().contains(&("a.test".to_string(), a)));
         assert_eq!(b.name(DNS_ADDR), None);
+        assert_eq!(six(a), "fd73:6278::c612:2".parse::<Ipv6Addr>().unwrap());
+        assert_eq!(b.name6(six(a)).as_deref(), Some("a.test"));
+        assert_eq!(b.name6("fd73:6278:0:1::c612:2".parse().unwrap()), None);
         for i in 0..MAX_NAMES {
             b.address(&format!("n{i}.test"));
         }

@@ -15,9 +15,17 @@ pub fn serve(client: TcpStream, cx: &Cx) {
     let Ok(local) = client.local_addr() else {
         return;
     };
+    if local.ip().to_canonical().is_loopback() {
+        if let Some(host) = cx.rules.forward_host(local.port()) {
+            return super::forward::serve(client, cx, host);
+        }
+    }
     let name = match local.ip() {
         IpAddr::V4(a) => cx.book.name(a),
-        IpAddr::V6(a) => a.to_ipv4_mapped().and_then(|a| cx.book.name(a)),
+        IpAddr::V6(a) => cx
+            .book
+            .name6(a)
+            .or_else(|| a.to_ipv4_mapped().and_then(|a| cx.book.name(a))),
     };
     let Some(host) = name else {
         // The listener takes every address of the namespace: a client
@@ -35,6 +43,12 @@ pub fn serve(client: TcpStream, cx: &Cx) {
         host,
         port: local.port(),
     };
+    // So that a scheme rule means it: SNI for https, SSH for ssh.
+    let check = cx.rules.relay_check(&dest);
+    if let Err(r) = super::peek::check(&client, check, &dest.host, cx.options.head_timeout) {
+        return cx.refuse(Via::Relay, &dest.host, dest.port, r);
+    }
+    let _ = client.set_read_timeout(None);
     match cx.open(Via::Relay, &dest, None) {
         Ok(upstream) => {
             let Some(_u) = cx.track(&upstream) else {

@@ -1,20 +1,24 @@
 //! The DNS responder in the command's network namespace: names a rule
 //! allows get a relay address ([`super::book`]), every other name
-//! NXDOMAIN and a logged refusal. It answers over UDP only, with one
-//! question per message (what stub resolvers send); its answers are a
-//! few dozen bytes, so no client needs to retry over TCP.
+//! NXDOMAIN and a logged refusal. It answers over UDP and over TCP
+//! (each message after its two-byte length, RFC 1035 §4.2.2: resolvers
+//! that are configured for TCP, or retry over it), one question per
+//! message (what stub resolvers send).
 //!
-//! A type-A question gets the relay address; any other type of an
-//! allowed name (AAAA, HTTPS, SVCB, MX) an empty answer (NODATA): the
-//! relay is IPv4 only, and a client that gets no IPv6 address for a name
-//! uses its IPv4 one. NXDOMAIN is kept for refused names, so that a
-//! client does not give up on an allowed name for want of an AAAA record.
+//! A type-A question gets the relay address, a type-AAAA question its
+//! IPv6 twin ([`super::book::six`]) when the namespace has the IPv6
+//! range; any other type of an allowed name (HTTPS, SVCB, MX, or AAAA
+//! without IPv6) an empty answer (NODATA), and a client that gets no
+//! IPv6 address for a name uses its IPv4 one. NXDOMAIN is kept for
+//! refused names, so that a client does not give up on an allowed name
+//! for want of a record of another type.
 
 use super::book::Book;
 use super::rules::{normal_host, Dest, Reason, Rules, Via};
 use std::net::{IpAddr, Ipv4Addr};
 
 const TYPE_A: u16 = 1;
+const TYPE_AAAA: u16 = 28;
 const CLASS_IN: u16 = 1;
 /// Response codes (RFC 1035 §4.1.1).
 const NOERROR: u8 = 0;
@@ -87,8 +91,8 @@ pub fn parse(q: &[u8]) -> Result<Question, Option<(u16, u8)>> {
 }
 
 /// The reply to `query` (whose question `q` is), with `rcode` and an A
-/// record for `addr` if given.
-pub fn reply(query: &[u8], q: &Question, rcode: u8, addr: Option<Ipv4Addr>) -> Vec<u8> {
+/// or AAAA record for `addr` if given.
+pub fn reply(query: &[u8], q: &Question, rcode: u8, addr: Option<IpAddr>) -> Vec<u8> {
     let mut out = Vec::with_capacity(q.end + 16);
     out.extend_from_slice(&q.id.to_be_bytes());
     // QR, the opcode and RD as asked, AA (the responder is the authority
@@ -100,14 +104,53 @@ pub fn reply(query: &[u8], q: &Question, rcode: u8, addr: Option<Ipv4Addr>) -> V
     out.extend_from_slice(&[0, 0, 0, 0]);
     out.extend_from_slice(&query[12..q.end]);
     if let Some(a) = addr {
+        let (kind, data) = match a {
+            IpAddr::V4(a) => (TYPE_A, a.octets().to_vec()),
+            IpAddr::V6(a) => (TYPE_AAAA, a.octets().to_vec()),
+        };
         out.extend_from_slice(&[0xc0, 12]); // the question's name
-        out.extend_from_slice(&TYPE_A.to_be_bytes());
+        out.extend_from_slice(&kind.to_be_bytes());
         out.extend_from_slice(&CLASS_IN.to_be_bytes());
         out.extend_from_slice(&TTL.to_be_bytes());
-        out.extend_from_slice(&4u16.to_be_bytes());
-        out.extend_from_slice(&a.octets());
+        out.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        out.extend_from_slice(&data);
     }
     out
+}
+
+/// Answer DNS over TCP on one connection: length-prefixed queries until
+/// the client closes or is silent for the head timeout.
+pub fn serve_tcp(mut s: std::net::TcpStream, cx: &super::Cx) {
+    use std::io::{Read, Write};
+    let names = Names {
+        rules: &cx.rules,
+        ports: &cx.relay_ports,
+        ipv6: cx.relay6,
+        book: &cx.book,
+    };
+    if s.set_read_timeout(Some(cx.options.head_timeout)).is_err() {
+        return;
+    }
+    loop {
+        let mut len = [0u8; 2];
+        if s.read_exact(&mut len).is_err() {
+            return;
+        }
+        let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        if s.read_exact(&mut q).is_err() {
+            return;
+        }
+        let (reply, refused) = names.answer(&q);
+        if let Some((name, reason)) = refused {
+            cx.refuse(Via::Dns, &name, 0, reason);
+        }
+        let Some(r) = reply else { return };
+        let mut out = (r.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(&r);
+        if s.write_all(&out).is_err() {
+            return;
+        }
+    }
 }
 
 /// A reply carrying only a code, for a query [`parse`] refused.
@@ -124,6 +167,8 @@ pub struct Names<'a> {
     /// The ports the relay listens on.
     pub ports: &'a [u16],
     pub book: &'a Book,
+    /// The namespace has the IPv6 relay range: AAAA gets an answer.
+    pub ipv6: bool,
 }
 
 impl Names<'_> {
@@ -175,7 +220,11 @@ impl Names<'_> {
             return (Some(reply(query, &q, NXDOMAIN, None)), None);
         };
         match self.decide(&name) {
-            Ok(a) if q.qtype == TYPE_A => (Some(reply(query, &q, NOERROR, Some(a))), None),
+            Ok(a) if q.qtype == TYPE_A => (Some(reply(query, &q, NOERROR, Some(a.into()))), None),
+            Ok(a) if q.qtype == TYPE_AAAA && self.ipv6 => {
+                let six = super::book::six(a).into();
+                (Some(reply(query, &q, NOERROR, Some(six))), None)
+            }
             Ok(_) => (Some(reply(query, &q, NOERROR, None)), None),
             Err(r) => (Some(reply(query, &q, NXDOMAIN, None)), Some((name, r))),
         }
@@ -224,6 +273,7 @@ mod tests {
             rules: &rules,
             ports: &[22, 443],
             book: &book,
+            ipv6: false,
         };
         let (r, refused) = names.answer(&query(7, "Git.Test", TYPE_A));
         let r = r.unwrap();
@@ -233,10 +283,19 @@ mod tests {
         assert_eq!(answers(&r), 1);
         assert_eq!(&r[r.len() - 4..], &[198, 18, 0, 2]);
         assert_eq!(book.name(Ipv4Addr::new(198, 18, 0, 2)).unwrap(), "git.test");
-        // AAAA of an allowed name: NODATA, not NXDOMAIN.
-        let (r, refused) = names.answer(&query(8, "git.test", 28));
+        // AAAA of an allowed name without IPv6: NODATA, not NXDOMAIN.
+        let (r, refused) = names.answer(&query(8, "git.test", TYPE_AAAA));
         let r = r.unwrap();
         assert_eq!((rcode(&r), answers(&r), refused), (NOERROR, 0, None));
+        // With IPv6: the IPv4 address's twin in the IPv6 range.
+        let names6 = Names {
+            ipv6: true,
+            ..names
+        };
+        let r = names6.answer(&query(8, "git.test", TYPE_AAAA)).0.unwrap();
+        assert_eq!((rcode(&r), answers(&r)), (NOERROR, 1));
+        let six = super::super::book::six(Ipv4Addr::new(198, 18, 0, 2)).octets();
+        assert_eq!(&r[r.len() - 16..], &six);
         // Refused: no rule, a deny rule, a metadata name on a port the
         // relay does not serve.
         let (r, refused) = names.answer(&query(9, "evil.test", TYPE_A));
@@ -259,6 +318,7 @@ mod tests {
             rules: &rules,
             ports: &[22],
             book: &book,
+            ipv6: true,
         };
         assert_eq!(names.answer(&[1, 2, 3]).0, None, "too short");
         let mut q = query(5, "a.test", TYPE_A);

@@ -17,8 +17,10 @@ pub mod book;
 mod chunked;
 mod direct;
 mod dns;
+mod forward;
 mod http;
 mod log;
+mod peek;
 mod relay;
 mod resolve;
 mod rules;
@@ -94,12 +96,62 @@ pub struct Config {
 
 /// The sockets for clients that ignore the proxy variables (Linux, in
 /// the command's network namespace): the DNS responder's UDP socket at
-/// [`book::DNS_ADDR`] and a TCP listener on `0.0.0.0` at each of the
-/// relay's ports ([`relay_ports`]).
+/// [`book::DNS_ADDR`] (when the relay has ports), a TCP listener on
+/// `0.0.0.0` at each of the relay's ports ([`relay_ports`]), and the
+/// loopback forwards' listeners on 127.0.0.1 and ::1 ([`relay_listens`]).
+/// Which one a connection came in on, its local address says.
 #[derive(Debug)]
 pub struct RelaySockets {
-    pub dns: UdpSocket,
+    pub dns: Option<UdpSocket>,
     pub listeners: Vec<TcpListener>,
+}
+
+/// The ports of the loopback forwards (issue #36): those of the allow
+/// rules for this host's loopback.
+pub fn forward_ports(rules: &[NetRule]) -> Vec<u16> {
+    let mut ports: Vec<u16> = rules
+        .iter()
+        .filter(|r| crate::back::landlock::proxy::forwarded(r))
+        .filter_map(crate::back::landlock::proxy::relay_port)
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// Where the relay's and the forwards' listeners are bound in the
+/// namespace, in the order they are handed over: `0.0.0.0` at each
+/// relay port, and `[::]` (IPv6 only) with `ipv6`; then 127.0.0.1 and
+/// (with `ipv6`) ::1 at each forward port that the relay's wildcard
+/// listeners do not take already.
+pub fn relay_listens(relay: &[u16], forward: &[u16], ipv6: bool) -> Vec<std::net::SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+    let mut out: Vec<SocketAddr> = Vec::new();
+    for p in relay {
+        out.push(SocketAddr::from((Ipv4Addr::UNSPECIFIED, *p)));
+        if ipv6 {
+            out.push(SocketAddr::from((Ipv6Addr::UNSPECIFIED, *p)));
+        }
+    }
+    for p in forward.iter().filter(|p| !relay.contains(p)) {
+        out.push(SocketAddr::from((Ipv4Addr::LOCALHOST, *p)));
+        if ipv6 {
+            out.push(SocketAddr::from((Ipv6Addr::LOCALHOST, *p)));
+        }
+    }
+    // The DNS responder over TCP, unless a rule's port 53 has the
+    // relay's wildcard listener there already.
+    if !relay.is_empty() && !relay.contains(&53) {
+        out.push(SocketAddr::from((book::DNS_ADDR, 53)));
+    }
+    out
+}
+
+/// Whether this kernel has IPv6 (booted with `ipv6.disable=1` it has
+/// no `/proc/sys/net/ipv6`): the relay's IPv6 range and the forwards'
+/// ::1 listeners need it.
+pub fn ipv6() -> bool {
+    std::path::Path::new("/proc/sys/net/ipv6").exists()
 }
 
 /// The ports the relay listens on: those the allow rules for names
@@ -140,6 +192,8 @@ pub(crate) struct Cx {
     book: book::Book,
     /// The relay's ports (empty: no relay).
     relay_ports: Vec<u16>,
+    /// The relay listens on IPv6 too (the namespace has its range).
+    relay6: bool,
     stopping: AtomicBool,
     next: AtomicU64,
     /// Open sockets by connection, shut down on stop so that no thread
@@ -221,6 +275,8 @@ enum Kind {
     Http,
     Socks,
     Relay,
+    /// The DNS responder over TCP.
+    Dns,
 }
 
 impl Proxy {
@@ -240,13 +296,24 @@ impl Proxy {
         let ports = (http.local_addr()?.port(), socks.local_addr()?.port());
         let mut listeners = vec![(http, Kind::Http), (socks, Kind::Socks)];
         let mut relay_ports = Vec::new();
+        let mut relay6 = false;
         let mut udp = None;
         if let Some(r) = relay {
             for l in r.listeners {
-                relay_ports.push(l.local_addr()?.port());
+                let local = l.local_addr()?;
+                if local == std::net::SocketAddr::from((book::DNS_ADDR, 53)) {
+                    listeners.push((l, Kind::Dns));
+                    continue;
+                }
+                // The forwards' listeners are on loopback, the relay's
+                // on every address.
+                if local.ip().is_unspecified() {
+                    relay6 |= local.is_ipv6();
+                    relay_ports.push(local.port());
+                }
                 listeners.push((l, Kind::Relay));
             }
-            udp = Some(r.dns);
+            udp = r.dns;
         }
         for (l, _) in &listeners {
             l.set_nonblocking(true)?;
@@ -261,6 +328,7 @@ impl Proxy {
             token: config.token,
             book: book::Book::default(),
             relay_ports,
+            relay6,
             stopping: AtomicBool::new(false),
             next: AtomicU64::new(0),
             live: Mutex::new(Vec::new()),
@@ -478,6 +546,7 @@ fn accept_loop(
                         Kind::Http => Via::Http,
                         Kind::Socks => Via::Socks,
                         Kind::Relay => Via::Relay,
+                        Kind::Dns => Via::Dns,
                     };
                     let why = format!(
                         "more than {} connections at once",
@@ -509,6 +578,7 @@ fn serve(cx: &Cx, s: TcpStream, kind: Kind) {
         Kind::Http => http::serve(s, cx),
         Kind::Socks => socks::serve(s, cx),
         Kind::Relay => direct::serve(s, cx),
+        Kind::Dns => dns::serve_tcp(s, cx),
     }
 }
 
@@ -518,6 +588,7 @@ fn dns_loop(cx: &Cx, udp: &UdpSocket, wait: &OwnedFd) {
     let names = dns::Names {
         rules: &cx.rules,
         ports: &cx.relay_ports,
+        ipv6: cx.relay6,
         book: &cx.book,
     };
     // A refused name is logged once, not once per retry and record type.

@@ -118,6 +118,41 @@ impl Rules {
         }
     }
 
+    /// The host of the first loopback forward at `port` (issue #36): an
+    /// allow rule for this host's loopback, as written.
+    pub fn forward_host(&self, port: u16) -> Option<String> {
+        use crate::back::landlock::proxy::{forwarded, relay_port};
+        self.rules
+            .iter()
+            .find(|r| forwarded(r) && relay_port(r) == Some(port))
+            .map(|r| r.host.clone())
+    }
+
+    /// What a relayed connection to `dest` must open with: a TLS
+    /// ClientHello naming the host when every allow rule that matches
+    /// it is an `https` or `wss` rule, an SSH identification when every
+    /// one is an `ssh` rule; nothing when a rule without such a scheme
+    /// (or none) matches.
+    pub fn relay_check(&self, dest: &Dest) -> super::peek::Check {
+        use super::peek::Check;
+        let schemes: Vec<Option<&str>> = self
+            .rules
+            .iter()
+            .filter(|r| r.allow && host_matches(&r.host, &dest.host))
+            .filter(|r| port_matches(r, Via::Relay, dest.port))
+            .map(|r| r.scheme.as_deref())
+            .collect();
+        let all =
+            |f: &dyn Fn(Option<&str>) -> bool| !schemes.is_empty() && schemes.iter().all(|s| f(*s));
+        if all(&|s| matches!(s, Some("https" | "wss"))) {
+            Check::Tls
+        } else if all(&|s| s == Some("ssh")) {
+            Check::Ssh
+        } else {
+            Check::None
+        }
+    }
+
     /// Host, port, scheme and path; addresses are checked after lookup
     /// ([`Allowed::address`]). `path` is the plain-HTTP request's path.
     pub fn decide(&self, via: Via, dest: &Dest, path: Option<&str>) -> Result<Allowed, Reason> {
