@@ -554,8 +554,8 @@ fn echo_server() -> u16 {
         for mut s in l.incoming().flatten() {
             let mut buf = [0u8; 256];
             let n = s.read(&mut buf).unwrap_or(0);
-            let _ = s.write_all(b"echo:");
-            let _ = s.write_all(&buf[..n]);
+            // One write: a client that reads once must get all of it.
+            let _ = s.write_all(&[b"echo:", &buf[..n]].concat());
         }
     });
     port

@@ -165,7 +165,14 @@ fn loopback_forward_query() {
     assert!(ex.allowed);
     assert_eq!(target(&ex, "linux"), Enforced::Exact);
     let linux = ex.targets.iter().find(|t| t.target == "linux").unwrap();
-    assert!(linux.note.contains("forwards port 5432"), "{}", linux.note);
+    // The artifact's own line for the rule (one truth, #39).
+    assert!(
+        linux
+            .note
+            .contains("forwarded by `sbx run` for every TCP client"),
+        "{}",
+        linux.note
+    );
 }
 
 #[test]

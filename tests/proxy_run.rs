@@ -356,7 +356,7 @@ fn git_clone_and_a_chunked_upload_through_the_proxy() {
 /// the same policy.
 #[test]
 fn refusals_are_printed_as_they_happen() {
-    if !have("curl") {
+    if !common::have("curl") {
         println!("SKIPPED: no curl");
         return;
     }

@@ -23,6 +23,19 @@ pub const KEPT_BY_DEFAULT: &[&str] = &[
     "PYENV_ROOT",
     "VIRTUAL_ENV",
     "NVM_DIR",
+    // Where caches live: the private caches of `sbx run` on Linux are
+    // mounted where the tool inside looks, and a dropped variable would
+    // send it elsewhere than the host's cache the overlay reads.
+    "GOMODCACHE",
+    "GOCACHE",
+    "npm_config_cache",
+    "NPM_CONFIG_CACHE",
+    "PIP_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "GRADLE_USER_HOME",
+    "YARN_CACHE_FOLDER",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
 ];
 
 pub(super) fn lower_env(policy: &Policy, os: Os) -> ir::Env {

@@ -410,8 +410,11 @@ impl Proxy {
         let held = log.held_back();
         if let Some(path) = record {
             let mut text = log.reached();
+            // Both of a name's relay addresses: a client may connect over
+            // either (AAAA answers end in the IPv4 address's bits).
             for (name, addr) in self_book {
                 let _ = writeln!(text, "name {name} {addr}");
+                let _ = writeln!(text, "name {name} {}", book::six(addr));
             }
             if let Err(e) = std::fs::write(&path, text) {
                 let _ = writeln!(s, "sbx: cannot record the hosts reached: {e}");
