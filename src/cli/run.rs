@@ -546,6 +546,7 @@ fn macos(a: RunArgs) -> i32 {
     let _ = a.landlock_abi;
     let opts = RunOptions {
         report: a.report,
+        quiet: a.quiet,
         workspace: a.workspace.clone().map(Into::into),
         home: a.home.clone().map(Into::into),
     };

@@ -28,6 +28,9 @@ pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
 pub struct RunOptions {
     /// Print the parameters and every approximation to stderr first.
     pub report: bool,
+    /// `--quiet`: no refusal printed as it happens (the summary at exit
+    /// still lists them).
+    pub quiet: bool,
     /// `WORKSPACE` for portable profiles (default: the current directory).
     pub workspace: Option<PathBuf>,
     /// `HOME` for portable profiles (default: `$HOME`).
@@ -263,7 +266,7 @@ pub fn plan_artifact(text: &str, argv: &[OsString], opts: &RunOptions) -> Result
 /// Unlike Linux there is no private network namespace, so every local
 /// process can reach the listeners: the token keeps them out
 /// (docs/macos.md, "Host rules: the proxy"). `None` without host rules.
-pub fn start_proxy(plan: &mut Plan, report: bool) -> Result<Option<Proxy>, Fail> {
+pub fn start_proxy(plan: &mut Plan, echo: proxy::Echo) -> Result<Option<Proxy>, Fail> {
     let Some(spec) = &plan.proxy else {
         return Ok(None);
     };
@@ -273,7 +276,7 @@ pub fn start_proxy(plan: &mut Plan, report: bool) -> Result<Option<Proxy>, Fail>
     };
     let listeners = vec![listen()?, listen()?];
     let token = proxy::auth::new_token().map_err(|e| fail(format!("the proxy's token: {e}")))?;
-    let p = Proxy::for_run(spec, listeners, None, report, Some(token.clone()))
+    let p = Proxy::for_run(spec, listeners, None, echo, Some(token.clone()))
         .map_err(|e| fail(format!("the proxy did not start: {e}")))?;
     let (http, socks) = p.ports();
     for (name, port) in PROXY_PARAMS.iter().zip([http, socks]) {
@@ -551,7 +554,7 @@ impl Drop for Signals {
 
 #[cfg(target_os = "macos")]
 fn start(mut plan: Plan, opts: &RunOptions) -> i32 {
-    let served = match start_proxy(&mut plan, opts.report) {
+    let served = match start_proxy(&mut plan, proxy::Echo::new(opts.report, opts.quiet)) {
         Ok(p) => p,
         Err((code, msg)) => {
             eprintln!("sbx: {msg}");

@@ -163,6 +163,7 @@ pub fn outside_presets() -> PathBuf {
 /// directory above that is closed to others (root's home): a test that
 /// runs sbx as another user needs its paths reachable. `/var/cache` is in
 /// no preset.
+#[cfg(unix)]
 #[allow(dead_code)]
 pub fn outside_presets_for_anyone() -> PathBuf {
     use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::compile::{load, lower_for, Inputs, Options};
 use crate::ir::Os;
+use crate::runtime::proxy::Echo;
 use std::collections::BTreeMap;
 
 fn lower(toml: &str, portable: bool, ws: &Path) -> Ir {
@@ -101,6 +102,7 @@ fn portable_plans_fill_in_resolved_parameters() {
         workspace: Some(ws.path().to_path_buf()),
         home: Some(home.path().to_path_buf()),
         report: false,
+        quiet: false,
     };
     let p = plan(&ir, &argv(&["/bin/sh"]), &opts).unwrap();
     let names: Vec<&str> = p.params.iter().map(|(k, _)| k.as_str()).collect();
@@ -198,7 +200,7 @@ fn host_rules_start_the_proxy_and_pass_its_ports() {
     )
     .unwrap();
     assert!(p.proxy.is_some() && p.params.is_empty());
-    let proxy = start_proxy(&mut p, false).unwrap().expect("a proxy");
+    let proxy = start_proxy(&mut p, Echo::Off).unwrap().expect("a proxy");
     let (h, s) = proxy.ports();
     let params: Vec<(&str, String)> = p
         .params
@@ -313,11 +315,12 @@ fn artifacts_with_host_rules_start_the_same_proxy() {
         workspace: Some(ws.path().to_path_buf()),
         home: Some(home.path().to_path_buf()),
         report: false,
+        quiet: false,
     };
     let text = sbpl::emit(&ir).unwrap().text;
     let mut a = plan_artifact(&text, &argv(&["/bin/sh"]), &opts).unwrap();
     assert_eq!(a.proxy, sbpl::proxy_spec(&ir));
-    let proxy = start_proxy(&mut a, false).unwrap().expect("a proxy");
+    let proxy = start_proxy(&mut a, Echo::Off).unwrap().expect("a proxy");
     let names: Vec<&str> = a.params.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         names,
@@ -340,7 +343,7 @@ fn artifacts_with_host_rules_start_the_same_proxy() {
     // Without host rules nothing starts.
     let mut none =
         plan_artifact("(version 1)\n(allow default)\n", &argv(&["/bin/sh"]), &opts).unwrap();
-    assert!(start_proxy(&mut none, false).unwrap().is_none());
+    assert!(start_proxy(&mut none, Echo::Off).unwrap().is_none());
     assert!(none.env.iter().all(|(k, _)| k != "HTTP_PROXY"));
 }
 
