@@ -593,21 +593,12 @@ fn learn_learns_a_direct_connect_with_a_timeout() {
     std::fs::write(ws.join("direct.py"), DIRECT).unwrap();
     let learned = root.join("learned.toml");
     let cmd = |c: &mut Command| {
-        c.args([
-            "--",
-            "env",
-            "-u",
-            "HTTP_PROXY",
-            "-u",
-            "HTTPS_PROXY",
-            "-u",
-            "ALL_PROXY",
-        ])
-        .args(["-u", "http_proxy", "-u", "https_proxy", "-u", "all_proxy"])
-        .args(["python3", "direct.py", "echo.test", &port.to_string()])
-        .current_dir(&ws)
-        .env("SBX_TEST_RESOLVER", &hosts)
-        .stdin(Stdio::null());
+        c.arg("--")
+            .args(common::WITHOUT_PROXY_VARS)
+            .args(["python3", "direct.py", "echo.test", &port.to_string()])
+            .current_dir(&ws)
+            .env("SBX_TEST_RESOLVER", &hosts)
+            .stdin(Stdio::null());
     };
     let mut c = Command::new(SBX);
     c.arg("learn").arg("-o").arg(&learned);

@@ -24,19 +24,15 @@ struct Env {
     ws: PathBuf,
 }
 
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Whether every tool is installed. A developer's machine may lack one
 /// (the test then says SKIPPED); CI installs them all (`.ci/prereqs.sh`),
 /// so there a missing tool fails the test.
 fn have(tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !which(t)).collect();
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| !common::on_path(t))
+        .collect();
     if missing.is_empty() {
         return true;
     }

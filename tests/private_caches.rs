@@ -27,14 +27,6 @@ struct Env {
     ws: PathBuf,
 }
 
-fn which(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn setup() -> Option<Env> {
     setup_in(common::outside_presets())
 }
@@ -177,7 +169,7 @@ with tarfile.open(sys.argv[1] + "/sbxdemo-1.0.tar.gz", "w:gz") as t:
 #[test]
 fn npm_and_pip_caches_are_private_per_workspace() {
     let Some(env) = setup() else { return };
-    if !which("npm") || !which("python3") {
+    if !common::on_path("npm") || !common::on_path("python3") {
         println!("SKIPPED: npm or python3 not installed");
         return;
     }
@@ -315,7 +307,7 @@ except OSError as e:\n    print(errno.errorcode[e.errno])' ";
 #[test]
 fn cargo_home_caches_are_private_and_bin_is_not_writable() {
     let Some(env) = setup() else { return };
-    if !which("cargo") || !which("python3") {
+    if !common::on_path("cargo") || !common::on_path("python3") {
         println!("SKIPPED: cargo or python3 not installed");
         return;
     }
@@ -395,7 +387,7 @@ fn foreign_owned_host_cache_falls_back_to_a_plain_directory() {
         return;
     };
     // SAFETY: no preconditions.
-    if unsafe { libc::geteuid() } != 0 || !which("setpriv") {
+    if unsafe { libc::geteuid() } != 0 || !common::on_path("setpriv") {
         println!("SKIPPED: needs root (to make a root-owned file) and setpriv");
         return;
     }
@@ -487,7 +479,7 @@ fn without_a_new_root_no_private_caches() {
 #[test]
 fn another_keys_cache_is_out_of_reach() {
     let Some(env) = setup() else { return };
-    if !which("python3") {
+    if !common::on_path("python3") {
         println!("SKIPPED: python3 not installed");
         return;
     }

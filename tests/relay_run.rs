@@ -57,16 +57,7 @@ impl Fx {
             .env("SBX_TEST_RESOLVER", self.dir.path().join("hosts"))
             .args(["run", "--workspace", ".", "policy.toml", "--"])
             // No proxy variables: the clients here must not need them.
-            .args([
-                "env",
-                "-u",
-                "HTTP_PROXY",
-                "-u",
-                "HTTPS_PROXY",
-                "-u",
-                "ALL_PROXY",
-            ])
-            .args(["-u", "http_proxy", "-u", "https_proxy", "-u", "all_proxy"])
+            .args(common::WITHOUT_PROXY_VARS)
             .args(["bash", "-c", script])
             .stdin(Stdio::null());
         c

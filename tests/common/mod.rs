@@ -294,6 +294,36 @@ pub fn request_line_server() -> u16 {
 }
 
 /// Whether `tool --version` runs and succeeds.
+/// Whether `tool` is on PATH (`command -v`), for tools that have no
+/// `--version` (or print it as a failure).
+#[allow(dead_code)]
+pub fn on_path(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `env` with the proxy variables unset, in both cases: put before a
+/// command that must reach the network without them.
+#[allow(dead_code)]
+pub const WITHOUT_PROXY_VARS: [&str; 13] = [
+    "env",
+    "-u",
+    "HTTP_PROXY",
+    "-u",
+    "HTTPS_PROXY",
+    "-u",
+    "ALL_PROXY",
+    "-u",
+    "http_proxy",
+    "-u",
+    "https_proxy",
+    "-u",
+    "all_proxy",
+];
+
 pub fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
