@@ -16,7 +16,8 @@ use sbx::ir::{Access, Grant, Ir, PathKind, Precision, Source, Status};
 use sbx::lint::sensitive::{How, Pattern};
 use sbx::policy::model::Preset;
 use sbx::policy::Policy;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 /// Variables that name a certificate bundle file.
 pub const CERTIFICATE_VARS: &[&str] = &[
@@ -141,7 +142,14 @@ fn path_dirs(
     is_sensitive: &dyn Fn(&str, bool) -> bool,
 ) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = Vec::new();
-    let consider = |dir: &str, out: &mut Vec<(String, Option<String>)>| {
+    // Each directory is looked at once: a PATH directory's links mostly
+    // lead into a few (`/etc/alternatives`, `/usr/lib/llvm-14/bin`), and
+    // resolving one costs a `readlink` per component.
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut consider = |dir: &str, out: &mut Vec<(String, Option<String>)>| {
+        if !seen.insert(dir.to_string()) {
+            return false;
+        }
         let Some(canon) = usable(dir, ir, is_sensitive) else {
             return false;
         };
@@ -151,6 +159,7 @@ fn path_dirs(
         }
         true
     };
+    let mut resolved = HashMap::new();
     for entry in path.split(':') {
         if !consider(entry, &mut out) {
             continue;
@@ -164,7 +173,7 @@ fn path_dirs(
             if !e.file_type().is_ok_and(|t| t.is_symlink()) {
                 continue;
             }
-            let Ok(target) = std::fs::canonicalize(e.path()) else {
+            let Some(target) = link_target(&e.path(), &mut resolved) else {
                 continue;
             };
             if let Some(parent) = target.parent().and_then(Path::to_str) {
@@ -173,6 +182,35 @@ fn path_dirs(
         }
     }
     out
+}
+
+/// Where the symlink `link` finally leads, as `std::fs::canonicalize`
+/// would say, with each target's directory resolved once (`dirs`) and a
+/// chain of links (`/usr/bin/java` → `/etc/alternatives/java` → …)
+/// followed up to 40 links; `None` where it leads nowhere.
+fn link_target(link: &Path, dirs: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
+    let mut cur = link.to_path_buf();
+    for _ in 0..40 {
+        if !std::fs::symlink_metadata(&cur)
+            .ok()?
+            .file_type()
+            .is_symlink()
+        {
+            return Some(cur);
+        }
+        let to = std::fs::read_link(&cur).ok()?;
+        let to = cur.parent()?.join(to);
+        let (Some(parent), Some(name)) = (to.parent(), to.file_name()) else {
+            // Ends in `..` or is `/`: the slow way.
+            return std::fs::canonicalize(&to).ok();
+        };
+        let canon = dirs
+            .entry(parent.to_path_buf())
+            .or_insert_with(|| std::fs::canonicalize(parent).ok())
+            .clone()?;
+        cur = canon.join(name);
+    }
+    None
 }
 
 /// `dir` resolved, if it may be granted.
@@ -212,6 +250,38 @@ fn wsl_drive(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `link_target` says what `canonicalize` says: relative and absolute
+    /// targets, a chain through a directory of links, a link to a link to
+    /// a directory's entry through `..`, and a dangling link.
+    #[test]
+    fn link_targets_as_canonicalize_says() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().canonicalize().unwrap();
+        for sub in ["bin", "alt", "real/bin", "lib"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("real/bin/tool"), "").unwrap();
+        symlink(d.join("real"), d.join("lib/real")).unwrap();
+        symlink("../lib/real/bin/tool", d.join("alt/tool")).unwrap();
+        symlink(d.join("alt/tool"), d.join("bin/tool")).unwrap();
+        symlink("../alt/../real/bin/tool", d.join("bin/dotted")).unwrap();
+        symlink("nowhere", d.join("bin/dangling")).unwrap();
+        let mut dirs = HashMap::new();
+        for name in ["tool", "dotted", "dangling"] {
+            let link = d.join("bin").join(name);
+            assert_eq!(
+                link_target(&link, &mut dirs),
+                std::fs::canonicalize(&link).ok(),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            link_target(&d.join("bin/tool"), &mut dirs),
+            Some(d.join("real/bin/tool"))
+        );
+    }
 
     #[test]
     fn windows_drives_under_wsl() {
