@@ -542,7 +542,15 @@ fn compile_each(
         }
         Ok(out)
     };
-    let lanes = each_on_threads(&oses, opts.jobs, lane);
+    // A large policy's lowerings one at a time by default: each is alive
+    // while its targets are emitted, and two of them at once doubled the
+    // peak (#38: 100,000 rules took 1.15 GB with two lanes). The targets
+    // of each lowering stay on threads.
+    let lane_jobs = match opts.jobs {
+        0 if policy.fs.as_ref().map_or(0, Vec::len) >= LARGE_POLICY => 1,
+        n => n,
+    };
+    let lanes = each_on_threads(&oses, lane_jobs, lane);
     let mut seen = Seen::default();
     for i in 0..diags.len() {
         seen.first(&diags, i);
@@ -578,6 +586,10 @@ fn compile_each(
     }
     Ok((precision, diags))
 }
+
+/// The `[[fs]]` rule count from which the OSes are lowered one after
+/// another unless `--jobs` says otherwise.
+pub const LARGE_POLICY: usize = 20_000;
 
 /// `f` of each item, in order, on at most `jobs` threads at once (0: as
 /// many as there are cores), this one among them. A panic in `f` is raised
