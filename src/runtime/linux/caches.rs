@@ -417,6 +417,31 @@ pub struct Mount {
     pub tree: AtomicI32,
 }
 
+/// Write the key's record, or only touch it when it says the same (it
+/// does at every run but the first: its time is the last use). No fsync
+/// on the way to the command's start: a record lost in a crash costs a
+/// line in `sbx caches`, not a guarantee, and an fsync of the file and
+/// its directory cost milliseconds on a busy disk.
+fn record_use(path: &Path, text: &[u8]) -> io::Result<()> {
+    if std::fs::read(path).is_ok_and(|b| b == text) {
+        let f = std::fs::File::options().append(true).open(path)?;
+        return f.set_modified(std::time::SystemTime::now());
+    }
+    let tmp = path.with_extension("json.new");
+    let _ = std::fs::remove_file(&tmp);
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text)?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
 /// Make the key's directories and record its use; the child's mounts.
 pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
     use std::os::unix::fs::DirBuilderExt;
@@ -431,7 +456,7 @@ pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
     };
     mkdir(&d.dir)?;
     let about = serde_json::json!({ "workspace": d.workspace, "policy": d.policy });
-    crate::atomic::replace(&d.dir.join(ABOUT), about.to_string().as_bytes(), 0o600)?;
+    record_use(&d.dir.join(ABOUT), about.to_string().as_bytes())?;
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
