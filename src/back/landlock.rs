@@ -312,6 +312,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         keep_capabilities: ir.linux.capabilities.clone(),
         nested_user_namespaces: ir.linux.nested_user_namespaces,
         memfd_exec: ir.linux.memfd_exec,
+        ssh_agent: ir.net.ssh_agent,
         env: ir.env.clone(),
         exec_allow: ir.commands.as_ref().map(|cmds| {
             cmds.iter()

@@ -12,6 +12,7 @@ mod net;
 pub mod paths;
 pub mod presets;
 pub mod protect;
+pub mod ssh;
 #[cfg(target_os = "linux")]
 mod walk;
 
@@ -204,6 +205,7 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
     let commands = lower_commands(&mut cx, policy, &mut grants);
     let mut fs = finish_grants(grants);
     cx.protect(policy, &mut fs);
+    cx.known_hosts(policy, &mut fs);
 
     let net = lower_net(&mut cx, policy);
     let env = lower_env(policy, opts.os);
