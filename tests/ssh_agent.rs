@@ -284,3 +284,31 @@ fn known_hosts_only_and_read_only() {
         "github.com ssh-ed25519 AAAA\n"
     );
 }
+
+/// SBX034: the opt-in with no rule ssh can use is a warning at the key;
+/// a host rule with `scheme = "ssh"` or port 22 silences it.
+#[test]
+fn the_opt_in_without_an_ssh_rule_is_flagged() {
+    let h = Host::new();
+    let check = |extra: &str| {
+        let file = h.root.join("p.toml");
+        std::fs::write(&file, policy(true, extra)).unwrap();
+        let (_, _, err) = h.sbx(&["check", file.to_str().unwrap()]);
+        err
+    };
+    let err = check("");
+    assert!(
+        err.contains("warning[SBX034]: ssh_agent = true, but no [[net]] rule lets ssh out"),
+        "{err}"
+    );
+    assert!(err.contains("p.toml:2:13"), "{err}");
+    for rule in [
+        "[[net]]\nhost = \"github.com\"\nscheme = \"ssh\"\n",
+        "[[net]]\nhost = \"git.example.com\"\nport = 22\n",
+    ] {
+        let err = check(rule);
+        assert!(!err.contains("SBX034"), "{rule}: {err}");
+    }
+    let err = check("[[net]]\nhost = \"github.com\"\nscheme = \"https\"\n");
+    assert!(err.contains("SBX034"), "{err}");
+}
