@@ -53,18 +53,31 @@ pub fn listen(private_tmp: &Path) -> io::Result<UnixListener> {
 /// Relay every connection to `agent` until the process ends (the
 /// listener goes with sbx; the socket file with the run's temp).
 pub fn serve(listener: UnixListener, agent: PathBuf) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let open = Arc::new(AtomicUsize::new(0));
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(inside) = conn else { continue };
-            let agent = agent.clone();
+            // Each connection holds two threads of sbx: the command
+            // cannot make sbx spawn without bound.
+            if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+                continue;
+            }
+            open.fetch_add(1, Ordering::Relaxed);
+            let (agent, open) = (agent.clone(), open.clone());
             std::thread::spawn(move || {
                 if let Ok(outside) = UnixStream::connect(&agent) {
                     splice(inside, outside);
                 }
+                open.fetch_sub(1, Ordering::Relaxed);
             });
         }
     });
 }
+
+/// Agent connections relayed at once (ssh opens one, `git` one per ssh).
+const MAX_CONNECTIONS: usize = 32;
 
 /// Copy both ways until either side closes.
 fn splice(a: UnixStream, b: UnixStream) {
