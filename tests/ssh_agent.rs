@@ -156,6 +156,40 @@ fn the_agent_answers_inside_only_with_the_opt_in() {
         "{out}"
     );
     assert!(out.contains(&agent.fingerprint), "{out}");
+    // What git's ssh does with it: a signature by the key, which stays
+    // outside (only its public half is in the workspace), checked outside.
+    std::fs::copy(h.root.join("throwaway.pub"), h.ws.join("k.pub")).unwrap();
+    std::fs::write(h.ws.join("msg"), "data\n").unwrap();
+    let sign = "ssh-keygen -Y sign -f k.pub -n git msg; echo rc=$?";
+    let (code, out, _) = run(&h, &opted, Some(&agent.sock), sign);
+    assert_eq!(code, 0);
+    assert!(out.ends_with("rc=0\n"), "{out}");
+    let checked = Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "check-novalidate",
+            "-n",
+            "git",
+            "-f",
+            "k.pub",
+            "-s",
+            "msg.sig",
+        ])
+        .current_dir(&h.ws)
+        .stdin(std::fs::File::open(h.ws.join("msg")).unwrap())
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{checked:?}");
+    std::fs::remove_file(h.ws.join("msg.sig")).unwrap();
+    // Not opted in: nothing signs.
+    let (code, out, _) = run(&h, &policy(false, ""), Some(&agent.sock), sign);
+    assert_eq!(code, 0);
+    // (ssh-keygen ends its error lines with \r\n)
+    assert_eq!(
+        out,
+        "No private key found for public key \"k.pub\"\r\nrc=255\n"
+    );
+    assert!(!h.ws.join("msg.sig").exists());
     // ... and the agent's own socket is still out of reach.
     let (code, out, _) = run(
         &h,
