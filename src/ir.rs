@@ -255,6 +255,8 @@ pub enum Source {
     /// POLICY.md §13: a policy file, layer or artifact of this `sbx run`,
     /// read-only to the child so it cannot widen its own next run.
     RunFile,
+    /// `ssh_agent = true`: `~/.ssh/known_hosts`, read-only.
+    SshAgent,
 }
 
 impl Source {
@@ -284,6 +286,7 @@ impl Source {
                 format!("sensitive {pattern}, covered by {}", by.label())
             }
             Source::RunFile => "this run's policy".into(),
+            Source::SshAgent => "ssh_agent".into(),
         }
     }
 
@@ -370,6 +373,10 @@ pub struct Net {
     pub dns: bool,
     /// The rules as lowered, for cooperative checks and reports.
     pub rules: Vec<NetRule>,
+    /// `ssh_agent = true`: `sbx run` forwards the caller's ssh agent and
+    /// shows `~/.ssh/known_hosts` read-only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ssh_agent: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -552,6 +559,7 @@ impl Net {
             bind: Ports::None,
             other_protocols: false,
             dns: false,
+            ssh_agent: false,
             rules: Vec::new(),
         }
     }

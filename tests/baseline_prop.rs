@@ -375,10 +375,23 @@ fn weaker_enforcement_and_extras_widen() {
     new.linux.capabilities = Some(vec!["CAP_CHOWN".into()]);
     new.linux.nested_user_namespaces = Some(true);
     new.linux.memfd_exec = Some(true);
-    let got: Vec<Widened> = widenings(&lower(&old), &lower(&new))
+    new.ssh_agent = Some(true);
+    let (fs, got): (Vec<Widened>, Vec<Widened>) = widenings(&lower(&old), &lower(&new))
         .into_iter()
         .map(|w| w.widened)
+        .partition(|w| matches!(w, Widened::Fs { .. }));
+    // ssh_agent's read-only known_hosts grants widen too.
+    let fs: Vec<String> = fs
+        .into_iter()
+        .filter_map(|w| match w {
+            Widened::Fs { path, added, .. } if added.each_name().eq(["read"]) => Some(path),
+            _ => None,
+        })
         .collect();
+    assert_eq!(
+        fs,
+        ["${HOME}/.ssh/known_hosts", "${HOME}/.ssh/known_hosts2"]
+    );
     let extra = |key: &str, detail: &str| Widened::Extra {
         key: key.into(),
         detail: detail.into(),
@@ -402,6 +415,7 @@ fn weaker_enforcement_and_extras_widen() {
                 "linux.memfd_exec",
                 "the command may run programs from a memfd"
             ),
+            extra("ssh_agent", "the command may use the caller's ssh agent"),
             extra("windows.appcontainer", "AppContainer disabled"),
         ]
     );

@@ -297,6 +297,18 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     let carve = mounts::carve_outs(ir, &rules);
     let mut precision = ir.precision.clone();
     precision.extend(linux_precision(ir, &rules, TARGET, Some(&carve), true));
+    if ir.net.ssh_agent {
+        precision.push(Precision {
+            rule: "ssh_agent".into(),
+            target: TARGET.into(),
+            status: ir::Status::Exact,
+            reason: "sbx run relays /tmp/sbx-ssh-agent/agent.sock (in the run's private /tmp) \
+                     to the caller's SSH_AUTH_SOCK, which the child gets; ~/.ssh/known_hosts \
+                     and known_hosts2 read-only, hidden ~/.ssh otherwise (no key, no config)"
+                .into(),
+            advisory: false,
+        });
+    }
     Ok(LinuxArtifact {
         sbx: header.sbx,
         policy_hash: header.policy_hash,
@@ -312,6 +324,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
         keep_capabilities: ir.linux.capabilities.clone(),
         nested_user_namespaces: ir.linux.nested_user_namespaces,
         memfd_exec: ir.linux.memfd_exec,
+        ssh_agent: ir.net.ssh_agent,
         env: ir.env.clone(),
         exec_allow: ir.commands.as_ref().map(|cmds| {
             cmds.iter()

@@ -89,6 +89,15 @@ pub fn emit_to(ir: &Ir, out: &mut dyn FnMut(&[u8])) -> Result<Vec<Precision>, Em
     let mut precision = ir.precision.clone();
     let from_ir = precision.len();
     precision.append(&mut notes.0);
+    if ir.net.ssh_agent {
+        precision.push(Precision {
+            rule: "ssh_agent".into(),
+            target: TARGET.into(),
+            status: crate::ir::Status::Unsupported,
+            reason: "the caller's ssh agent is not forwarded on Windows".into(),
+            advisory: false,
+        });
+    }
     let mut spec = Spec {
         sbx: header.sbx,
         policy_hash: header.policy_hash,

@@ -275,6 +275,10 @@ namespaces = "never"
 path = "~/.ssh"
 read = true
 "#;
+    SSH_AGENT_UNUSED = "SBX034", Warning, "ssh agent forwarded without an ssh rule",
+        "`ssh_agent = true` forwards the caller's ssh agent into the sandbox and shows `~/.ssh/known_hosts`, for ssh and `git push` over ssh. No allow rule of the policy lets ssh out (`[[net]]` with `scheme = \"ssh\"` or port 22), so the agent can sign for nothing the command may reach: add the host rule (`host = \"github.com\"`, `scheme = \"ssh\"`), or drop the opt-in.",
+        example = r#"ssh_agent = true
+"#;
 }
 
 pub fn lookup(code: &str) -> Option<&'static CodeInfo> {

@@ -59,6 +59,7 @@ pub fn lint(
     }
     out.extend(rules::broad(ir, &loc));
     out.extend(rules::namespaces_never(ir, &loc));
+    out.extend(rules::ssh_agent_unused(ir, &loc));
     out.extend(rules::duplicates(ir, policy));
     out.extend(rules::redundant(ir, &idx, &loc));
     out.extend(rules::missing(ir, &idx, &loc, &mut Cap::new(usize::MAX)));

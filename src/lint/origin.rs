@@ -144,6 +144,7 @@ impl Locator<'_> {
                 .clone(),
             Source::Covered { by, .. } => self.source(by),
             Source::RunFile => None,
+            Source::SshAgent => self.key("/ssh_agent"),
         }
     }
 

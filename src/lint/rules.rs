@@ -289,3 +289,23 @@ pub fn namespaces_never(ir: &Ir, loc: &Locator) -> Option<Diagnostic> {
         .help("keep the default (`auto`) unless a program cannot run in namespaces"),
     )
 }
+
+/// SBX034: `ssh_agent = true` with no allow rule that ssh can use.
+pub fn ssh_agent_unused(ir: &Ir, loc: &Locator) -> Option<Diagnostic> {
+    let ssh = |r: &crate::ir::NetRule| {
+        r.allow && !r.bind && (r.scheme.as_deref() == Some("ssh") || r.port == Some(22))
+    };
+    if !ir.net.ssh_agent || ir.net.rules.iter().any(ssh) {
+        return None;
+    }
+    Some(
+        Diagnostic::new(
+            codes::SSH_AGENT_UNUSED,
+            "ssh_agent = true, but no [[net]] rule lets ssh out (scheme = \"ssh\" or port 22): \
+             the agent is forwarded for nothing the command may reach"
+                .to_string(),
+        )
+        .at(loc.key("/ssh_agent"))
+        .help("add the host rule (host = \"github.com\", scheme = \"ssh\"), or drop ssh_agent"),
+    )
+}

@@ -12,6 +12,7 @@ mod net;
 pub mod paths;
 pub mod presets;
 pub mod protect;
+pub mod ssh;
 #[cfg(target_os = "linux")]
 mod walk;
 
@@ -204,6 +205,7 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
     let commands = lower_commands(&mut cx, policy, &mut grants);
     let mut fs = finish_grants(grants);
     cx.protect(policy, &mut fs);
+    cx.known_hosts(policy, &mut fs);
 
     let net = lower_net(&mut cx, policy);
     let env = lower_env(policy, opts.os);
@@ -770,5 +772,76 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod ssh_tests {
+    use super::*;
+    use crate::policy::{load_layer, merge::merge, source::SourceFile};
+
+    fn lower_portable(text: &str) -> Ir {
+        let layer = load_layer(
+            SourceFile {
+                name: "p.toml".into(),
+                text: text.into(),
+            },
+            None,
+        )
+        .unwrap();
+        let opts = Options {
+            workspace: String::new(),
+            home: String::new(),
+            temp: String::new(),
+            os: Os::Linux,
+            portable: true,
+            path_var: None,
+            approvals: Vec::new(),
+        };
+        lower(&merge(&[layer]), &opts).unwrap().ir
+    }
+
+    fn from_opt_in(ir: &Ir) -> Vec<(&str, Access)> {
+        ir.fs
+            .iter()
+            .filter(|g| g.source == Source::SshAgent)
+            .map(|g| (g.path.as_str(), g.access))
+            .collect()
+    }
+
+    const WS: &str = "[[fs]]\npath = \".\"\nread = true\nwrite = true\n";
+
+    /// Read-only grants on the two files, and only with the opt-in.
+    #[test]
+    fn known_hosts_read_only_where_home_is_not_covered() {
+        let ir = lower_portable(&format!("ssh_agent = true\n{WS}"));
+        assert!(ir.net.ssh_agent);
+        let read = Access {
+            read: true,
+            ..Access::NONE
+        };
+        assert_eq!(
+            from_opt_in(&ir),
+            [
+                ("${HOME}/.ssh/known_hosts", read),
+                ("${HOME}/.ssh/known_hosts2", read)
+            ]
+        );
+        assert!(!ir.access_at("${HOME}/.ssh/id_ed25519").read);
+        assert!(!ir.access_at("${HOME}/.ssh/config").read);
+        let ir = lower_portable(WS);
+        assert!(!ir.net.ssh_agent && from_opt_in(&ir).is_empty());
+    }
+
+    /// Under a rule on `~` the hidden `~/.ssh` stays hidden in the IR (a
+    /// grant beneath would lift it): `sbx run` shows the two files.
+    #[test]
+    fn no_grant_beneath_a_hidden_ssh_directory() {
+        let ir = lower_portable(&format!(
+            "ssh_agent = true\n{WS}[[fs]]\npath = \"~\"\nread = true\n"
+        ));
+        assert!(from_opt_in(&ir).is_empty());
+        let hidden = ir.fs.iter().find(|g| g.path == "${HOME}/.ssh").unwrap();
+        assert!(hidden.access.is_empty());
     }
 }

@@ -105,6 +105,7 @@ pub(super) fn lower_net(cx: &mut Ctx, policy: &Policy) -> ir::Net {
         bind: ports(bind),
         other_protocols: other,
         dns: dns && !other,
+        ssh_agent: policy.ssh_agent == Some(true),
         rules,
     }
 }

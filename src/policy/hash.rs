@@ -24,6 +24,9 @@ struct Canonical<'a> {
     /// Left out when empty, so that policies without it keep their hash.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     protected_paths: Vec<&'a str>,
+    /// Left out when absent, for the same reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssh_agent: Option<bool>,
     process: &'a Process,
     limits: &'a Limits,
     macos: &'a Macos,
@@ -48,6 +51,7 @@ pub fn policy_hash(p: &Policy) -> String {
             .map(|m| m.iter().map(|(k, v)| (k.as_str(), &v.value)).collect()),
         sensitive_paths: p.sensitive_paths.iter().map(|s| s.value.as_str()).collect(),
         protected_paths: p.protected_paths.iter().map(|s| s.value.as_str()).collect(),
+        ssh_agent: p.ssh_agent,
         process: &p.process,
         limits: &p.limits,
         macos: &p.macos,

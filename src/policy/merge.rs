@@ -30,6 +30,8 @@ pub struct Policy {
     pub commands: Option<BTreeMap<String, Located<CommandRule>>>,
     pub sensitive_paths: Vec<Located<String>>,
     pub protected_paths: Vec<Located<String>>,
+    /// `ssh_agent`: the last layer that sets it wins.
+    pub ssh_agent: Option<bool>,
     pub process: Process,
     pub limits: Limits,
     pub macos: Macos,
@@ -44,6 +46,9 @@ pub fn merge(layers: &[LoadedLayer]) -> Policy {
         let at = |ptr: String| l.parsed.locate(&ptr);
         if layer.enforcement.is_some() {
             p.enforcement = layer.enforcement;
+        }
+        if layer.ssh_agent.is_some() {
+            p.ssh_agent = layer.ssh_agent;
         }
         if let Some(m) = &layer.fs {
             let items = located(m, "fs", n, &at);

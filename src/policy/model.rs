@@ -170,6 +170,11 @@ pub struct Layer {
     /// absolute ones where they lie inside one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_paths: Option<Mergeable<String>>,
+    /// `sbx run` forwards the caller's ssh agent (`SSH_AUTH_SOCK`) to a
+    /// fixed path inside and shows `~/.ssh/known_hosts` read-only, never
+    /// the keys; default false. For `[[net]]` rules with `scheme = "ssh"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_agent: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -40,6 +40,10 @@ pub struct LinuxArtifact {
     /// (absent: only with `MFD_NOEXEC_SEAL`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memfd_exec: bool,
+    /// `ssh_agent = true`: `sbx run` forwards the caller's ssh agent to a
+    /// socket in the run's private temp directory (absent: not forwarded).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ssh_agent: bool,
     pub env: ir::Env,
     /// `None`: any program may be executed (subject to `execute` grants).
     pub exec_allow: Option<Vec<ExecEntry>>,

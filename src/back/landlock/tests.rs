@@ -460,6 +460,7 @@ fn tcp_ports_and_dns() {
         bind: Ports::None,
         other_protocols: false,
         dns: true,
+        ssh_agent: false,
         rules: vec![NetRule {
             index: 0,
             file: "policy.toml".into(),

@@ -106,6 +106,14 @@ pub(super) fn report(ir: &Ir) -> Vec<Precision> {
     let l = &ir.limits;
     for (name, set, status, reason) in [
         (
+            "ssh_agent",
+            ir.net.ssh_agent,
+            Status::Unsupported,
+            "the caller's ssh agent is not forwarded on macOS: the profile reaches no \
+             socket outside the grants (~/.ssh/known_hosts is readable, read-only, where \
+             ~/.ssh is not hidden by a broader rule)",
+        ),
+        (
             "limits.max_processes",
             l.max_processes.is_some(),
             Status::Unsupported,

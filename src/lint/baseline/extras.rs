@@ -82,6 +82,13 @@ pub fn widenings(old: &Ir, new: &Ir) -> Vec<Widening> {
             "the command may run programs from a memfd".into(),
         );
     }
+    if new.net.ssh_agent && !old.net.ssh_agent {
+        w(
+            &mut out,
+            "/ssh_agent",
+            "the command may use the caller's ssh agent".into(),
+        );
+    }
     let (ot, nt) = (&old.windows.token, &new.windows.token);
     // restricted and low_integrity protect different things: changing one
     // for the other loses a protection, as does `none`.

@@ -2,6 +2,7 @@
 //! no_new_privs + env filter + limits) to a child between fork and exec.
 
 mod after;
+mod agent;
 mod beneath;
 mod caches;
 mod child;

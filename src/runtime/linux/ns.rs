@@ -35,6 +35,9 @@ pub struct MountPlan<F> {
     /// A directory bound onto itself so that it cannot be renamed or
     /// removed: on the way to a carve-out (`pins`).
     pub pin: bool,
+    /// A hidden directory's files shown in it all the same, read-only
+    /// (host path, opened like `handle`): `ssh_agent`'s known_hosts.
+    pub show: Vec<(String, F)>,
 }
 
 impl<F> MountPlan<F> {
@@ -88,6 +91,7 @@ pub fn plan_mounts<F>(
                 read_only: m.read_only,
                 noexec: m.noexec,
                 pin: false,
+                show: Vec::new(),
             }),
             Err(e) => {
                 let carve = m.kind == MountKind::Hidden || m.read_only || m.noexec;
@@ -392,6 +396,18 @@ pub fn prepare(
                 read_only: m.read_only,
                 noexec: m.noexec,
                 pin: m.pin,
+                show: m
+                    .show
+                    .into_iter()
+                    .map(|(p, f)| {
+                        let name = p.rsplit('/').next().unwrap_or_default().to_string();
+                        Ok(super::nschild::Shown {
+                            path: CString::new(p).map_err(|e| e.to_string())?,
+                            name: CString::new(name).map_err(|e| e.to_string())?,
+                            fd: f.into(),
+                        })
+                    })
+                    .collect::<Result<_, String>>()?,
             })
         })
         .collect::<Result<_, String>>()?;

@@ -81,6 +81,17 @@ pub struct NsMount {
     /// The directory bound onto itself, its flags as they are: it only
     /// stops renames (`pins`).
     pub pin: bool,
+    /// Hidden, yet these files of it are shown read-only.
+    pub show: Vec<Shown>,
+}
+
+/// A file shown in a hidden directory (`NsMount::show`).
+pub struct Shown {
+    pub path: CString,
+    /// Its name in the directory.
+    pub name: CString,
+    /// Opened by the parent (see `NsMount::fd`).
+    pub fd: OwnedFd,
 }
 
 /// Everything the setup process needs.
@@ -391,7 +402,13 @@ unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
         if target < 0 {
             failed();
         }
-        let tree = if m.hidden {
+        let tree = if m.hidden && !m.show.is_empty() {
+            if !show_hidden(m, target) {
+                failed();
+            }
+            libc::close(target);
+            continue;
+        } else if m.hidden {
             if empty < 0 {
                 empty = empty_tmpfs();
                 if empty < 0 {
@@ -425,6 +442,75 @@ unsafe fn mount_all(ns: &NsPrep, wr: RawFd) {
     if empty >= 0 {
         libc::close(empty);
     }
+}
+
+/// A hidden directory that shows `m.show` and nothing else: a fresh
+/// tmpfs whose directory (search, no listing) holds a stub per file, on
+/// `target`, then each host file bound read-only onto its stub. The
+/// files are cloned before the tmpfs covers them.
+unsafe fn show_hidden(m: &NsMount, target: RawFd) -> bool {
+    const MAX: usize = 4;
+    if m.show.len() > MAX {
+        return false;
+    }
+    let mut clones = [-1; MAX];
+    let mut ok = true;
+    for (i, s) in m.show.iter().enumerate() {
+        let f = open_same_as(&s.path, s.fd.as_raw_fd());
+        ok = ok && f >= 0;
+        if f >= 0 {
+            clones[i] = clone_tree(f, c"", false);
+            libc::close(f);
+            ok = ok
+                && clones[i] >= 0
+                && set_attr(
+                    clones[i],
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                );
+        }
+    }
+    let t = if ok {
+        tmpfs(
+            (c"size", c"4k"),
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        )
+    } else {
+        -1
+    };
+    ok = t >= 0;
+    if ok {
+        // Only the named files are reached: no listing, no creating.
+        for s in &m.show {
+            let f = libc::openat(
+                t,
+                s.name.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o444,
+            );
+            ok = ok && f >= 0 && libc::close(f) == 0;
+        }
+        ok = ok
+            && libc::fchmodat(t, c".".as_ptr(), 0o111, 0) == 0
+            && set_attr(t, MOUNT_ATTR_RDONLY)
+            && move_onto(t, target);
+    }
+    for (i, s) in m.show.iter().enumerate() {
+        if !ok {
+            break;
+        }
+        let stub = libc::openat(t, s.name.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        ok = stub >= 0 && move_onto(clones[i], stub);
+        if stub >= 0 {
+            libc::close(stub);
+        }
+    }
+    for c in clones.into_iter().filter(|&c| c >= 0) {
+        libc::close(c);
+    }
+    if t >= 0 {
+        libc::close(t);
+    }
+    ok
 }
 
 /// A fresh tmpfs for `v` (mode 1777, as shared memory is) holding its

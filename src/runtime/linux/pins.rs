@@ -111,6 +111,7 @@ pub fn add<F>(
                 read_only: false,
                 noexec: false,
                 pin: true,
+                show: Vec::new(),
             }),
             Ok(_) => lines.push(unpinned(path, "it is no longer a directory".into())),
             Err(e) => lines.push(unpinned(path, e.to_string())),

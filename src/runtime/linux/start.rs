@@ -8,9 +8,9 @@
 //! what happened and hands the after-run work to the guardian.
 
 use super::{
-    after, caches, check_artifact, child, guardian, journal, kernel, kernel_abi, limits, listen,
-    ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait, ProxyHook,
-    RunOptions,
+    after, agent, caches, check_artifact, child, guardian, journal, kernel, kernel_abi, limits,
+    listen, ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait,
+    ProxyHook, RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
 use crate::ir::{Enforcement, Precision, Status};
@@ -423,6 +423,9 @@ fn layer(
     let (mut mounts, mut protections, mut repo_tops) =
         (planned.mounts, planned.protections, planned.repo_tops);
     plan.lines.extend(planned.lines);
+    if art.ssh_agent && !never {
+        show_known_hosts(&mut mounts, values);
+    }
     if never {
         let listed = ns::plan_mounts(&art.namespaces.mounts, values, &mut |p| {
             kernel::open_path(p)
@@ -695,6 +698,10 @@ fn set_up(
     };
     drop(plan);
 
+    let mut envp = envp;
+    if art.ssh_agent {
+        forward_agent(opts, private_temp.as_ref(), &mut envp);
+    }
     let mut prepared = child::Prepared::new(
         cstring(program.as_os_str().as_bytes())?,
         argv,
@@ -773,6 +780,59 @@ fn set_up(
         work: Some(guardian::Work::new(after, temp_base, entry)),
         _private_temp: private_temp,
     })
+}
+
+/// `ssh_agent = true` where a broader rule covers `~/.ssh`, which is
+/// hidden: its known_hosts files are shown in it, read-only (the
+/// lowering adds a grant for them where `~/.ssh` is not hidden).
+fn show_known_hosts(mounts: &mut [ns::MountPlan<File>], values: &Values) {
+    let dir = format!("{}/.ssh", values.home.trim_end_matches('/'));
+    let Some(m) = mounts
+        .iter_mut()
+        .find(|m| m.path == dir && m.is_dir && m.kind == crate::back::landlock::MountKind::Hidden)
+    else {
+        return;
+    };
+    for rel in crate::lower::ssh::KNOWN_HOSTS {
+        let path = format!("{}/{rel}", values.home.trim_end_matches('/'));
+        if let Ok(o) = kernel::open_path(&path) {
+            if !o.is_dir && o.handle.metadata().is_ok_and(|m| m.is_file()) {
+                m.show.push((path, o.handle));
+            }
+        }
+    }
+}
+
+/// `ssh_agent = true`: relay the caller's agent to [`agent::INSIDE`] and
+/// point `SSH_AUTH_SOCK` there; without an agent or a private `/tmp` to
+/// put the socket in, a warning and no `SSH_AUTH_SOCK` at all.
+fn forward_agent(opts: &RunOptions, temp: Option<&temp::PrivateTemp>, envp: &mut Vec<CString>) {
+    envp.retain(|e| !e.as_bytes().starts_with(b"SSH_AUTH_SOCK="));
+    let warn = |why: String| {
+        if !opts.quiet {
+            eprintln!("sbx: warning: ssh_agent = true, but the agent is not forwarded: {why}");
+        }
+    };
+    let caller = match agent::caller_agent(std::env::var_os("SSH_AUTH_SOCK")) {
+        Ok(p) => p,
+        Err(why) => return warn(why),
+    };
+    let Some((tmp, _)) = temp.and_then(|t| t.source("/tmp")) else {
+        return warn(
+            "the run has no private /tmp to hold the socket (it needs the new root and a \
+             rule on /tmp, as the user_temp preset gives)"
+                .into(),
+        );
+    };
+    match agent::listen(tmp) {
+        Ok(l) => {
+            agent::serve(l, caller);
+            if let Ok(c) = CString::new(format!("SSH_AUTH_SOCK={}", agent::INSIDE)) {
+                envp.push(c);
+            }
+        }
+        Err(e) => warn(format!("cannot listen in the run's /tmp: {e}")),
+    }
 }
 
 /// The command's argv and envp as C strings.
