@@ -652,7 +652,7 @@ mod tests {
         lower_text_for(text, Os::Linux)
     }
 
-    fn lower_text_for(text: &str, os: Os) -> Ir {
+    pub(super) fn lower_text_for(text: &str, os: Os) -> Ir {
         let layer = load_layer(
             SourceFile {
                 name: "p.toml".into(),
@@ -778,27 +778,9 @@ mod tests {
 #[cfg(test)]
 mod ssh_tests {
     use super::*;
-    use crate::policy::{load_layer, merge::merge, source::SourceFile};
 
     fn lower_portable(text: &str) -> Ir {
-        let layer = load_layer(
-            SourceFile {
-                name: "p.toml".into(),
-                text: text.into(),
-            },
-            None,
-        )
-        .unwrap();
-        let opts = Options {
-            workspace: String::new(),
-            home: String::new(),
-            temp: String::new(),
-            os: Os::Linux,
-            portable: true,
-            path_var: None,
-            approvals: Vec::new(),
-        };
-        lower(&merge(&[layer]), &opts).unwrap().ir
+        tests::lower_text_for(text, Os::Linux)
     }
 
     fn from_opt_in(ir: &Ir) -> Vec<(&str, Access)> {
