@@ -63,8 +63,8 @@ impl Fx {
         c
     }
 
-    /// Whether the run gets the private network namespace.
-    fn namespaced(&self) -> bool {
+    /// What `sbx run --report` of the policy says on stderr.
+    fn report(&self) -> String {
         let out = Command::new(SBX)
             .current_dir(self.dir.path())
             .args([
@@ -78,7 +78,12 @@ impl Fx {
             ])
             .output()
             .unwrap();
-        common::namespaced(&String::from_utf8_lossy(&out.stderr))
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Whether the run gets the private network namespace.
+    fn namespaced(&self) -> bool {
+        common::namespaced(&self.report())
     }
 }
 
@@ -516,20 +521,7 @@ fn the_report_names_the_forward() {
         "[[net]]\nhost = \"127.0.0.1\"\nport = 5432\n[[net]]\nhost = \"::1\"\n",
         "",
     );
-    let out = Command::new(SBX)
-        .current_dir(fx.dir.path())
-        .args([
-            "run",
-            "--report",
-            "--workspace",
-            ".",
-            "policy.toml",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stderr);
+    let report = fx.report();
     assert!(
         report
             .contains("narrower net[1] (linux): host \"::1\" is this host's loopback with no port"),
