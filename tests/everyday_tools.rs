@@ -124,11 +124,7 @@ fn run_with(
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 /// `sbx run --report` of `sh -c script` under the default policy with
@@ -147,11 +143,7 @@ fn run_report_in(env: &Env, ws: &Path, script: &str) -> (i32, String, String) {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 fn ok(env: &Env, what: &str, script: &str) -> String {

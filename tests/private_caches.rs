@@ -71,11 +71,7 @@ fn sbx_in(env: &Env, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, 
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 /// `sh -c script` under the default policy with `ws` as the workspace.
@@ -423,11 +419,7 @@ fn foreign_owned_host_cache_falls_back_to_a_plain_directory() {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        common::outcome(out)
     };
     let (code, out, err) = run("ls ~/.npm; echo private > ~/.npm/new; cat ~/.npm/new");
     assert_eq!(code, 0, "{out}\n{err}");

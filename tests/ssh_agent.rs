@@ -123,11 +123,7 @@ fn run(h: &Host, policy: &str, agent: Option<&Path>, script: &str) -> (i32, Stri
         None => c.env_remove("SSH_AUTH_SOCK"),
     };
     let out = c.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::outcome(out)
 }
 
 #[test]

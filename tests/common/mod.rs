@@ -324,6 +324,17 @@ pub const WITHOUT_PROXY_VARS: [&str; 13] = [
     "all_proxy",
 ];
 
+/// A finished command's exit code (-1: killed by a signal), stdout and
+/// stderr as text.
+#[allow(dead_code)]
+pub fn outcome(out: std::process::Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
