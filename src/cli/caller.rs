@@ -90,7 +90,8 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
     // listed programs run, so PATH adds nothing there.
     if toolchains && policy.commands.is_none() {
         if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
-            for (dir, written) in path_dirs(path, ir, &is_sensitive) {
+            let roots = [ir.roots.home.as_str(), ir.roots.workspace.as_str()];
+            for (dir, written) in path_dirs(path, &roots, &is_sensitive) {
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
             }
         }
@@ -138,42 +139,56 @@ fn certificate(value: &str, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Result
 /// there runs outside any Linux sandbox).
 fn path_dirs(
     path: &str,
-    ir: &Ir,
+    roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
 ) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     // Each directory is looked at once: a PATH directory's links mostly
     // lead into a few (`/etc/alternatives`, `/usr/lib/llvm-14/bin`), and
     // resolving one costs a `readlink` per component.
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashMap<String, Option<String>> = HashMap::new();
     let mut consider = |dir: &str, out: &mut Vec<(String, Option<String>)>| {
-        if !seen.insert(dir.to_string()) {
-            return false;
-        }
-        let Some(canon) = usable(dir, ir, is_sensitive) else {
-            return false;
-        };
-        let written = (canon != dir).then(|| dir.to_string());
+        let canon = seen
+            .entry(dir.to_string())
+            .or_insert_with(|| usable(dir, roots, is_sensitive))
+            .clone()?;
         if !out.iter().any(|(d, _)| *d == canon) {
-            out.push((canon, written));
+            let written = (canon != dir).then(|| dir.to_string());
+            out.push((canon.clone(), written));
         }
-        true
+        Some(canon)
     };
-    let mut resolved = HashMap::new();
+    // `/bin` after `/usr/bin` where `/bin` links there: one directory,
+    // scanned once.
+    let mut scanned: HashSet<String> = HashSet::new();
+    let mut links = Links::default();
     for entry in path.split(':') {
-        if !consider(entry, &mut out) {
+        let Some(dir) = consider(entry, &mut out) else {
+            continue;
+        };
+        if !scanned.insert(dir.clone()) {
             continue;
         }
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
-        let Ok(list) = std::fs::read_dir(entry) else {
+        let Ok(list) = std::fs::read_dir(&dir) else {
             continue;
         };
         for e in list.flatten().take(SCAN_LIMIT) {
             if !e.file_type().is_ok_and(|t| t.is_symlink()) {
                 continue;
             }
-            let Some(target) = link_target(&e.path(), &mut resolved) else {
+            let Ok(to) = std::fs::read_link(e.path()) else {
+                continue;
+            };
+            // `python3 -> python3.12`: an entry of this directory, which
+            // is granted already, and which this scan follows itself if
+            // it is a link too.
+            let text = to.as_os_str().as_encoded_bytes();
+            if !text.contains(&b'/') && text != b"." && text != b".." {
+                continue;
+            }
+            let Some(target) = links.resolve(&Path::new(&dir).join(to)) else {
                 continue;
             };
             if let Some(parent) = target.parent().and_then(Path::to_str) {
@@ -184,37 +199,60 @@ fn path_dirs(
     out
 }
 
-/// Where the symlink `link` finally leads, as `std::fs::canonicalize`
-/// would say, with each target's directory resolved once (`dirs`) and a
-/// chain of links (`/usr/bin/java` → `/etc/alternatives/java` → …)
-/// followed up to 40 links; `None` where it leads nowhere.
-fn link_target(link: &Path, dirs: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    let mut cur = link.to_path_buf();
-    for _ in 0..40 {
-        if !std::fs::symlink_metadata(&cur)
-            .ok()?
-            .file_type()
-            .is_symlink()
-        {
-            return Some(cur);
-        }
-        let to = std::fs::read_link(&cur).ok()?;
-        let to = cur.parent()?.join(to);
-        let (Some(parent), Some(name)) = (to.parent(), to.file_name()) else {
-            // Ends in `..` or is `/`: the slow way.
-            return std::fs::canonicalize(&to).ok();
-        };
-        let canon = dirs
-            .entry(parent.to_path_buf())
-            .or_insert_with(|| std::fs::canonicalize(parent).ok())
-            .clone()?;
-        cur = canon.join(name);
+/// Paths resolved as `std::fs::canonicalize` would, remembering every
+/// path looked at: a PATH directory's links lead into a few directories
+/// (`/etc/alternatives`, `/usr/lib/llvm-14/bin`), so each of those costs
+/// one `readlink` for all the links through it, not one per link and
+/// component as `realpath` would.
+#[derive(Default)]
+struct Links {
+    /// A path whose parent is resolved → where it leads (`None`: nowhere).
+    known: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Links {
+    /// Where the absolute path `p` leads, following up to 40 links.
+    fn resolve(&mut self, p: &Path) -> Option<PathBuf> {
+        self.walk(p, 0)
     }
-    None
+
+    fn walk(&mut self, p: &Path, links: usize) -> Option<PathBuf> {
+        use std::path::Component;
+        let mut cur = PathBuf::from("/");
+        for c in p.components() {
+            match c {
+                Component::Normal(name) => cur = self.step(cur.join(name), links)?,
+                Component::ParentDir => {
+                    cur.pop();
+                }
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+        Some(cur)
+    }
+
+    /// `next` is a resolved directory joined with one name.
+    fn step(&mut self, next: PathBuf, links: usize) -> Option<PathBuf> {
+        if let Some(r) = self.known.get(&next) {
+            return r.clone();
+        }
+        let r = match std::fs::read_link(&next) {
+            Ok(to) if links < 40 => {
+                let base = next.parent().unwrap_or(Path::new("/"));
+                self.walk(&base.join(to), links + 1)
+            }
+            Ok(_) => None,
+            // Not a link: it exists, as itself.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(next.clone()),
+            Err(_) => None,
+        };
+        self.known.insert(next, r.clone());
+        r
+    }
 }
 
 /// `dir` resolved, if it may be granted.
-fn usable(dir: &str, ir: &Ir, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Option<String> {
+fn usable(dir: &str, roots: &[&str], is_sensitive: &dyn Fn(&str, bool) -> bool) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     if !dir.starts_with('/') {
         return None;
@@ -225,7 +263,6 @@ fn usable(dir: &str, ir: &Ir, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Opti
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {
         return None;
     }
-    let roots = [&ir.roots.home, &ir.roots.workspace];
     for p in [dir, canon.as_str()] {
         let p = p.trim_end_matches('/');
         if p.is_empty() || roots.iter().any(|r| sbx::ir::path_within(r, p)) {
@@ -251,9 +288,9 @@ fn wsl_drive(p: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// `link_target` says what `canonicalize` says: relative and absolute
+    /// `Links` says what `canonicalize` says: relative and absolute
     /// targets, a chain through a directory of links, a link to a link to
-    /// a directory's entry through `..`, and a dangling link.
+    /// a directory's entry through `..`, a dangling link and a loop.
     #[test]
     fn link_targets_as_canonicalize_says() {
         use std::os::unix::fs::symlink;
@@ -268,19 +305,58 @@ mod tests {
         symlink(d.join("alt/tool"), d.join("bin/tool")).unwrap();
         symlink("../alt/../real/bin/tool", d.join("bin/dotted")).unwrap();
         symlink("nowhere", d.join("bin/dangling")).unwrap();
-        let mut dirs = HashMap::new();
-        for name in ["tool", "dotted", "dangling"] {
+        symlink("loop", d.join("bin/loop")).unwrap();
+        let mut links = Links::default();
+        for name in ["tool", "dotted", "dangling", "loop"] {
             let link = d.join("bin").join(name);
             assert_eq!(
-                link_target(&link, &mut dirs),
+                links.resolve(&link),
                 std::fs::canonicalize(&link).ok(),
                 "{name}"
             );
         }
         assert_eq!(
-            link_target(&d.join("bin/tool"), &mut dirs),
+            links.resolve(&d.join("alt/tool")),
             Some(d.join("real/bin/tool"))
         );
+    }
+
+    /// A directory reached twice (`/bin` and `/usr/bin`) is granted once,
+    /// under the spelling met first, and scanned once; a link to an entry
+    /// of its own directory adds nothing, a link to a link leads on.
+    #[test]
+    fn path_directories_and_where_their_links_lead() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().canonicalize().unwrap();
+        for sub in ["usr/bin", "opt/x", "lib", "home"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        std::fs::write(d.join("opt/x/b"), "").unwrap();
+        std::fs::write(d.join("lib/tool"), "").unwrap();
+        symlink("usr/bin", d.join("bin")).unwrap();
+        symlink("b", d.join("usr/bin/a")).unwrap();
+        symlink("../../opt/x/b", d.join("usr/bin/b")).unwrap();
+        symlink(d.join("lib/tool"), d.join("usr/bin/c")).unwrap();
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let path = format!(
+            "{}:{}:relative:{}",
+            s(&d.join("bin")),
+            s(&d.join("usr/bin")),
+            s(&d.join("home"))
+        );
+        let home = s(&d.join("home"));
+        let got = path_dirs(&path, &[home.as_str(), "/nonexistent"], &|_, _| false);
+        let mut want = vec![
+            (s(&d.join("usr/bin")), Some(s(&d.join("bin")))),
+            (s(&d.join("opt/x")), None),
+            (s(&d.join("lib")), None),
+        ];
+        let mut got_sorted = got.clone();
+        got_sorted.sort();
+        want.sort();
+        assert_eq!(got_sorted, want);
+        assert_eq!(got[0], (s(&d.join("usr/bin")), Some(s(&d.join("bin")))));
     }
 
     #[test]
