@@ -17,7 +17,8 @@ use sbx::lint::sensitive::{How, Pattern};
 use sbx::policy::model::Preset;
 use sbx::policy::Policy;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+
+mod links;
 
 /// Variables that name a certificate bundle file.
 pub const CERTIFICATE_VARS: &[&str] = &[
@@ -91,9 +92,13 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
     if toolchains && policy.commands.is_none() {
         if let Some((_, path)) = vars.iter().find(|(k, _)| k == "PATH") {
             let roots = [ir.roots.home.as_str(), ir.roots.workspace.as_str()];
-            for (dir, written) in path_dirs(path, &roots, &is_sensitive) {
+            let mut scans = links::Scans::load(
+                sbx::approvals::state_dir().map(|d| d.join(links::FILE).into_std_path_buf()),
+            );
+            for (dir, written) in path_dirs(path, &roots, &is_sensitive, &mut scans) {
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
             }
+            scans.save();
         }
     }
     let mut made = Vec::new();
@@ -141,16 +146,14 @@ fn path_dirs(
     path: &str,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
+    scans: &mut links::Scans,
 ) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = Vec::new();
-    // Each directory is looked at once: a PATH directory's links mostly
-    // lead into a few (`/etc/alternatives`, `/usr/lib/llvm-14/bin`), and
-    // resolving one costs a `readlink` per component.
     let mut seen: HashMap<String, Option<String>> = HashMap::new();
-    let mut consider = |dir: &str, out: &mut Vec<(String, Option<String>)>| {
+    let mut consider = |dir: &str, resolved: bool, out: &mut Vec<(String, Option<String>)>| {
         let canon = seen
             .entry(dir.to_string())
-            .or_insert_with(|| usable(dir, roots, is_sensitive))
+            .or_insert_with(|| usable(dir, resolved, roots, is_sensitive))
             .clone()?;
         if !out.iter().any(|(d, _)| *d == canon) {
             let written = (canon != dir).then(|| dir.to_string());
@@ -161,9 +164,8 @@ fn path_dirs(
     // `/bin` after `/usr/bin` where `/bin` links there: one directory,
     // scanned once.
     let mut scanned: HashSet<String> = HashSet::new();
-    let mut links = Links::default();
     for entry in path.split(':') {
-        let Some(dir) = consider(entry, &mut out) else {
+        let Some(dir) = consider(entry, false, &mut out) else {
             continue;
         };
         if !scanned.insert(dir.clone()) {
@@ -171,94 +173,31 @@ fn path_dirs(
         }
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
-        let Ok(list) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in list.flatten().take(SCAN_LIMIT) {
-            if !e.file_type().is_ok_and(|t| t.is_symlink()) {
-                continue;
-            }
-            let Ok(to) = std::fs::read_link(e.path()) else {
-                continue;
-            };
-            // `python3 -> python3.12`: an entry of this directory, which
-            // is granted already, and which this scan follows itself if
-            // it is a link too.
-            let text = to.as_os_str().as_encoded_bytes();
-            if !text.contains(&b'/') && text != b"." && text != b".." {
-                continue;
-            }
-            let Some(target) = links.resolve(&Path::new(&dir).join(to)) else {
-                continue;
-            };
-            if let Some(parent) = target.parent().and_then(Path::to_str) {
-                consider(parent, &mut out);
-            }
+        for target in scans.targets(&dir, SCAN_LIMIT) {
+            consider(&target, true, &mut out);
         }
     }
     out
 }
 
-/// Paths resolved as `std::fs::canonicalize` would, remembering every
-/// path looked at: a PATH directory's links lead into a few directories
-/// (`/etc/alternatives`, `/usr/lib/llvm-14/bin`), so each of those costs
-/// one `readlink` for all the links through it, not one per link and
-/// component as `realpath` would.
-#[derive(Default)]
-struct Links {
-    /// A path whose parent is resolved → where it leads (`None`: nowhere).
-    known: HashMap<PathBuf, Option<PathBuf>>,
-}
-
-impl Links {
-    /// Where the absolute path `p` leads, following up to 40 links.
-    fn resolve(&mut self, p: &Path) -> Option<PathBuf> {
-        self.walk(p, 0)
-    }
-
-    fn walk(&mut self, p: &Path, links: usize) -> Option<PathBuf> {
-        use std::path::Component;
-        let mut cur = PathBuf::from("/");
-        for c in p.components() {
-            match c {
-                Component::Normal(name) => cur = self.step(cur.join(name), links)?,
-                Component::ParentDir => {
-                    cur.pop();
-                }
-                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            }
-        }
-        Some(cur)
-    }
-
-    /// `next` is a resolved directory joined with one name.
-    fn step(&mut self, next: PathBuf, links: usize) -> Option<PathBuf> {
-        if let Some(r) = self.known.get(&next) {
-            return r.clone();
-        }
-        let r = match std::fs::read_link(&next) {
-            Ok(to) if links < 40 => {
-                let base = next.parent().unwrap_or(Path::new("/"));
-                self.walk(&base.join(to), links + 1)
-            }
-            Ok(_) => None,
-            // Not a link: it exists, as itself.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(next.clone()),
-            Err(_) => None,
-        };
-        self.known.insert(next, r.clone());
-        r
-    }
-}
-
 /// `dir` resolved, if it may be granted.
-fn usable(dir: &str, roots: &[&str], is_sensitive: &dyn Fn(&str, bool) -> bool) -> Option<String> {
+/// `resolved`: `dir` is a link's target as [`links`] resolved it, with
+/// no symlink left to follow.
+fn usable(
+    dir: &str,
+    resolved: bool,
+    roots: &[&str],
+    is_sensitive: &dyn Fn(&str, bool) -> bool,
+) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     if !dir.starts_with('/') {
         return None;
     }
-    let canon = std::fs::canonicalize(dir).ok()?;
-    let canon = canon.to_str()?.to_string();
+    let canon = if resolved {
+        dir.to_string()
+    } else {
+        std::fs::canonicalize(dir).ok()?.to_str()?.to_string()
+    };
     let meta = std::fs::metadata(&canon).ok()?;
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {
         return None;
@@ -288,38 +227,7 @@ fn wsl_drive(p: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// `Links` says what `canonicalize` says: relative and absolute
-    /// targets, a chain through a directory of links, a link to a link to
-    /// a directory's entry through `..`, a dangling link and a loop.
-    #[test]
-    fn link_targets_as_canonicalize_says() {
-        use std::os::unix::fs::symlink;
-        let t = tempfile::tempdir().unwrap();
-        let d = t.path().canonicalize().unwrap();
-        for sub in ["bin", "alt", "real/bin", "lib"] {
-            std::fs::create_dir_all(d.join(sub)).unwrap();
-        }
-        std::fs::write(d.join("real/bin/tool"), "").unwrap();
-        symlink(d.join("real"), d.join("lib/real")).unwrap();
-        symlink("../lib/real/bin/tool", d.join("alt/tool")).unwrap();
-        symlink(d.join("alt/tool"), d.join("bin/tool")).unwrap();
-        symlink("../alt/../real/bin/tool", d.join("bin/dotted")).unwrap();
-        symlink("nowhere", d.join("bin/dangling")).unwrap();
-        symlink("loop", d.join("bin/loop")).unwrap();
-        let mut links = Links::default();
-        for name in ["tool", "dotted", "dangling", "loop"] {
-            let link = d.join("bin").join(name);
-            assert_eq!(
-                links.resolve(&link),
-                std::fs::canonicalize(&link).ok(),
-                "{name}"
-            );
-        }
-        assert_eq!(
-            links.resolve(&d.join("alt/tool")),
-            Some(d.join("real/bin/tool"))
-        );
-    }
+    use std::path::Path;
 
     /// A directory reached twice (`/bin` and `/usr/bin`) is granted once,
     /// under the spelling met first, and scanned once; a link to an entry
@@ -346,7 +254,13 @@ mod tests {
             s(&d.join("home"))
         );
         let home = s(&d.join("home"));
-        let got = path_dirs(&path, &[home.as_str(), "/nonexistent"], &|_, _| false);
+        let mut scans = links::Scans::load(None);
+        let got = path_dirs(
+            &path,
+            &[home.as_str(), "/nonexistent"],
+            &|_, _| false,
+            &mut scans,
+        );
         let mut want = vec![
             (s(&d.join("usr/bin")), Some(s(&d.join("bin")))),
             (s(&d.join("opt/x")), None),
