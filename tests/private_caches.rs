@@ -479,7 +479,13 @@ fn another_keys_cache_is_out_of_reach() {
     ok_in(&env, &env.ws, "echo first > ~/.npm/entry", &[]);
     let (_, out, _) = sbx_in(&env, &env.ws, &["caches"], &[]);
     let key = out.split_whitespace().next().unwrap().to_string();
-    let data = env.state.join("sbx/caches").join(&key).join("npm/data");
+    // Caches under home keep their entries at their place in a mirror
+    // of home (the upper layer of home's overlay).
+    let data = env
+        .state
+        .join("sbx/caches")
+        .join(&key)
+        .join("home/data/.npm");
     assert_eq!(
         std::fs::read_to_string(data.join("entry")).unwrap(),
         "first\n"
@@ -502,4 +508,59 @@ fn another_keys_cache_is_out_of_reach() {
     assert_eq!(out, "EROFS\nok\n", "{err}");
     assert!(!planted.exists());
     assert!(free.exists());
+}
+
+/// Caches under home are directories of one overlay of home: the rest
+/// of home is not reachable through them. No descriptor of the overlay
+/// reaches the command, the mount table shows only the caches' own
+/// directories of it, and a home file that no rule grants stays out of
+/// reach through `..` (positive control: each cache reads its host
+/// entry and the two share one overlay).
+#[test]
+fn home_overlay_shows_only_the_caches() {
+    let Some(env) = setup() else { return };
+    if !common::on_path("python3") {
+        println!("SKIPPED: python3 not installed");
+        return;
+    }
+    for (dir, entry) in [(".npm", "n"), (".cache/pip", "p")] {
+        std::fs::create_dir_all(env.home.join(dir)).unwrap();
+        std::fs::write(env.home.join(dir).join(entry), format!("{entry}\n")).unwrap();
+    }
+    std::fs::write(env.home.join("secret"), "secret\n").unwrap();
+    let script = r#"import os
+home = os.environ['HOME']
+npm, pip = os.stat(home + '/.npm'), os.stat(home + '/.cache/pip')
+print(open(home + '/.npm/n').read().strip(), open(home + '/.cache/pip/p').read().strip())
+print('same overlay', npm.st_dev == pip.st_dev)
+fds = []
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        if os.fstat(int(fd)).st_dev == npm.st_dev:
+            fds.append(fd)
+    except OSError:
+        pass
+print('overlay fds', fds)
+dev = '%d:%d' % (os.major(npm.st_dev), os.minor(npm.st_dev))
+roots = [l.split()[3] for l in open('/proc/self/mountinfo') if l.split()[2] == dev]
+print('overlay roots', sorted(roots))
+for p in [home + '/.npm/../secret', home + '/.cache/pip/../../secret', home + '/secret']:
+    try:
+        open(p).read()
+        print('read', p)
+    except OSError as e:
+        print('refused', e.errno)
+"#;
+    std::fs::write(env.ws.join("probe.py"), script).unwrap();
+    let (out, err) = ok_in(&env, &env.ws, "python3 probe.py", &[]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "n p", "{err}");
+    assert_eq!(lines[1], "same overlay True", "{out}\n{err}");
+    assert_eq!(lines[2], "overlay fds []", "{out}");
+    assert_eq!(lines[3], "overlay roots ['/.cache/pip', '/.npm']", "{out}");
+    assert_eq!(
+        &lines[4..],
+        ["refused 2", "refused 2", "refused 2"],
+        "{out}"
+    );
 }

@@ -413,7 +413,31 @@ pub struct Mount {
     /// The host's cache, opened before the fork through no symlink: the
     /// overlay reads what this is, or is not made.
     pub lower: Option<std::os::fd::OwnedFd>,
+    /// The overlay of home this cache is a directory of, and its path
+    /// beneath home (`.npm`): one overlay for every cache under home.
+    pub shared: Option<(std::sync::Arc<Shared>, CString)>,
     /// The detached mount, made before the host's paths are covered.
+    pub tree: AtomicI32,
+}
+
+/// One overlay whose lower layer is the caller's home and whose upper
+/// layer mirrors it (`KEY/home/data/.npm`, `KEY/home/data/.cache/pip`):
+/// each cache under home is a mount of its directory in it. An overlay
+/// costs a new superblock at the start and a sync of the upper layer's
+/// file system with RCU grace periods at the end (about 1.3 ms of wall
+/// time each on the machine of docs/performance.md); one for all caches
+/// under home pays that once. Nothing else of it is mounted: the
+/// command sees home's other entries as the rules show them, never
+/// through this overlay.
+pub struct Shared {
+    /// Home, as the child names it again.
+    pub lower: CString,
+    /// Home as the parent opened it before the fork, through no symlink.
+    pub lower_fd: std::os::fd::OwnedFd,
+    pub data: CString,
+    pub work: CString,
+    /// The overlay's root (-1: not made yet; -2: the kernel refused it,
+    /// each cache then gets its own overlay).
     pub tree: AtomicI32,
 }
 
@@ -442,8 +466,12 @@ fn record_use(path: &Path, text: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The directory of the caches under home in a key's directory.
+const HOME: &str = "home";
+
 /// Make the key's directories and record its use; the child's mounts.
-pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
+/// `home`: the caller's home, the lower layer of every cache beneath it.
+pub fn make(d: &Decided, home: &str) -> io::Result<Vec<Mount>> {
     use std::os::unix::fs::DirBuilderExt;
     if d.caches.is_empty() {
         return Ok(Vec::new());
@@ -461,10 +489,19 @@ pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
     };
+    let home_data = d.dir.join(HOME).join("data");
+    let mut shared: Option<std::sync::Arc<Shared>> = None;
     let mut out = Vec::new();
     for cache in &d.caches {
-        let data = d.dir.join(cache.name).join("data");
         let work = d.dir.join(cache.name).join("work");
+        // Under home the private directory is the cache's place in
+        // home's mirror, whichever way it is shown (the shared overlay,
+        // its own, or alone): a later run shows the same entries.
+        let under_home = beneath_home(home, &cache.path);
+        let data = match under_home {
+            Some(rel) => home_data.join(rel),
+            None => d.dir.join(cache.name).join("data"),
+        };
         mkdir(&data)?;
         let (overlay, lower) = match &cache.mode {
             Mode::Overlay { lower } => {
@@ -474,55 +511,167 @@ pub fn make(d: &Decided) -> io::Result<Vec<Mount>> {
             }
             _ => (None, None),
         };
+        let shared = match under_home.filter(|_| overlay.is_some()) {
+            Some(rel) => {
+                if shared.is_none() {
+                    let work = d.dir.join(HOME).join("work");
+                    mkdir(&work)?;
+                    shared = Some(std::sync::Arc::new(Shared {
+                        lower: c(Path::new(home))?,
+                        lower_fd: super::kernel::open_path(home)?.handle.into(),
+                        data: c(&home_data)?,
+                        work: c(&work)?,
+                        tree: AtomicI32::new(-1),
+                    }));
+                }
+                let s = shared.clone().expect("made above");
+                Some((s, c(Path::new(rel))?))
+            }
+            None => None,
+        };
         out.push(Mount {
             rel: c(Path::new(cache.path.trim_start_matches('/')))?,
             data: c(&data)?,
             overlay,
             lower,
+            shared,
             tree: AtomicI32::new(-1),
         });
     }
     Ok(out)
 }
 
+/// `path`'s place beneath `home` (`.npm`), if it lies strictly beneath
+/// it; not for a home of `/`.
+fn beneath_home<'a>(home: &str, path: &'a str) -> Option<&'a str> {
+    let home = home.trim_end_matches('/');
+    if home.is_empty() {
+        return None;
+    }
+    path.strip_prefix(home)?
+        .strip_prefix('/')
+        .filter(|rel| !rel.is_empty())
+}
+
 /// In the setup process, before anything covers the host's paths: each
-/// cache as a detached mount (the overlay, or the private directory when
-/// the kernel refuses it). False when a private directory cannot be
-/// mounted at all. No allocation.
+/// cache as a detached mount (a directory of home's overlay, its own
+/// overlay, or the private directory when the kernel refuses both).
+/// False when a private directory cannot be mounted at all. No
+/// allocation.
 ///
 /// # Safety
 /// Only system calls, on data prepared by the parent.
 pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
-    use super::nschild::{new_fs, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID};
+    use super::nschild::{
+        clone_tree, set_attr, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
+    };
     let attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
     for m in mounts {
         let mut fd: RawFd = -1;
-        if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
-            // The host's cache as the parent opened it (not a symlink put
-            // there since), named through this process's descriptor.
-            let same = super::nschild::open_same_as(lower, opened.as_raw_fd());
-            let mut buf = [0u8; 32];
-            if same >= 0 {
-                let by_fd = fd_path(same, &mut buf);
-                let opts: [(&CStr, Option<&CStr>); 4] = [
-                    (c"lowerdir", Some(by_fd)),
-                    (c"upperdir", Some(&m.data)),
-                    (c"workdir", Some(work)),
-                    (c"userxattr", None),
-                ];
-                fd = new_fs(c"overlay", &opts, attrs);
-                libc::close(same);
+        if let Some((home, rel)) = &m.shared {
+            fd = beneath(home_overlay(home, attrs), rel);
+            if fd >= 0 && !set_attr(fd, attrs) {
+                libc::close(fd);
+                fd = -1;
             }
         }
         if fd < 0 {
-            fd = super::nschild::clone_tree(libc::AT_FDCWD, &m.data, false);
-            if fd < 0 || !super::nschild::set_attr(fd, attrs) {
+            if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
+                fd = overlay(lower, opened.as_raw_fd(), &m.data, work, attrs);
+            }
+        }
+        if fd < 0 {
+            fd = clone_tree(libc::AT_FDCWD, &m.data, false);
+            if fd < 0 || !set_attr(fd, attrs) {
                 return false;
             }
         }
         m.tree.store(fd, Ordering::SeqCst);
     }
+    // Only the caches' directories stay mounted: home's overlay itself
+    // is never reachable from the command.
+    for m in mounts {
+        if let Some((home, _)) = &m.shared {
+            let fd = home.tree.swap(-2, Ordering::SeqCst);
+            if fd >= 0 {
+                libc::close(fd);
+            }
+        }
+    }
     true
+}
+
+/// Home's overlay, made at the first call (-1 when the kernel refuses).
+unsafe fn home_overlay(home: &Shared, attrs: u64) -> RawFd {
+    let fd = home.tree.load(Ordering::SeqCst);
+    if fd != -1 {
+        return fd.max(-1);
+    }
+    let made = overlay(
+        &home.lower,
+        home.lower_fd.as_raw_fd(),
+        &home.data,
+        &home.work,
+        attrs,
+    );
+    home.tree
+        .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
+    made
+}
+
+/// A clone of the directory `rel` of the detached mount `root`, reached
+/// through no symlink and never out of it (a link in home cannot send
+/// the cache elsewhere), or -1. Cloning from a detached mount needs
+/// Linux 6.15; before it the cache gets its own overlay.
+unsafe fn beneath(root: RawFd, rel: &CStr) -> RawFd {
+    if root < 0 {
+        return -1;
+    }
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const RESOLVE_BENEATH: u64 = 0x08;
+    let how: [u64; 3] = [
+        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        0,
+        RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+    ];
+    let dir = libc::syscall(
+        libc::SYS_openat2,
+        root,
+        rel.as_ptr(),
+        how.as_ptr(),
+        std::mem::size_of_val(&how),
+    ) as RawFd;
+    if dir < 0 {
+        return -1;
+    }
+    let fd = super::nschild::clone_tree(dir, c"", false);
+    libc::close(dir);
+    fd
+}
+
+/// A detached overlay of `lower` (the directory the parent opened as
+/// `opened`, named through this process's descriptor) under `upper`,
+/// or -1.
+unsafe fn overlay(lower: &CStr, opened: RawFd, upper: &CStr, work: &CStr, attrs: u64) -> RawFd {
+    // The host's directory as the parent opened it (not a symlink put
+    // there since).
+    let same = super::nschild::open_same_as(lower, opened);
+    if same < 0 {
+        return -1;
+    }
+    let mut buf = [0u8; 32];
+    let by_fd = fd_path(same, &mut buf);
+    let opts: [(&CStr, Option<&CStr>); 4] = [
+        (c"lowerdir", Some(by_fd)),
+        (c"upperdir", Some(upper)),
+        (c"workdir", Some(work)),
+        (c"userxattr", None),
+    ];
+    let fd = super::nschild::new_fs(c"overlay", &opts, attrs);
+    libc::close(same);
+    fd
 }
 
 /// `/proc/self/fd/N` in `buf`, without allocating.

@@ -649,7 +649,7 @@ fn set_up(
     let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
     // The caches: read and write beneath each, once mounted.
     let cache_mounts = match &caches {
-        Some(c) if new_root && wanted.any() => caches::make(c).unwrap_or_else(|e| {
+        Some(c) if new_root && wanted.any() => caches::make(c, &values.home).unwrap_or_else(|e| {
             if !opts.quiet {
                 eprintln!(
                     "sbx: warning: no private package caches: {}: {e}",
