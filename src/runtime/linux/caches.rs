@@ -627,22 +627,13 @@ unsafe fn beneath(root: RawFd, rel: &CStr) -> RawFd {
     if root < 0 {
         return -1;
     }
-    // struct open_how { u64 flags; u64 mode; u64 resolve; }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    const RESOLVE_BENEATH: u64 = 0x08;
-    let how: [u64; 3] = [
-        (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        0,
-        RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
-    ];
-    let dir = libc::syscall(
-        libc::SYS_openat2,
+    use super::nschild::{RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
+    let dir = super::nschild::open_resolving(
         root,
-        rel.as_ptr(),
-        how.as_ptr(),
-        std::mem::size_of_val(&how),
-    ) as RawFd;
+        rel,
+        libc::O_PATH | libc::O_DIRECTORY,
+        RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+    );
     if dir < 0 {
         return -1;
     }

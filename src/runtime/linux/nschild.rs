@@ -350,6 +350,29 @@ unsafe fn empty_tmpfs() -> RawFd {
     m
 }
 
+pub(super) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub(super) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub(super) const RESOLVE_BENEATH: u64 = 0x08;
+
+/// `openat2(dir, path)` with `flags | O_CLOEXEC` and these `RESOLVE_*`
+/// flags, or -1 with errno set.
+pub(super) unsafe fn open_resolving(
+    dir: RawFd,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    resolve: u64,
+) -> RawFd {
+    // struct open_how { u64 flags; u64 mode; u64 resolve; }
+    let how: [u64; 3] = [(flags | libc::O_CLOEXEC) as u64, 0, resolve];
+    libc::syscall(
+        libc::SYS_openat2,
+        dir,
+        path.as_ptr(),
+        how.as_ptr(),
+        std::mem::size_of_val(&how),
+    ) as RawFd
+}
+
 /// `m.path` opened again in this mount namespace (O_PATH, through no
 /// symlink), or -1 with errno set; EXDEV when it is no longer the file
 /// the parent opened (swapped in between: nothing is mounted).
@@ -358,20 +381,7 @@ unsafe fn open_same(m: &NsMount) -> RawFd {
 }
 
 pub(super) unsafe fn open_same_as(path: &std::ffi::CStr, parent_fd: RawFd) -> RawFd {
-    // struct open_how { u64 flags; u64 mode; u64 resolve; }
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-    let how: [u64; 3] = [
-        (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        0,
-        RESOLVE_NO_SYMLINKS,
-    ];
-    let fd = libc::syscall(
-        libc::SYS_openat2,
-        libc::AT_FDCWD,
-        path.as_ptr(),
-        how.as_ptr(),
-        std::mem::size_of_val(&how),
-    ) as RawFd;
+    let fd = open_resolving(libc::AT_FDCWD, path, libc::O_PATH, RESOLVE_NO_SYMLINKS);
     if fd < 0 {
         return -1;
     }
