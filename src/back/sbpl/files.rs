@@ -65,7 +65,7 @@ pub(super) struct After {
 
 struct Node<'a> {
     grant: &'a Grant,
-    spellings: Vec<Spelling>,
+    spellings: Vec<Spelling<'a>>,
     /// The first spelling's depth: the emission order's key, counted once.
     depth: usize,
 }
@@ -74,7 +74,9 @@ struct Node<'a> {
 /// O(depth): walk a path up until a granted spelling is found.
 struct Index<'a> {
     nodes: Vec<Node<'a>>,
-    by_text: Map<String, usize>,
+    /// Keyed by the IR's own strings: a spelling's text is the path or
+    /// alias it was read from.
+    by_text: Map<&'a str, usize>,
     /// Some spelling is two grants' (one's path, another's alias): the
     /// rules matching a path may then be more than its ancestors' nearest.
     shared: bool,
@@ -163,8 +165,9 @@ impl<'a> Files<'a> {
         let mut by_text = Map::with_capacity_and_hasher(nodes.len(), Default::default());
         let mut shared = false;
         for (i, n) in nodes.iter().enumerate() {
-            for s in &n.spellings {
-                shared |= *by_text.entry(s.text()).or_insert(i) != i;
+            // The strings the spellings were read from: the same texts.
+            for p in std::iter::once(&n.grant.path).chain(&n.grant.aliases) {
+                shared |= *by_text.entry(p.as_str()).or_insert(i) != i;
             }
         }
         let mut params = Vec::new();
@@ -601,7 +604,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
                 }
                 let a = Spelling {
                     param: s.param,
-                    rest: rest.to_string(),
+                    rest,
                 };
                 out.push(filter(Match::Literal, &a).map_err(node_err(n))?);
             }
@@ -615,7 +618,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     for p in roots {
         let s = Spelling {
             param: Some(p),
-            rest: String::new(),
+            rest: "",
         };
         out.push(filter(Match::Ancestors, &s).map_err(esc_err(p))?);
     }
@@ -664,7 +667,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     if allowed || portable && (s.param.is_some() || right(from_params)) {
                         let anc = Spelling {
                             param: s.param,
-                            rest: rest.to_string(),
+                            rest,
                         };
                         lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
@@ -672,7 +675,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                 if portable && s.param.is_some() {
                     let root = Spelling {
                         param: s.param,
-                        rest: String::new(),
+                        rest: "",
                     };
                     lists[k].push(filter(Match::Ancestors, &root).map_err(node_err(n))?);
                 }
