@@ -205,7 +205,7 @@ fn regex_quote(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn sp(p: &str) -> Spelling {
+    fn sp(p: &str) -> Spelling<'_> {
         Spelling::parse(p).unwrap()
     }
 
