@@ -25,6 +25,16 @@ pub struct Protected {
     pub entries: Vec<String>,
 }
 
+/// [`Protected`] as written: borrowed from the grants, as the IR is
+/// serialised twice (its hash and `ir.json`) and a copy of every entry
+/// was half a million strings at 100,000 rules.
+#[derive(Serialize)]
+struct ProtectedOut<'a> {
+    root: &'a str,
+    kind: PathKind,
+    entries: Vec<&'a str>,
+}
+
 /// A relative path of plain components, as lowering leaves an entry of
 /// the protected list: nothing read back names a place outside its tree.
 fn entry_ok(entry: &str) -> bool {
@@ -77,7 +87,7 @@ fn tree_of<'a>(g: &'a Grant, writable: &Map<&str, &Grant>) -> Option<&'a str> {
 /// `ir.fs` split into the grants written as they are and the trees'
 /// protections. Only for a list sorted by path with no path twice among
 /// the protections, so that [`merge`] puts each back where it was.
-fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Protected>) {
+fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<ProtectedOut<'_>>) {
     let sorted = fs.is_sorted_by(|a, b| a.path <= b.path);
     // The first writable grant at each path: protections never write, so
     // the grants written as they are hold the same first one.
@@ -88,7 +98,7 @@ fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Protected>) {
         }
     }
     let mut plain = Vec::with_capacity(fs.len());
-    let mut trees: Vec<Protected> = Vec::new();
+    let mut trees: Vec<ProtectedOut> = Vec::new();
     let mut at: Map<(&str, PathKind), usize> = Map::default();
     for (i, g) in fs.iter().enumerate() {
         let alone = |j: Option<usize>| j.and_then(|j| fs.get(j)).is_none_or(|h| h.path != g.path);
@@ -104,14 +114,14 @@ fn split(fs: &[Grant]) -> (Vec<&Grant>, Vec<Protected>) {
             unreachable!("tree_of takes protections only")
         };
         let k = *at.entry((root, g.kind)).or_insert_with(|| {
-            trees.push(Protected {
-                root: root.to_string(),
+            trees.push(ProtectedOut {
+                root,
                 kind: g.kind,
                 entries: Vec::new(),
             });
             trees.len() - 1
         });
-        trees[k].entries.push(entry.clone());
+        trees[k].entries.push(entry);
     }
     (plain, trees)
 }

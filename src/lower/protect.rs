@@ -18,7 +18,7 @@ use super::lookup::{locate, parent, written, Lookup};
 use super::paths::{is_normal, join};
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
-use crate::hashed::{Map, Set};
+use crate::hashed::Set;
 use crate::ir::{Grant, PathKind, Precision, Source, Status};
 use crate::policy::Policy;
 
@@ -533,24 +533,27 @@ impl Ctx<'_> {
                 external: None,
             });
         }
+        // Sorted here rather than before the merge below: a writable rule
+        // inside a protected path is looked up by binary search, where a
+        // map of every protection's path (half a million at 100,000
+        // rules) cost more memory than the grants' own list.
+        add.sort_by(|a, b| a.path.cmp(&b.path));
         // A writable rule inside a protected path lifts it there.
         if !add.is_empty() {
-            let protected: Map<&str, &str> = add
-                .iter()
-                .map(|g| {
-                    let Source::Protected { entry } = &g.source else {
-                        unreachable!("only protections are added here")
-                    };
-                    (g.path.as_str(), entry.as_str())
-                })
-                .collect();
+            let protected = |q: &str| {
+                let i = add.binary_search_by(|g| g.path.as_str().cmp(q)).ok()?;
+                let Source::Protected { entry } = &add[i].source else {
+                    unreachable!("only protections are added here")
+                };
+                Some(entry.as_str())
+            };
             for (i, g) in fs.iter().enumerate() {
                 if !g.source.authored() || !g.access.writes() {
                     continue;
                 }
                 let mut p = parent(&g.path);
                 while let Some(q) = p {
-                    if let Some(e) = protected.get(q) {
+                    if let Some(e) = protected(q) {
                         lifted.push((i, q.to_string(), e.to_string()));
                         break;
                     }
@@ -591,9 +594,8 @@ impl Ctx<'_> {
         // hiding, most-specific-wins, and let it be read).
         let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
         add.retain(|g| !ancestry(&g.path).any(|p| hidden_at.contains(p)));
-        // Sorted apart and merged: the protections outnumber the rules
-        // five to one, and `fs` is sorted already.
-        add.sort_by(|a, b| a.path.cmp(&b.path));
+        // Sorted apart (`add` above) and merged: the protections
+        // outnumber the rules five to one, and `fs` is sorted already.
         hidden.sort_by(|a, b| a.path.cmp(&b.path));
         let rules = std::mem::take(fs);
         *fs = merged(merged(rules, add), hidden);

@@ -65,16 +65,31 @@ pub(super) struct After {
 
 struct Node<'a> {
     grant: &'a Grant,
-    spellings: Vec<Spelling>,
     /// The first spelling's depth: the emission order's key, counted once.
     depth: usize,
+}
+
+impl<'a> Node<'a> {
+    /// The grant's path and aliases as spellings, each once. Read again
+    /// where needed rather than kept: a list per grant was a tenth of the
+    /// peak at 100,000 rules, and [`Files::new`] checked they all parse.
+    fn spellings(&self) -> impl Iterator<Item = Spelling<'a>> + Clone + 'a {
+        let g = self.grant;
+        let texts = move || std::iter::once(&g.path).chain(&g.aliases);
+        texts()
+            .enumerate()
+            .filter(move |&(i, p)| !texts().take(i).any(|q| q == p))
+            .filter_map(|(_, p)| Spelling::parse(p))
+    }
 }
 
 /// Every spelling of every grant, for most-specific-wins lookups in
 /// O(depth): walk a path up until a granted spelling is found.
 struct Index<'a> {
     nodes: Vec<Node<'a>>,
-    by_text: Map<String, usize>,
+    /// Keyed by the IR's own strings: a spelling's text is the path or
+    /// alias it was read from.
+    by_text: Map<&'a str, usize>,
     /// Some spelling is two grants' (one's path, another's alias): the
     /// rules matching a path may then be more than its ancestors' nearest.
     shared: bool,
@@ -135,22 +150,20 @@ impl<'a> Files<'a> {
     pub fn new(ir: &'a Ir, program: &[String]) -> Result<Files<'a>, EmitError> {
         let mut nodes = Vec::with_capacity(ir.fs.len());
         for g in &ir.fs {
-            let mut spellings = Vec::new();
             for p in std::iter::once(&g.path).chain(&g.aliases) {
-                let s = Spelling::parse(p).ok_or_else(|| EmitError {
-                    rule: g.source.label(),
-                    message: format!(
-                        "path {p:?} is neither absolute nor rooted at a portable parameter"
-                    ),
-                })?;
-                if !spellings.contains(&s) {
-                    spellings.push(s);
+                if Spelling::parse(p).is_none() {
+                    return Err(EmitError {
+                        rule: g.source.label(),
+                        message: format!(
+                            "path {p:?} is neither absolute nor rooted at a portable parameter"
+                        ),
+                    });
                 }
             }
+            let first = Spelling::parse(&g.path).expect("checked above");
             nodes.push(Node {
                 grant: g,
-                depth: spellings[0].depth(),
-                spellings,
+                depth: first.depth(),
             });
         }
         // Lowering leaves the grants in path order; then a stable sort by
@@ -163,13 +176,14 @@ impl<'a> Files<'a> {
         let mut by_text = Map::with_capacity_and_hasher(nodes.len(), Default::default());
         let mut shared = false;
         for (i, n) in nodes.iter().enumerate() {
-            for s in &n.spellings {
-                shared |= *by_text.entry(s.text()).or_insert(i) != i;
+            // The strings the spellings were read from: the same texts.
+            for p in std::iter::once(&n.grant.path).chain(&n.grant.aliases) {
+                shared |= *by_text.entry(p.as_str()).or_insert(i) != i;
             }
         }
         let mut params = Vec::new();
         for n in &nodes {
-            for s in &n.spellings {
+            for s in n.spellings() {
                 if let Some(p) = s.param {
                     if !params.contains(&p) {
                         params.push(p);
@@ -204,7 +218,7 @@ impl<'a> Files<'a> {
         let absolute = !index.shared
             && nodes
                 .iter()
-                .all(|n| n.spellings.iter().all(|s| s.param.is_none()));
+                .all(|n| n.spellings().all(|s| s.param.is_none()));
         let mut group: Option<Group> = None;
         // Per grant: it, or a grant above it, uses specific write operations.
         let mut specific = Vec::with_capacity(nodes.len());
@@ -226,7 +240,7 @@ impl<'a> Files<'a> {
             let mut spell = partial_write(n.grant.access);
             // Every spelling lies under the same grant.
             let mut one_above = true;
-            for s in &n.spellings {
+            for s in n.spellings() {
                 let text = s.text();
                 let above = parent_text(&text)
                     .and_then(|a| index.decide_text(a))
@@ -241,8 +255,7 @@ impl<'a> Files<'a> {
             }
             let mut inherited = nearest.map_or(Access::NONE, |j| nodes[j].grant.access);
             let rooted = |p: Option<&str>| {
-                n.spellings
-                    .iter()
+                n.spellings()
                     .any(|s| s.param.is_some() && (p.is_none() || s.param == p))
             };
             if rooted(None) {
@@ -253,13 +266,13 @@ impl<'a> Files<'a> {
                 inherited = inherited.union(roots);
                 spell |= roots_specific;
             }
-            if n.spellings.iter().any(Spelling::may_nest_with_params) {
+            if n.spellings().any(|s| s.may_nest_with_params()) {
                 inherited = inherited.union(params);
                 spell |= params_specific;
             }
             specific.push(spell);
             let access = n.grant.access;
-            for s in &n.spellings {
+            for s in n.spellings() {
                 match s.param {
                     None if s.may_nest_with_params() => {
                         abs = abs.union(access);
@@ -307,17 +320,17 @@ impl<'a> Files<'a> {
                 })
             };
             if !lost.is_empty() {
-                let mut filters = Vec::with_capacity(2 * n.spellings.len());
-                for s in &n.spellings {
+                let mut filters = Vec::with_capacity(2 * n.spellings().count());
+                for s in n.spellings() {
                     // The literal as well as the subpath: the directory itself
                     // must not be created where it does not exist yet.
                     push_new(
                         &mut filters,
-                        filter(Match::Literal, s).map_err(node_err(n))?,
+                        filter(Match::Literal, &s).map_err(node_err(n))?,
                     );
                     push_new(
                         &mut filters,
-                        filter(Match::Subpath, s).map_err(node_err(n))?,
+                        filter(Match::Subpath, &s).map_err(node_err(n))?,
                     );
                 }
                 let ops = deny_ops(lost, access, spell);
@@ -366,9 +379,9 @@ impl<'a> Files<'a> {
                 } else {
                     Match::Subpath
                 };
-                let mut filters = Vec::with_capacity(n.spellings.len());
-                for s in &n.spellings {
-                    push_new(&mut filters, filter(m, s).map_err(node_err(n))?);
+                let mut filters = Vec::with_capacity(n.spellings().count());
+                for s in n.spellings() {
+                    push_new(&mut filters, filter(m, &s).map_err(node_err(n))?);
                 }
                 grant(&Rule {
                     allow: true,
@@ -570,7 +583,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     let unreadable = |param: bool| {
         index.nodes.iter().any(|n| {
             !n.grant.access.read
-                && n.spellings.iter().any(|s| {
+                && n.spellings().any(|s| {
                     if param {
                         s.param.is_some()
                     } else {
@@ -581,7 +594,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     };
     let (params_unreadable, abs_unreadable) = (unreadable(true), unreadable(false));
     for n in &index.nodes {
-        for s in &n.spellings {
+        for s in n.spellings() {
             let other_unreadable = match s.param {
                 Some(_) => abs_unreadable,
                 None => s.may_nest_with_params() && params_unreadable,
@@ -601,7 +614,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
                 }
                 let a = Spelling {
                     param: s.param,
-                    rest: rest.to_string(),
+                    rest,
                 };
                 out.push(filter(Match::Literal, &a).map_err(node_err(n))?);
             }
@@ -615,7 +628,7 @@ fn traversal(index: &Index) -> Result<Vec<String>, EmitError> {
     for p in roots {
         let s = Spelling {
             param: Some(p),
-            rest: String::new(),
+            rest: "",
         };
         out.push(filter(Match::Ancestors, &s).map_err(esc_err(p))?);
     }
@@ -636,7 +649,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
     let from_params = index
         .nodes
         .iter()
-        .filter(|n| n.spellings.iter().any(|s| s.param.is_some()))
+        .filter(|n| n.spellings().any(|s| s.param.is_some()))
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
     let mut lists = [Unique::default(), Unique::default()];
     let mut done: [Set<String>; 2] = Default::default();
@@ -648,7 +661,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
             if right(n.grant.access) {
                 continue;
             }
-            for s in &n.spellings {
+            for s in n.spellings() {
                 for rest in s.ancestor_rests() {
                     // Each directory is looked at once per right, and
                     // its ancestors with it.
@@ -664,7 +677,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     if allowed || portable && (s.param.is_some() || right(from_params)) {
                         let anc = Spelling {
                             param: s.param,
-                            rest: rest.to_string(),
+                            rest,
                         };
                         lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
@@ -672,7 +685,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                 if portable && s.param.is_some() {
                     let root = Spelling {
                         param: s.param,
-                        rest: String::new(),
+                        rest: "",
                     };
                     lists[k].push(filter(Match::Ancestors, &root).map_err(node_err(n))?);
                 }
