@@ -12,9 +12,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-const RESOLVE_NO_XDEV: u64 = 0x01;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
+use kernel::{RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, RESOLVE_NO_XDEV};
 
 /// `rel` beneath the directory `top` (absolute), as one path.
 pub fn show_in(top: &str, rel: &[u8]) -> String {

@@ -57,8 +57,13 @@ pub fn open_path(path: &str) -> io::Result<Opened<File>> {
 
 /// `openat2(RESOLVE_NO_SYMLINKS)`: the kernel refuses any symlink on the
 /// way in the same walk that opens (Linux 5.6).
+/// `openat2`'s `resolve` flags (linux/openat2.h).
+pub(super) const RESOLVE_NO_XDEV: u64 = 0x01;
+pub(super) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub(super) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub(super) const RESOLVE_BENEATH: u64 = 0x08;
+
 fn openat2_no_symlinks(c: &CString) -> io::Result<File> {
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
     openat2(libc::AT_FDCWD, c, libc::O_PATH, RESOLVE_NO_SYMLINKS).map(File::from)
 }
 

@@ -350,27 +350,18 @@ unsafe fn empty_tmpfs() -> RawFd {
     m
 }
 
-pub(super) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-pub(super) const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-pub(super) const RESOLVE_BENEATH: u64 = 0x08;
+pub(super) use super::kernel::{RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS};
 
-/// `openat2(dir, path)` with `flags | O_CLOEXEC` and these `RESOLVE_*`
-/// flags, or -1 with errno set.
+/// [`super::kernel::openat2`] as a raw descriptor, or -1 with errno set:
+/// for the setup process, which allocates nothing.
 pub(super) unsafe fn open_resolving(
     dir: RawFd,
     path: &std::ffi::CStr,
     flags: libc::c_int,
     resolve: u64,
 ) -> RawFd {
-    // struct open_how { u64 flags; u64 mode; u64 resolve; }
-    let how: [u64; 3] = [(flags | libc::O_CLOEXEC) as u64, 0, resolve];
-    libc::syscall(
-        libc::SYS_openat2,
-        dir,
-        path.as_ptr(),
-        how.as_ptr(),
-        std::mem::size_of_val(&how),
-    ) as RawFd
+    use std::os::fd::IntoRawFd;
+    super::kernel::openat2(dir, path, flags, resolve).map_or(-1, IntoRawFd::into_raw_fd)
 }
 
 /// `m.path` opened again in this mount namespace (O_PATH, through no
