@@ -24,6 +24,27 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     s.commit()
 }
 
+/// Replace `path` with `bytes` through a temp file of this process and a
+/// rename, without fsync: for small records a crash may lose (only work
+/// is redone then), written on the way to a command's start, where an
+/// fsync of the file and its directory would cost milliseconds. Two
+/// writers at once each rename their own whole text. A symlink at `path`
+/// is replaced, not followed.
+pub fn replace_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let (tmp, mut file) = unique(&parent(path), &name, mode)?;
+    let done = file
+        .write_all(bytes)
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
 /// A replacement being written: the temp file, which [`Staged::commit`]
 /// renames over the target. Dropped uncommitted, it is removed. A device,
 /// pipe or socket target is written directly instead.
@@ -215,6 +236,39 @@ fn unique(dir: &Path, name: &str, mode: u32) -> io::Result<(PathBuf, File)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unsynced replacement leaves the new text and no temp file, and
+    /// replaces a symlink rather than the file it names.
+    #[test]
+    fn replaces_unsynced_without_leftovers() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("record.json");
+        replace_unsynced(&p, b"old", 0o600).unwrap();
+        replace_unsynced(&p, b"new", 0o600).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        #[cfg(unix)]
+        {
+            let other = d.path().join("other");
+            std::fs::write(&other, b"kept").unwrap();
+            let link = d.path().join("link.json");
+            std::os::unix::fs::symlink(&other, &link).unwrap();
+            replace_unsynced(&link, b"text", 0o600).unwrap();
+            assert_eq!(std::fs::read(&other).unwrap(), b"kept");
+            assert!(!std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")),
+            "{names:?}"
+        );
+    }
 
     #[test]
     fn replaces_and_reuses_one_temp_name() {

@@ -218,20 +218,7 @@ impl Scans {
         let Ok(text) = serde_json::to_vec(&self.record) else {
             return;
         };
-        let tmp = file.with_extension(format!("json.{}", std::process::id()));
-        let written = {
-            use std::io::Write;
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::File::options()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)
-                .and_then(|mut f| f.write_all(&text))
-        };
-        if written.is_err() || std::fs::rename(&tmp, &file).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        let _ = sbx::atomic::replace_unsynced(&file, &text, 0o600);
     }
 }
 

@@ -451,19 +451,7 @@ fn record_use(path: &Path, text: &[u8]) -> io::Result<()> {
         let f = std::fs::File::options().append(true).open(path)?;
         return f.set_modified(std::time::SystemTime::now());
     }
-    let tmp = path.with_extension("json.new");
-    let _ = std::fs::remove_file(&tmp);
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::File::options()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text)?;
-    }
-    std::fs::rename(&tmp, path)
+    crate::atomic::replace_unsynced(path, text, 0o600)
 }
 
 /// The directory of the caches under home in a key's directory.
