@@ -183,7 +183,6 @@ impl Scans {
         // Stamped before reading: a change made meanwhile shows in the
         // next run's comparison.
         let own = Stamp::of(Path::new(dir));
-        let _ = self.links.take_read();
         let targets = scan(dir, limit, &mut self.links);
         let mut stamps: BTreeMap<String, Stamp> = BTreeMap::new();
         stamps.insert(dir.to_string(), own);

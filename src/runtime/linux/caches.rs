@@ -478,7 +478,22 @@ pub fn make(d: &Decided, home: &str) -> io::Result<Vec<Mount>> {
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
     };
     let home_data = d.dir.join(HOME).join("data");
-    let mut shared: Option<std::sync::Arc<Shared>> = None;
+    let home_overlay = d
+        .caches
+        .iter()
+        .any(|k| matches!(k.mode, Mode::Overlay { .. }) && beneath_home(home, &k.path).is_some())
+        .then(|| -> io::Result<std::sync::Arc<Shared>> {
+            let work = d.dir.join(HOME).join("work");
+            mkdir(&work)?;
+            Ok(std::sync::Arc::new(Shared {
+                lower: c(Path::new(home))?,
+                lower_fd: super::kernel::open_path(home)?.handle.into(),
+                data: c(&home_data)?,
+                work: c(&work)?,
+                tree: AtomicI32::new(-1),
+            }))
+        })
+        .transpose()?;
     let mut out = Vec::new();
     for cache in &d.caches {
         let work = d.dir.join(cache.name).join("work");
@@ -499,24 +514,11 @@ pub fn make(d: &Decided, home: &str) -> io::Result<Vec<Mount>> {
             }
             _ => (None, None),
         };
-        let shared = match under_home.filter(|_| overlay.is_some()) {
-            Some(rel) => {
-                if shared.is_none() {
-                    let work = d.dir.join(HOME).join("work");
-                    mkdir(&work)?;
-                    shared = Some(std::sync::Arc::new(Shared {
-                        lower: c(Path::new(home))?,
-                        lower_fd: super::kernel::open_path(home)?.handle.into(),
-                        data: c(&home_data)?,
-                        work: c(&work)?,
-                        tree: AtomicI32::new(-1),
-                    }));
-                }
-                let s = shared.clone().expect("made above");
-                Some((s, c(Path::new(rel))?))
-            }
-            None => None,
-        };
+        let shared = under_home
+            .filter(|_| overlay.is_some())
+            .zip(home_overlay.clone())
+            .map(|(rel, s)| Ok::<_, io::Error>((s, c(Path::new(rel))?)))
+            .transpose()?;
         out.push(Mount {
             rel: c(Path::new(cache.path.trim_start_matches('/')))?,
             data: c(&data)?,
