@@ -104,19 +104,10 @@ impl Drop for Agent {
 fn run(h: &Host, policy: &str, agent: Option<&Path>, script: &str) -> (i32, String, String) {
     let file = h.root.join("p.toml");
     std::fs::write(&file, policy).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sbx"));
-    c.arg("run")
-        .arg("--workspace")
-        .arg(&h.ws)
-        .arg("--home")
-        .arg(&h.home)
-        .arg("--approvals")
-        .arg(h.root.join("approvals.json"))
-        .arg(&file)
-        .args(["--", "sh", "-c", &format!("exec 2>&1; {script}")])
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+    let script = format!("exec 2>&1; {script}");
+    let mut c = h.command(&["run", file.to_str().unwrap(), "--", "sh", "-c", &script]);
+    c.env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", &h.home)
-        .env_remove("XDG_STATE_HOME")
         .current_dir(&h.ws);
     match agent {
         Some(a) => c.env("SSH_AUTH_SOCK", a),

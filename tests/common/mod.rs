@@ -207,11 +207,12 @@ impl Host {
         }
     }
 
-    /// `sbx ARGS` with this host's workspace, home, PATH and approvals.
-    pub fn sbx(&self, args: &[&str]) -> (i32, String, String) {
+    /// `sbx ARGS` with this host's workspace, home, PATH and approvals, to
+    /// run as it is or with more set (another PATH, a directory).
+    pub fn command(&self, args: &[&str]) -> Command {
         // Host options right after the subcommand: anything after `--` is argv.
-        let out = Command::new(env!("CARGO_BIN_EXE_sbx"))
-            .arg(args[0])
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sbx"));
+        c.arg(args[0])
             .arg("--workspace")
             .arg(&self.ws)
             .arg("--home")
@@ -221,9 +222,13 @@ impl Host {
             .args(&args[1..])
             .env("PATH", &self.bin)
             .env_remove("XDG_STATE_HOME")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap();
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        c
+    }
+
+    /// [`Host::command`] run, its output with the host's root redacted.
+    pub fn sbx(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(args).output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             self.redact(&String::from_utf8_lossy(&out.stdout)),
