@@ -564,3 +564,47 @@ for p in [home + '/.npm/../secret', home + '/.cache/pip/../../secret', home + '/
         "{out}"
     );
 }
+
+/// Nothing of a run's mount namespace outlives `sbx run`: sbx keeps the
+/// namespace past the init's exit (so that its teardown, the caches'
+/// overlay included, runs beside the after-run work), and it is gone by
+/// the time sbx returns: no process is in it and no descriptor holds it.
+#[test]
+fn the_mount_namespace_is_gone_when_sbx_returns() {
+    let Some(env) = setup() else { return };
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let (out, err) = ok_in(
+        &env,
+        &env.ws,
+        "readlink /proc/self/ns/mnt; cat ~/.npm/n; echo x > ~/.npm/w",
+        &[],
+    );
+    let mut lines = out.lines();
+    let ns = lines.next().unwrap_or_default().to_string();
+    assert!(ns.starts_with("mnt:["), "{out}\n{err}");
+    assert_eq!(lines.next(), Some("n"), "{out}\n{err}");
+    let own = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    assert_ne!(
+        own.to_string_lossy(),
+        ns,
+        "the run had a mount namespace of its own"
+    );
+    let mut holders = Vec::new();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = p.path();
+        if std::fs::read_link(dir.join("ns/mnt")).is_ok_and(|l| l.to_string_lossy() == ns) {
+            holders.push(dir.display().to_string());
+        }
+        for fd in std::fs::read_dir(dir.join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == ns) {
+                holders.push(fd.path().display().to_string());
+            }
+        }
+    }
+    assert!(holders.is_empty(), "{ns} is still held by {holders:?}");
+}

@@ -349,7 +349,7 @@ pub fn prepare(
     net_rules: bool,
     proc_rules: Vec<(String, u64)>,
     root: Option<NewRoot>,
-) -> Result<(NsPrep, Option<OwnedFd>), String> {
+) -> Result<(NsPrep, Handback), String> {
     let mut flags = libc::CLONE_NEWNS;
     if user {
         flags |= libc::CLONE_NEWUSER;
@@ -384,6 +384,7 @@ pub fn prepare(
     } else {
         (None, None)
     };
+    let (keep_mine, keep) = super::passfd::socketpair().map_err(|e| format!("socketpair: {e}"))?;
     let mounts = mounts
         .into_iter()
         .map(|m| {
@@ -440,6 +441,7 @@ pub fn prepare(
                 b
             },
             sock: theirs,
+            keep: Some(keep),
             net_rules,
             proc_rules: if w.pid {
                 proc_rules
@@ -451,8 +453,25 @@ pub fn prepare(
             },
             root: if w.pid { root } else { None },
         },
-        mine,
+        Handback {
+            proxy: mine,
+            mount_ns: keep_mine,
+        },
     ))
+}
+
+/// sbx's ends of the sockets the setup process sends descriptors over.
+pub struct Handback {
+    /// The proxy's, the relay's and the forwards' listeners.
+    pub proxy: Option<OwnedFd>,
+    /// The setup process's mount namespace (`NsPrep::keep`).
+    pub mount_ns: OwnedFd,
+}
+
+/// The mount namespace the setup process sent, once the spawn has
+/// returned (none if it sent nothing).
+pub fn receive_mount_ns(sock: &OwnedFd) -> Option<OwnedFd> {
+    super::passfd::receive(sock, 1, false).pop()
 }
 
 /// The listeners the child sent (none if it sent nothing usable).

@@ -108,6 +108,12 @@ pub struct NsPrep {
     pub listeners: usize,
     pub ports: [u16; MAX_LISTENERS],
     pub sock: Option<OwnedFd>,
+    /// The setup process sends its mount namespace over this, so that
+    /// sbx, not the init's exit, drops the last reference to it: the
+    /// namespace's teardown (unmounting the new root, syncing the
+    /// caches' overlay) then runs beside the after-run work
+    /// (`start::finish`) instead of before it.
+    pub keep: Option<OwnedFd>,
     /// The ruleset handles TCP connect: add the listeners' ports to it.
     pub net_rules: bool,
     /// The relay for clients that ignore the proxy variables: the route,
@@ -908,6 +914,18 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
             if !write_file(path, data) {
                 child::fail(a.wr, Step::UserNamespace);
             }
+        }
+    }
+    if let Some(keep) = &ns.keep {
+        // Not sent (a host without this file): the init's exit tears
+        // the namespace down, as it would anyway.
+        let fd = libc::open(
+            c"/proc/self/ns/mnt".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd >= 0 {
+            super::passfd::send(keep.as_raw_fd(), &[fd]);
+            libc::close(fd);
         }
     }
     if ns.flags & libc::CLONE_NEWNS != 0 {

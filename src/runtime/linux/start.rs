@@ -578,6 +578,11 @@ struct SetUp {
     served: ServedProxy,
     hook: Option<ProxyHook>,
     proxy_sock: Option<OwnedFd>,
+    /// Where the setup process sends its mount namespace, then that
+    /// namespace (`NsPrep::keep`), taken after the guardian's fork so
+    /// that the guardian never holds it.
+    mount_ns_sock: Option<OwnedFd>,
+    mount_ns: Option<OwnedFd>,
     carve_outs: Vec<String>,
     user_ns: bool,
     new_root: bool,
@@ -585,8 +590,8 @@ struct SetUp {
     /// Until the guardian takes it; dropped unrun when nothing starts
     /// (the temp directory and the journal entry go with it).
     work: Option<guardian::Work>,
-    /// Dropped last: its handles serve the set-up.
-    _private_temp: Option<temp::PrivateTemp>,
+    /// Its handles serve the set-up; dropped once the command runs.
+    private_temp: Option<temp::PrivateTemp>,
 }
 
 /// The run's temp directories, the Landlock ruleset, the child's steps
@@ -721,6 +726,7 @@ fn set_up(
     }
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let mut proxy_sock = None;
+    let mut mount_ns_sock = None;
     if wanted.any() {
         let root = if new_root {
             make_root(
@@ -734,7 +740,7 @@ fn set_up(
         } else {
             None
         };
-        let (prep, sock) = ns::prepare(
+        let (prep, back) = ns::prepare(
             &wanted,
             user_ns,
             mounts,
@@ -749,7 +755,8 @@ fn set_up(
         )
         .map_err(fail)?;
         prepared.ns = Some(prep);
-        proxy_sock = sock;
+        proxy_sock = back.proxy;
+        mount_ns_sock = Some(back.mount_ns);
     }
 
     // Orphaned descendants come back to us, so the tree is found and
@@ -773,12 +780,14 @@ fn set_up(
         served,
         hook,
         proxy_sock,
+        mount_ns_sock,
+        mount_ns: None,
         carve_outs,
         user_ns,
         new_root,
         not_ours,
         work: Some(guardian::Work::new(after, temp_base, entry)),
-        _private_temp: private_temp,
+        private_temp,
     })
 }
 
@@ -1001,6 +1010,7 @@ fn spawn(art: &LinuxArtifact, opts: &RunOptions, s: &mut SetUp) -> Result<child:
             }
             s.prepared.ns = None;
             s.proxy_sock = None;
+            s.mount_ns_sock = None;
             if s.prepared.listen.is_none() {
                 s.prepared.listen = listen_prep(&s.section, s.bind_restricted)?;
             }
@@ -1062,6 +1072,15 @@ fn serve(
     Result<guardian::Guardian, guardian::Work>,
 ) {
     let pid = spawned.pid;
+    // The set-up is done. Its handles (the new root's pieces, the temp
+    // directories, the Landlock ruleset's) go before the guardian's
+    // fork, so that neither the guardian's exit nor sbx's own drop
+    // holds the last reference to a removed temp directory (freeing its
+    // block is a synchronous discard on disks mounted with `discard`),
+    // and the mount namespace lives on only in `mount_ns`.
+    s.prepared.ns = None;
+    s.prepared.ruleset = None;
+    s.private_temp = None;
     let work = s
         .work
         .take()
@@ -1070,6 +1089,10 @@ fn serve(
     if let Ok(g) = &guardian {
         s.not_ours.push(g.pid);
     }
+    s.mount_ns = s
+        .mount_ns_sock
+        .take()
+        .and_then(|k| ns::receive_mount_ns(&k));
     // The listener, if the command got the listen check: sbx answers it.
     if let Some(l) = s.prepared.listen.take() {
         if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
@@ -1107,13 +1130,23 @@ fn serve(
 /// run's exit code.
 fn finish(
     art: &LinuxArtifact,
-    s: SetUp,
+    mut s: SetUp,
     spawned: child::Spawned,
     out: wait::Outcome,
     guardian: Result<guardian::Guardian, guardian::Work>,
 ) -> i32 {
-    // The init was killed and reaped with the leftovers.
+    // The init was killed and reaped with the leftovers: no process of
+    // the sandbox is left, and the mount namespace lives on only in
+    // `mount_ns`. Its teardown (unmounting the new root, syncing the
+    // caches' overlay to disk) runs on a thread of its own beside the
+    // after-run work, which needs nothing of it.
     spawned.finish();
+    let teardown = s.mount_ns.take().and_then(|fd| {
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || drop(fd))
+            .ok()
+    });
     if out.timed_out {
         eprintln!(
             "sbx: wall_time_s = {} reached: killed the process tree",
@@ -1128,6 +1161,9 @@ fn finish(
         Err(work) => {
             work.finish();
         }
+    }
+    if let Some(t) = teardown {
+        let _ = t.join();
     }
     drop(s);
     wait::exit_code(out.status)
