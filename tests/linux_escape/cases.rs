@@ -153,6 +153,10 @@ pub const ALL: &[(&str, Case)] = &[
         "ns_private_temp_is_the_runs_own",
         ns::private_temp_is_the_runs_own,
     ),
+    (
+        "ns_private_temp_parked_holds_nothing_of_the_last_run",
+        ns::private_temp_parked_holds_nothing_of_the_last_run,
+    ),
     ("ns_known_sockets_hidden", ns::known_sockets_hidden),
     (
         "ns_proxy_hook_gets_listeners",

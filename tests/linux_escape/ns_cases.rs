@@ -3,7 +3,7 @@
 //! the same probe with `[linux] namespaces = "never"` where that shows
 //! what the layer adds.
 
-use crate::fixture::{check, expect, sbx_bin, Fx};
+use crate::fixture::{check, expect, sbx_bin, Fx, Out};
 use crate::privilege_cases::root;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
@@ -528,11 +528,85 @@ pub fn private_temp_is_the_runs_own(fx: &Fx) -> Result<(), String> {
     let left: Vec<String> = ["/var/tmp", "/tmp"]
         .iter()
         .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("sbx-run-"))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("sbx-run-") || n.starts_with("sbx-idle-")
+        })
         .filter(|e| walk_has(&e.path(), &name))
         .map(|e| e.path().display().to_string())
         .collect();
     check(left.is_empty(), || format!("left behind: {left:?}"))
+}
+
+/// A run's temp directory is parked for the next run (docs/linux.md):
+/// emptied, whatever the command did to it (a file, a directory it
+/// locked, a symlink out, `chmod 700 /tmp`), and the next run that takes
+/// it finds `/tmp` as the first found it (the stubs of the rules beneath
+/// it) and mode 1777.
+pub fn private_temp_parked_holds_nothing_of_the_last_run(fx: &Fx) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let p = temp_policy(fx, "");
+    let name = format!("sbx-parked-{}", std::process::id());
+    let look = "stat -c '%i %a' /tmp && ls -A /tmp | tr '\\n' ' ' && echo";
+    let first = fx.run(
+        &p,
+        &[],
+        &[
+            "exec",
+            "/bin/sh",
+            "-c",
+            &format!(
+                "{look} && echo secret > /tmp/{name} && mkdir -p /tmp/{name}.d/e \\
+                 && echo x > /tmp/{name}.d/e/f && chmod 000 /tmp/{name}.d \\
+                 && ln -s /etc/passwd /tmp/{name}.l && chmod 700 /tmp"
+            ),
+        ],
+    );
+    let view = |out: &Out| -> Option<(u64, String, String)> {
+        let mut lines = out.stdout.lines();
+        let (ino, mode) = lines.next()?.split_once(' ')?;
+        Some((
+            ino.parse().ok()?,
+            mode.to_string(),
+            lines.next()?.to_string(),
+        ))
+    };
+    let Some((ino, mode, listing)) = view(&first).filter(|_| first.code == 0) else {
+        return Err(format!("first run: {first:?}"));
+    };
+    check(mode == "1777" && !listing.contains(&name), || {
+        format!("{first:?}")
+    })?;
+    // Parked: an idle directory of this user holds that /tmp, emptied.
+    let parked: Vec<std::path::PathBuf> = ["/var/tmp", "/tmp"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("sbx-idle-"))
+        .map(|e| e.path().join("0"))
+        .filter(|t| std::fs::symlink_metadata(t).is_ok_and(|m| m.ino() == ino))
+        .collect();
+    check(parked.len() == 1, || {
+        format!("parked /tmp {ino}: {parked:?}")
+    })?;
+    let m = std::fs::symlink_metadata(&parked[0]).unwrap();
+    check(m.mode() & 0o7777 == 0o1777, || {
+        format!("mode {:o}", m.mode())
+    })?;
+    let left: Vec<_> = std::fs::read_dir(&parked[0]).unwrap().flatten().collect();
+    check(left.is_empty(), || {
+        format!("left in the parked /tmp: {left:?}")
+    })?;
+    let out = fx.run(&p, &[], &["exec", "/bin/sh", "-c", look]);
+    let Some((got, mode, again)) = view(&out) else {
+        return Err(format!("second run: {out:?}"));
+    };
+    check(mode == "1777" && again == listing, || {
+        format!("second run's /tmp: {mode} {again:?}, the first's {listing:?}")
+    })?;
+    // Taken by this run, unless another run of this user took it first.
+    check(got == ino || !parked[0].exists(), || {
+        format!("the parked /tmp {ino} was not taken: {got}")
+    })
 }
 
 /// Some entry below `dir` has `name` in its name.

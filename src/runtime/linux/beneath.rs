@@ -10,7 +10,7 @@
 use super::kernel;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use kernel::{RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS, RESOLVE_NO_XDEV};
 
@@ -250,28 +250,17 @@ impl Top {
             let new = aside_name(name, attempt, random());
             let to = CString::new(new.as_slice())
                 .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-            // SAFETY: a valid directory descriptor and NUL-terminated
-            // names; RENAME_NOREPLACE never overwrites a file. The raw
-            // system call: musl's libc has no renameat2 wrapper.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_renameat2,
-                    parent.as_raw_fd(),
-                    from.as_ptr(),
-                    parent.as_raw_fd(),
-                    to.as_ptr(),
-                    libc::RENAME_NOREPLACE,
-                )
-            };
-            if r == 0 {
-                let mut shown = dir.to_vec();
-                if !shown.is_empty() {
-                    shown.push(b'/');
+            match kernel::rename_noreplace(parent.as_fd(), &from, &to) {
+                Ok(()) => {
+                    let mut shown = dir.to_vec();
+                    if !shown.is_empty() {
+                        shown.push(b'/');
+                    }
+                    shown.extend_from_slice(&new);
+                    return Ok(Some(self.show(&shown)));
                 }
-                shown.extend_from_slice(&new);
-                return Ok(Some(self.show(&shown)));
+                Err(e) => last = e,
             }
-            last = io::Error::last_os_error();
             match last.raw_os_error() {
                 Some(libc::EEXIST) => continue,
                 Some(libc::ENOENT) => return Ok(None),

@@ -44,7 +44,7 @@ impl Work {
             .map(|a| a.work(own.as_deref()))
             .unwrap_or_default();
         if let Some(t) = self.temp.take() {
-            warnings.extend(super::temp::remove_base(&t));
+            warnings.extend(super::temp::park_or_remove(&t));
         }
         // Last: until here a killed worker leaves the entry to the next run.
         if let Some(e) = self.entry.take() {

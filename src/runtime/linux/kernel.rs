@@ -180,3 +180,30 @@ pub fn create(plan: &Plan<File>, extra: &[(&File, u64)]) -> Result<Option<OwnedF
     }
     Ok(created.into())
 }
+
+/// `renameat2(RENAME_NOREPLACE)` of `from` to `to`, both relative to
+/// `dir`: never overwrites anything. The raw system call: musl's libc
+/// has no renameat2 wrapper.
+pub fn rename_noreplace(
+    dir: std::os::fd::BorrowedFd<'_>,
+    from: &std::ffi::CStr,
+    to: &std::ffi::CStr,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid directory descriptor and NUL-terminated names.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            dir.as_raw_fd(),
+            from.as_ptr(),
+            dir.as_raw_fd(),
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -12,6 +12,8 @@
 //! made by `mktemp -d`, say) still shows that host path: it is mounted
 //! on an empty stub made here, at the same place in the private copy.
 
+mod idle;
+
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -61,11 +63,21 @@ impl PrivateTemp {
         if names.is_empty() && !shm {
             return Ok(None);
         }
+        // A parked base of an earlier run, emptied and checked (`idle`),
+        // or a fresh one.
+        let parked = if names.is_empty() {
+            None
+        } else {
+            let run_name = run_name();
+            PARENTS
+                .iter()
+                .find_map(|parent| idle::take(parent, names.len(), &run_name))
+        };
         let mut out = PrivateTemp {
-            base: if names.is_empty() {
-                PathBuf::new()
-            } else {
-                fresh_base()?
+            base: match (&parked, names.is_empty()) {
+                (Some(b), _) => b.clone(),
+                (None, true) => PathBuf::new(),
+                (None, false) => fresh_base()?,
             },
             dirs: Vec::new(),
             shm,
@@ -73,10 +85,15 @@ impl PrivateTemp {
         };
         for (i, name) in names.into_iter().enumerate() {
             let dir = out.base.join(i.to_string());
-            // Like the host's: anyone may create, only owners delete.
-            std::fs::DirBuilder::new().mode(0o1777).create(&dir)?;
-            // The umask took some bits.
-            std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o1777))?;
+            if parked.is_none() {
+                // Like the host's: anyone may create, only owners delete.
+                std::fs::DirBuilder::new().mode(0o1777).create(&dir)?;
+                // The umask took some bits.
+                std::fs::set_permissions(
+                    &dir,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+                )?;
+            }
             let handle = super::kernel::open_path(
                 dir.to_str()
                     .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?,
@@ -234,14 +251,11 @@ fn open_up(dir: &Path) {
 /// takes one. The name is not secret: creation fails on anything that
 /// is there already, a symlink included, and the next name is tried.
 fn fresh_base() -> io::Result<PathBuf> {
-    let pid = std::process::id();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let run_name = run_name();
     let mut last = io::Error::from(io::ErrorKind::NotFound);
     for parent in PARENTS {
         for n in 0..64u32 {
-            let dir = Path::new(parent).join(format!("sbx-run-{pid}-{nanos:x}-{n}"));
+            let dir = Path::new(parent).join(run_name(n));
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok(dir),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -253,6 +267,25 @@ fn fresh_base() -> io::Result<PathBuf> {
         }
     }
     Err(last)
+}
+
+/// The names of this run's directory: `sbx-run-PID-NANOS-N`, the first
+/// N that is free.
+fn run_name() -> impl Fn(u32) -> String {
+    let pid = std::process::id();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    move |n| format!("sbx-run-{pid}-{nanos:x}-{n}")
+}
+
+/// After a run: park its temp directory for the next run (`idle`), or
+/// remove it; the warning when it can be neither.
+pub fn park_or_remove(base: &Path) -> Option<String> {
+    if idle::park(base) {
+        return None;
+    }
+    remove_base(base)
 }
 
 #[cfg(test)]
