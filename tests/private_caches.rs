@@ -608,3 +608,44 @@ fn the_mount_namespace_is_gone_when_sbx_returns() {
     }
     assert!(holders.is_empty(), "{ns} is still held by {holders:?}");
 }
+
+/// The overlay's scratch directory (`WORK/work`) of the last run is set
+/// aside before the overlay is made and removed after the run, with any
+/// a killed run left: the work directory holds the one scratch
+/// directory of the last run and nothing else.
+#[test]
+fn set_aside_scratch_directories_are_cleared() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(env) = setup() else { return };
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    let work_dirs = || -> Vec<PathBuf> {
+        let caches = env.state.join("sbx/caches");
+        std::fs::read_dir(&caches)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|k| k.path().join("home/work"))
+            .filter(|w| w.is_dir())
+            .collect()
+    };
+    let listing = |w: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(w)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    ok_in(&env, &env.ws, "echo x > ~/.npm/a", &[]);
+    let works = work_dirs();
+    assert_eq!(works.len(), 1, "{works:?}");
+    assert_eq!(listing(&works[0]), ["work"]);
+    // What a killed run left: set aside, locked.
+    let stale = works[0].join("old-1-abc");
+    std::fs::create_dir_all(stale.join("d")).unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
+    assert_eq!(out.trim(), "x");
+    assert_eq!(listing(&works[0]), ["work"]);
+}

@@ -583,6 +583,9 @@ struct SetUp {
     /// that the guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
     mount_ns: Option<OwnedFd>,
+    /// The caches' overlays' work directories, cleared of what was set
+    /// aside once the namespace is gone (`caches::set_aside`).
+    cache_works: Vec<PathBuf>,
     carve_outs: Vec<String>,
     user_ns: bool,
     new_root: bool,
@@ -653,7 +656,7 @@ fn set_up(
     let fresh_shm = private_temp.as_ref().is_some_and(|t| t.shm);
     let pts_rule = pts::rule(plan.rules.iter().map(|r| (r.path.as_str(), r.rights)));
     // The caches: read and write beneath each, once mounted.
-    let cache_mounts = match &caches {
+    let (cache_mounts, cache_works) = match &caches {
         Some(c) if new_root && wanted.any() => caches::make(c, &values.home).unwrap_or_else(|e| {
             if !opts.quiet {
                 eprintln!(
@@ -661,9 +664,9 @@ fn set_up(
                     c.dir.display()
                 );
             }
-            Vec::new()
+            (Vec::new(), Vec::new())
         }),
-        _ => Vec::new(),
+        _ => (Vec::new(), Vec::new()),
     };
     let cache_rights = caches::rights(plan.handled_fs);
     let cache_rules = caches
@@ -782,6 +785,7 @@ fn set_up(
         proxy_sock,
         mount_ns_sock,
         mount_ns: None,
+        cache_works,
         carve_outs,
         user_ns,
         new_root,
@@ -1141,12 +1145,20 @@ fn finish(
     // caches' overlay to disk) runs on a thread of its own beside the
     // after-run work, which needs nothing of it.
     spawned.finish();
-    let teardown = s.mount_ns.take().and_then(|fd| {
-        std::thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || drop(fd))
-            .ok()
-    });
+    let (fd, works) = (s.mount_ns.take(), std::mem::take(&mut s.cache_works));
+    let teardown = (fd.is_some() || !works.is_empty())
+        .then(|| {
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    // Once the namespace is gone, nothing uses what the
+                    // caches' overlays set aside.
+                    drop(fd);
+                    caches::clear_set_aside(&works);
+                })
+                .ok()
+        })
+        .flatten();
     if out.timed_out {
         eprintln!(
             "sbx: wall_time_s = {} reached: killed the process tree",
