@@ -609,12 +609,12 @@ fn the_mount_namespace_is_gone_when_sbx_returns() {
     assert!(holders.is_empty(), "{ns} is still held by {holders:?}");
 }
 
-/// The overlay's scratch directory (`WORK/work`) of the last run is set
-/// aside before the overlay is made and removed after the run, with any
-/// a killed run left: the work directory holds the one scratch
-/// directory of the last run and nothing else.
+/// Each run's overlay keeps its scratch directory in a work directory
+/// of its own (`KEY/home/work/run-PID-…`), removed after the run with
+/// those of killed runs and what earlier versions left; a live run's is
+/// kept.
 #[test]
-fn set_aside_scratch_directories_are_cleared() {
+fn work_directories_are_the_runs_own_and_cleared() {
     use std::os::unix::fs::PermissionsExt;
     let Some(env) = setup() else { return };
     std::fs::create_dir_all(env.home.join(".npm")).unwrap();
@@ -640,12 +640,57 @@ fn set_aside_scratch_directories_are_cleared() {
     ok_in(&env, &env.ws, "echo x > ~/.npm/a", &[]);
     let works = work_dirs();
     assert_eq!(works.len(), 1, "{works:?}");
-    assert_eq!(listing(&works[0]), ["work"]);
-    // What a killed run left: set aside, locked.
-    let stale = works[0].join("old-1-abc");
-    std::fs::create_dir_all(stale.join("d")).unwrap();
-    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o000)).unwrap();
+    assert!(listing(&works[0]).is_empty(), "{:?}", listing(&works[0]));
+    // A killed run's (no such process), a live one's (this test's), and
+    // an earlier version's, locked.
+    let live = format!("run-{}-1", std::process::id());
+    for name in ["run-4194300-abc", &live, "work", "old-1-abc"] {
+        std::fs::create_dir_all(works[0].join(name).join("work/d")).unwrap();
+        std::fs::set_permissions(
+            works[0].join(name).join("work"),
+            std::fs::Permissions::from_mode(0o000),
+        )
+        .unwrap();
+    }
     let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
     assert_eq!(out.trim(), "x");
-    assert_eq!(listing(&works[0]), ["work"]);
+    assert_eq!(listing(&works[0]), [live]);
+}
+
+/// Two runs of one workspace and policy at once: the second's overlay
+/// does not take the first's scratch directory away, so the first can
+/// still copy a host entry up (it failed with EPERM when they shared
+/// one work directory).
+#[test]
+fn concurrent_runs_of_one_key_both_copy_up() {
+    let Some(env) = setup() else { return };
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let started = env.ws.join("started");
+    let first = Command::new(SBX)
+        .args(["run", "--", "sh", "-c"])
+        .arg(format!(
+            "touch {} && sleep 1.5 && echo y >> ~/.npm/n && cat ~/.npm/n",
+            started.display()
+        ))
+        .current_dir(&env.ws)
+        .env("HOME", &env.home)
+        .env("XDG_STATE_HOME", &env.state)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (out, err) = ok_in(&env, &env.ws, "cat ~/.npm/n", &[]);
+    assert_eq!(out, "n\n", "{err}");
+    let (code, out, err) = common::outcome(first.wait_with_output().unwrap());
+    assert_eq!((code, out.as_str()), (0, "n\ny\n"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(env.home.join(".npm/n")).unwrap(),
+        "n\n"
+    );
 }

@@ -459,8 +459,8 @@ const HOME: &str = "home";
 
 /// Make the key's directories and record its use; the child's mounts.
 /// `home`: the caller's home, the lower layer of every cache beneath it.
-/// Also the overlays' work directories, whose last `work` was set aside
-/// here for [`clear_set_aside`].
+/// Also this run's work directories for the overlays, for
+/// [`clear_works`].
 pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     use std::os::unix::fs::DirBuilderExt;
     if d.caches.is_empty() {
@@ -486,9 +486,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         .iter()
         .any(|k| matches!(k.mode, Mode::Overlay { .. }) && beneath_home(home, &k.path).is_some())
         .then(|| -> io::Result<std::sync::Arc<Shared>> {
-            let work = d.dir.join(HOME).join("work");
-            mkdir(&work)?;
-            set_aside(&work);
+            let work = own_work(&d.dir.join(HOME).join("work"))?;
             works.push(work.clone());
             Ok(std::sync::Arc::new(Shared {
                 lower: c(Path::new(home))?,
@@ -513,8 +511,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         mkdir(&data)?;
         let (overlay, lower) = match &cache.mode {
             Mode::Overlay { lower } => {
-                mkdir(&work)?;
-                set_aside(&work);
+                let work = own_work(&work)?;
                 works.push(work.clone());
                 let fd = super::kernel::open_path(lower)?.handle;
                 (Some((c(Path::new(lower))?, c(&work)?)), Some(fd.into()))
@@ -538,47 +535,58 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     Ok((out, works))
 }
 
-/// The name an overlay gives its scratch directory in its work
-/// directory (`WORK/work`).
-const SCRATCH: &str = "work";
+/// Work directories of runs: `run-PID-NANOS`.
+const RUN: &str = "run-";
 
-/// Names of scratch directories set aside (`old-PID-NANOS`).
-const ASIDE: &str = "old-";
-
-/// Set the last run's scratch directory aside before the overlay is
-/// made. The kernel removes a scratch directory it finds at mount, and
-/// freeing its block is a synchronous discard on a disk mounted with
-/// `discard` (0.4–1.5 ms on the bench machine, on the way to the
-/// command's start); renamed away, it is removed by
-/// [`clear_set_aside`] once the run's namespace is gone, off that path.
-fn set_aside(work: &Path) {
+/// A work directory of this run's own in `parent` (made 0700): the
+/// overlay keeps its scratch directory in it. Shared by runs, one work
+/// directory would have each mount remove the scratch directory the
+/// last left, which may be a running overlay's (a concurrent run of the
+/// same key), and on a disk mounted with `discard` freeing it is a
+/// synchronous discard on the way to the command's start (0.4–3.8 ms
+/// on the bench machine). [`clear_works`] removes it once the run's
+/// namespace is gone, off that path.
+fn own_work(parent: &Path) -> io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let name = format!("{ASIDE}{}-{nanos:x}", std::process::id());
-    let (Ok(dir), Ok(from), Ok(to)) = (
-        std::fs::File::open(work),
-        CString::new(SCRATCH),
-        CString::new(name),
-    ) else {
-        return;
-    };
-    use std::os::fd::AsFd;
-    // Not there (the first run), or a name taken: the kernel removes it.
-    let _ = super::kernel::rename_noreplace(dir.as_fd(), &from, &to);
+    let work = parent.join(format!("{RUN}{}-{nanos:x}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&work)?;
+    Ok(work)
 }
 
-/// Remove the scratch directories set aside in `works` (this run's and
-/// any a killed run left). None of them is an overlay's: each was
-/// renamed before the overlay that would use it was made.
-pub fn clear_set_aside(works: &[PathBuf]) {
+/// Once the run's namespace is gone: remove this run's work directories
+/// (`works`), and beside them those of runs whose sbx is gone (killed)
+/// and what earlier versions left (`work`, `old-*`). A live run's is
+/// kept: its process still exists.
+pub fn clear_works(works: &[PathBuf]) {
+    let alive = |name: &str| {
+        let pid = name
+            .strip_prefix(RUN)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<libc::pid_t>().ok());
+        // SAFETY: signal 0 only checks that the process exists.
+        pid.is_some_and(|p| {
+            p > 0
+                && (unsafe { libc::kill(p, 0) } == 0
+                    || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+        })
+    };
     for work in works {
-        for entry in std::fs::read_dir(work).into_iter().flatten().flatten() {
-            if entry
-                .file_name()
-                .as_encoded_bytes()
-                .starts_with(ASIDE.as_bytes())
-            {
+        let _ = super::temp::remove_tree(work);
+        let Some(parent) = work.parent() else {
+            continue;
+        };
+        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let ours = name.starts_with(RUN) && !alive(name);
+            if ours || name == "work" || name.starts_with("old-") {
                 let _ = super::temp::remove_tree(&entry.path());
             }
         }

@@ -583,8 +583,8 @@ struct SetUp {
     /// that the guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
     mount_ns: Option<OwnedFd>,
-    /// The caches' overlays' work directories, cleared of what was set
-    /// aside once the namespace is gone (`caches::set_aside`).
+    /// The caches' overlays' work directories of this run, removed once
+    /// the namespace is gone (`caches::own_work`).
     cache_works: Vec<PathBuf>,
     carve_outs: Vec<String>,
     user_ns: bool,
@@ -1151,10 +1151,10 @@ fn finish(
             std::thread::Builder::new()
                 .stack_size(64 * 1024)
                 .spawn(move || {
-                    // Once the namespace is gone, nothing uses what the
-                    // caches' overlays set aside.
+                    // Once the namespace is gone, no overlay uses this
+                    // run's work directories.
                     drop(fd);
-                    caches::clear_set_aside(&works);
+                    caches::clear_works(&works);
                 })
                 .ok()
         })
