@@ -694,3 +694,44 @@ fn concurrent_runs_of_one_key_both_copy_up() {
         "n\n"
     );
 }
+
+/// A cache outside home gets an overlay of its own, whose work
+/// directory the setup process makes for the run; the host's entry is
+/// read and copied up, never changed, and the work directory is gone
+/// after the run.
+#[test]
+fn a_cache_outside_home_has_its_own_overlay() {
+    let Some(env) = setup() else { return };
+    let cargo = env.root.join("cargohome");
+    std::fs::create_dir_all(cargo.join("registry/cache")).unwrap();
+    std::fs::write(cargo.join("registry/cache/h"), "h\n").unwrap();
+    let home = cargo.to_str().unwrap();
+    let (out, err) = ok_in(
+        &env,
+        &env.ws,
+        "cat $CARGO_HOME/registry/cache/h && echo y >> $CARGO_HOME/registry/cache/h \
+         && cat $CARGO_HOME/registry/cache/h",
+        &[("CARGO_HOME", home)],
+    );
+    assert_eq!(out, "h\nh\ny\n", "{err}");
+    assert!(
+        err.contains("cargo-registry at") && err.contains("over the host's cache"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cargo.join("registry/cache/h")).unwrap(),
+        "h\n"
+    );
+    let key = std::fs::read_dir(env.state.join("sbx/caches"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap();
+    let work = key.path().join("cargo-registry/work");
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "{}",
+        work.display()
+    );
+}

@@ -486,7 +486,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         .iter()
         .any(|k| matches!(k.mode, Mode::Overlay { .. }) && beneath_home(home, &k.path).is_some())
         .then(|| -> io::Result<std::sync::Arc<Shared>> {
-            let work = own_work(&d.dir.join(HOME).join("work"))?;
+            let work = own_work(&d.dir.join(HOME).join("work"), true)?;
             works.push(work.clone());
             Ok(std::sync::Arc::new(Shared {
                 lower: c(Path::new(home))?,
@@ -511,7 +511,9 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         mkdir(&data)?;
         let (overlay, lower) = match &cache.mode {
             Mode::Overlay { lower } => {
-                let work = own_work(&work)?;
+                // Made by the setup process if this overlay is made
+                // (not when the cache is a directory of home's).
+                let work = own_work(&work, false)?;
                 works.push(work.clone());
                 let fd = super::kernel::open_path(lower)?.handle;
                 (Some((c(Path::new(lower))?, c(&work)?)), Some(fd.into()))
@@ -538,7 +540,8 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
 /// Work directories of runs: `run-PID-NANOS`.
 const RUN: &str = "run-";
 
-/// A work directory of this run's own in `parent` (made 0700): the
+/// A work directory of this run's own in `parent` (made 0700 if
+/// `make`; the parent is made in any case): the
 /// overlay keeps its scratch directory in it. Shared by runs, one work
 /// directory would have each mount remove the scratch directory the
 /// last left, which may be a running overlay's (a concurrent run of the
@@ -546,7 +549,7 @@ const RUN: &str = "run-";
 /// synchronous discard on the way to the command's start (0.4–3.8 ms
 /// on the bench machine). [`clear_works`] removes it once the run's
 /// namespace is gone, off that path.
-fn own_work(parent: &Path) -> io::Result<PathBuf> {
+fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -556,7 +559,9 @@ fn own_work(parent: &Path) -> io::Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let work = parent.join(format!("{RUN}{}-{nanos:x}", std::process::id()));
-    std::fs::DirBuilder::new().mode(0o700).create(&work)?;
+    if make {
+        std::fs::DirBuilder::new().mode(0o700).create(&work)?;
+    }
     Ok(work)
 }
 
@@ -629,6 +634,9 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
         }
         if fd < 0 {
             if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
+                // The parent left this run's work directory to be made
+                // here, where it is needed (`own_work`).
+                libc::mkdir(work.as_ptr(), 0o700);
                 fd = overlay(lower, opened.as_raw_fd(), &m.data, work, attrs);
             }
         }
