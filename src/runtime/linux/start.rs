@@ -326,7 +326,14 @@ fn private_caches(
             .and_then(|(_, v)| v.to_str().map(String::from))
     };
     let caller_path = std::env::var_os("PATH");
-    let present = |t: &str| program::resolve(OsStr::new(t), caller_path.as_deref()).is_some();
+    // Several caches share a tool (go, yarn, pnpm, cargo): each is
+    // looked for on PATH once.
+    let seen = std::cell::RefCell::new(std::collections::HashMap::new());
+    let present = |t: &str| {
+        *seen.borrow_mut().entry(t.to_string()).or_insert_with(|| {
+            program::resolve(OsStr::new(t), caller_path.as_deref()).is_some()
+        })
+    };
     let rules: Vec<(&str, bool)> = plan
         .rules
         .iter()
