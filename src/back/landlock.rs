@@ -510,7 +510,7 @@ fn rules<'a>(ir: &'a Ir) -> Result<Vec<Rule<'a>>, EmitError> {
             });
         }
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.sort_by(|a, b| a.path.cmp(b.path));
     Ok(out)
 }
 
