@@ -487,6 +487,10 @@ fn compile_each(
     // lane's targets are emitted, and `ir.json`, whose `emit_to` takes it
     // on its own thread when the IR does not hold it yet.
     let policy_hash = policy::hash::policy_hash(&policy);
+    let large_jobs = match opts.jobs {
+        0 if policy.fs.as_ref().map_or(0, Vec::len) >= LARGE_POLICY => 1,
+        n => n,
+    };
     let lane = |&os: &Os| -> Result<Lane, Failure> {
         let mut l = lower_to_apply(&policy, opts, os)?;
         if targets
@@ -509,8 +513,12 @@ fn compile_each(
             .filter(|(_, t)| t.os() == os)
             .collect();
         // The targets of one lowering on threads too: the Linux IR has
-        // three, and they are most of the work of `--target all`.
-        let emitted = each_on_threads(&mine, opts.jobs, |&(i, t)| emit(i, &l.ir, t));
+        // three, and they are most of the work of `--target all`. A large
+        // policy's one at a time unless `--jobs` says otherwise, as its
+        // lowerings: each target holds its own view of every protection
+        // beside the IR, and three at once were the peak of `--target
+        // all` (#38).
+        let emitted = each_on_threads(&mine, large_jobs, |&(i, t)| emit(i, &l.ir, t));
         let these: Vec<Target> = mine.iter().map(|&(_, t)| t).collect();
         let mut reports = Vec::new();
         for ((i, t), e) in mine.into_iter().zip(emitted) {
@@ -544,13 +552,9 @@ fn compile_each(
     };
     // A large policy's lowerings one at a time by default: each is alive
     // while its targets are emitted, and two of them at once doubled the
-    // peak (#38: 100,000 rules took 1.15 GB with two lanes). The targets
-    // of each lowering stay on threads.
-    let lane_jobs = match opts.jobs {
-        0 if policy.fs.as_ref().map_or(0, Vec::len) >= LARGE_POLICY => 1,
-        n => n,
-    };
-    let lanes = each_on_threads(&oses, lane_jobs, lane);
+    // peak (#38: 100,000 rules took 1.15 GB with two lanes); their
+    // targets too (above).
+    let lanes = each_on_threads(&oses, large_jobs, lane);
     let mut seen = Seen::default();
     for i in 0..diags.len() {
         seen.first(&diags, i);
@@ -587,8 +591,9 @@ fn compile_each(
     Ok((precision, diags))
 }
 
-/// The `[[fs]]` rule count from which the OSes are lowered one after
-/// another unless `--jobs` says otherwise.
+/// The `[[fs]]` rule count from which the OSes are lowered, and each
+/// one's targets emitted, one after another unless `--jobs` says
+/// otherwise.
 pub const LARGE_POLICY: usize = 20_000;
 
 /// `f` of each item, in order, on at most `jobs` threads at once (0: as

@@ -495,7 +495,21 @@ impl Ctx<'_> {
         let mut seen: Set<&str> = Set::with_capacity_and_hasher(wanted.len(), Default::default());
         let first: Vec<bool> = wanted.iter().map(|w| seen.insert(&w.path)).collect();
         drop(seen);
-        let mut add: Vec<Grant> = Vec::with_capacity(wanted.len());
+        // The protections are appended to `fs` itself, after its `rules`
+        // grants, and sorted there: a list of their own, merged into a
+        // third, held three lists of half a million grants at once at
+        // 100,000 rules (#38). `look` and its indices stay those of the
+        // first `rules` grants, which nothing below reorders or removes
+        // until the final sort.
+        let rules = fs.len();
+        // Relied on by the final sort, which must give what merging the
+        // sorted lists gave.
+        debug_assert!(fs.is_sorted_by(|x, y| x.path <= y.path));
+        // Room for the hidden paths too (at most one per sensitive
+        // pattern) and the few grants lowering adds after this
+        // (`known_hosts`): growing a list this long copies it whole.
+        let sensitive = super::SENSITIVE_PATHS.len() + policy.sensitive_paths.len();
+        fs.reserve(wanted.len() + sensitive + 8);
         let mut lifted: Vec<(usize, String, String)> = Vec::new();
         for (w, first) in wanted.into_iter().zip(first) {
             if !first {
@@ -521,12 +535,14 @@ impl Ctx<'_> {
                 g.source = Source::Protected { entry: w.entry };
                 continue;
             }
-            add.push(Grant {
-                kind: match w.found {
-                    Some(k) => k,
-                    None => self.kind_of(&w.path),
-                },
-                aliases: g.aliases_below(&w.path),
+            let aliases = g.aliases_below(&w.path);
+            let kind = match w.found {
+                Some(k) => k,
+                None => self.kind_of(&w.path),
+            };
+            fs.push(Grant {
+                kind,
+                aliases,
                 path: w.path,
                 access,
                 source: Source::Protected { entry: w.entry },
@@ -537,17 +553,18 @@ impl Ctx<'_> {
         // inside a protected path is looked up by binary search, where a
         // map of every protection's path (half a million at 100,000
         // rules) cost more memory than the grants' own list.
-        add.sort_by(|a, b| a.path.cmp(&b.path));
+        fs[rules..].sort_by(|a, b| a.path.cmp(&b.path));
         // A writable rule inside a protected path lifts it there.
-        if !add.is_empty() {
+        let (ruled, added) = fs.split_at(rules);
+        if !added.is_empty() {
             let protected = |q: &str| {
-                let i = add.binary_search_by(|g| g.path.as_str().cmp(q)).ok()?;
-                let Source::Protected { entry } = &add[i].source else {
+                let i = added.binary_search_by(|g| g.path.as_str().cmp(q)).ok()?;
+                let Source::Protected { entry } = &added[i].source else {
                     unreachable!("only protections are added here")
                 };
                 Some(entry.as_str())
             };
-            for (i, g) in fs.iter().enumerate() {
+            for (i, g) in ruled.iter().enumerate() {
                 if !g.source.authored() || !g.access.writes() {
                     continue;
                 }
@@ -587,32 +604,32 @@ impl Ctx<'_> {
                 .help("drop the write rights unless the tool must change this file; if it must, accept the warning with `--allow SBX030`"),
             );
         }
-        let mut hidden = self.covered(policy, fs, &look);
+        let mut hidden = self.covered(policy, &fs[..rules], &look);
         // Hidden is stricter than read-only where a user entry names a
         // sensitive path too, or lies inside one (`~/.ssh/config` in a
         // hidden `~/.ssh`: a read-only grant there would win over the
         // hiding, most-specific-wins, and let it be read).
-        let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
-        add.retain(|g| !ancestry(&g.path).any(|p| hidden_at.contains(p)));
-        // Sorted apart (`add` above) and merged: the protections
-        // outnumber the rules five to one, and `fs` is sorted already.
+        if !hidden.is_empty() {
+            let hidden_at: Set<&str> = hidden.iter().map(|g| g.path.as_str()).collect();
+            let mut at = 0;
+            fs.retain(|g| {
+                at += 1;
+                at <= rules || !ancestry(&g.path).any(|p| hidden_at.contains(p))
+            });
+        }
         hidden.sort_by(|a, b| a.path.cmp(&b.path));
-        let rules = std::mem::take(fs);
-        *fs = merged(merged(rules, add), hidden);
+        fs.extend(hidden);
+        // Three runs sorted by path (the rules, the protections, the
+        // hidden paths), in that order: a stable sort keeps the first
+        // run's grant first where paths are equal, as merging them did,
+        // and finds the runs rather than sorting from scratch.
+        fs.sort_by(|a, b| a.path.cmp(&b.path));
     }
 }
 
 /// `p` and the paths above it, nearest first.
 fn ancestry(p: &str) -> impl Iterator<Item = &str> {
     std::iter::successors(Some(p), |q| parent(q))
-}
-
-/// Two lists sorted by path as one, `a`'s first where paths are equal (a
-/// stable sort of `a` then `b` gives the same).
-fn merged(a: Vec<Grant>, b: Vec<Grant>) -> Vec<Grant> {
-    debug_assert!(a.is_sorted_by(|x, y| x.path <= y.path));
-    debug_assert!(b.is_sorted_by(|x, y| x.path <= y.path));
-    crate::ir::merge_sorted(a, b, |g| &g.path)
 }
 
 #[cfg(test)]

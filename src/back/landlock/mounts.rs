@@ -88,7 +88,7 @@ pub(super) type Carve<'a> = Map<&'a str, Fix>;
 
 /// Every carve-out a mount makes exact.
 pub(super) fn carve_outs<'a>(ir: &'a Ir, rules: &[Rule]) -> Carve<'a> {
-    let index = Index::new(rules.iter().map(|r| r.path.as_str()));
+    let index = Index::new(rules.iter().map(|r| r.path));
     let mut carve = Carve::default();
     for g in &ir.fs {
         if g.kind == PathKind::Missing && !is_protection(g) {
@@ -155,11 +155,22 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
         PathMode::Portable => escape_portable(p),
     };
     let mut out: Vec<MountRule> = Vec::new();
+    // The first grant at each path makes its mount. In a list sorted by
+    // path (as lowering leaves it) the grants at one path are adjacent,
+    // so the last mount's path is all there is to compare with; a set of
+    // every path (half a million protections at 100,000 rules) only for
+    // lists built otherwise.
+    let sorted = ir.fs.is_sorted_by(|a, b| a.path <= b.path);
     let mut seen = crate::hashed::Set::default();
+    let mut last: Option<&str> = None;
     let slash_ends = slash_ends(carve);
     for g in &ir.fs {
         let skip = g.kind == PathKind::Missing && !is_protection(g);
-        if skip || seen.contains(g.path.as_str()) {
+        let done = match sorted {
+            true => last == Some(g.path.as_str()),
+            false => seen.contains(g.path.as_str()),
+        };
+        if skip || done {
             continue;
         }
         let own = carve.get(g.path.as_str()).copied();
@@ -195,10 +206,20 @@ pub(super) fn mounts(ir: &Ir, carve: &Carve) -> Vec<MountRule> {
             },
             None => continue,
         };
-        seen.insert(g.path.as_str());
+        match sorted {
+            true => last = Some(&g.path),
+            false => {
+                seen.insert(g.path.as_str());
+            }
+        }
         out.push(rule);
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
+    // Sorted already when the grants were (as lowering leaves them) and
+    // escaping kept their order: a sort would only allocate its scratch
+    // copy of half the list.
+    if !out.is_sorted_by(|a, b| a.path <= b.path) {
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+    }
     out
 }
 

@@ -183,23 +183,34 @@ pub fn emit_to(
     fs.grants(|r| grants.write(r, out).map_err(template_err))?;
     let after = fs.after(ir, &opts.program)?;
     drop(fs); // the index, before the precision lines are made
+    let files::After {
+        program,
+        traversal,
+        protect,
+    } = after;
+    let protects = !protect.is_empty();
     let end = Value::from_iter([
         ("pty", Value::from(ir.macos.allow_pty)),
         (
             "program",
-            after.program.as_ref().map_or(Value::from(()), render::rule),
+            program.as_ref().map_or(Value::from(()), render::rule),
         ),
         (
             "traversal",
-            Value::from(
-                after
-                    .traversal
-                    .iter()
-                    .map(|f| sbpl(f.as_str()))
-                    .collect::<Vec<_>>(),
-            ),
+            Value::from(traversal.into_iter().map(sbpl).collect::<Vec<_>>()),
         ),
-        ("protect", render::rules(&after.protect)),
+        ("protect", Value::from(protects)),
+    ]);
+    render::end(&end, out).map_err(template_err)?;
+    // The rules that protect directories one at a time, as the grants:
+    // hundreds of thousands of filters at 100,000 rules.
+    let mut rules = render::RuleWriter::new().map_err(template_err)?;
+    for r in &protect {
+        rules.write(r, out).map_err(template_err)?;
+    }
+    drop(protect);
+    let tail = Value::from_iter([
+        ("protect", Value::from(protects)),
         (
             "precision",
             Value::from(
@@ -210,7 +221,7 @@ pub fn emit_to(
             ),
         ),
     ]);
-    render::end(&end, out).map_err(template_err)?;
+    render::precision(&tail, out).map_err(template_err)?;
     Ok(precision)
 }
 

@@ -23,6 +23,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../templates/sbpl/profile_end.sb.j2"),
     ),
     (
+        "sbpl/precision.sb.j2",
+        include_str!("../../../templates/sbpl/precision.sb.j2"),
+    ),
+    (
         "sbpl/header.sb.j2",
         include_str!("../../../templates/sbpl/header.sb.j2"),
     ),
@@ -136,9 +140,15 @@ pub(super) fn head(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error>
     render_to("sbpl/profile.sb.j2", ctx, out)
 }
 
-/// The profile after the filesystem grants, to `out`.
+/// The profile after the filesystem grants, to `out`, up to the rules
+/// that protect directories (written with a [`RuleWriter`]).
 pub(super) fn end(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
     render_to("sbpl/profile_end.sb.j2", ctx, out)
+}
+
+/// The profile after the rules that protect directories, to `out`.
+pub(super) fn precision(ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
+    render_to("sbpl/precision.sb.j2", ctx, out)
 }
 
 fn render_to(name: &str, ctx: &Value, out: &mut dyn FnMut(&[u8])) -> Result<(), Error> {
