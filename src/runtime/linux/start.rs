@@ -330,9 +330,10 @@ fn private_caches(
     // looked for on PATH once.
     let seen = std::cell::RefCell::new(std::collections::HashMap::new());
     let present = |t: &str| {
-        *seen.borrow_mut().entry(t.to_string()).or_insert_with(|| {
-            program::resolve(OsStr::new(t), caller_path.as_deref()).is_some()
-        })
+        *seen
+            .borrow_mut()
+            .entry(t.to_string())
+            .or_insert_with(|| program::resolve(OsStr::new(t), caller_path.as_deref()).is_some())
     };
     let rules: Vec<(&str, bool)> = plan
         .rules
