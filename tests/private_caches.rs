@@ -60,18 +60,22 @@ fn setup_in(base: PathBuf) -> Option<Env> {
     })
 }
 
-/// `sbx ARGS` with the test's home and state directory, in `dir`.
-fn sbx_in(env: &Env, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(SBX)
-        .args(args)
+/// `sbx ARGS` with the test's home and state directory, in `dir`, no
+/// standard input.
+fn sbx_command(env: &Env, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(SBX);
+    c.args(args)
         .current_dir(dir)
         .env("HOME", &env.home)
         .env("XDG_STATE_HOME", &env.state)
         .envs(vars.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    common::outcome(out)
+        .stdin(Stdio::null());
+    c
+}
+
+/// `sbx ARGS` run to its end: exit code, stdout, stderr.
+fn sbx_in(env: &Env, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, String, String) {
+    common::outcome(sbx_command(env, dir, args, vars).output().unwrap())
 }
 
 /// `sh -c script` under the default policy with `ws` as the workspace.
@@ -667,16 +671,11 @@ fn concurrent_runs_of_one_key_both_copy_up() {
     std::fs::create_dir_all(env.home.join(".npm")).unwrap();
     std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
     let started = env.ws.join("started");
-    let first = Command::new(SBX)
-        .args(["run", "--", "sh", "-c"])
-        .arg(format!(
-            "touch {} && sleep 1.5 && echo y >> ~/.npm/n && cat ~/.npm/n",
-            started.display()
-        ))
-        .current_dir(&env.ws)
-        .env("HOME", &env.home)
-        .env("XDG_STATE_HOME", &env.state)
-        .stdin(Stdio::null())
+    let script = format!(
+        "touch {} && sleep 1.5 && echo y >> ~/.npm/n && cat ~/.npm/n",
+        started.display()
+    );
+    let first = sbx_command(&env, &env.ws, &["run", "--", "sh", "-c", &script], &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -555,10 +555,7 @@ fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
         .recursive(true)
         .mode(0o700)
         .create(parent)?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let work = parent.join(format!("{RUN}{}-{nanos:x}", std::process::id()));
+    let work = parent.join(format!("{RUN}{}", super::run_tag()));
     if make {
         std::fs::DirBuilder::new().mode(0o700).create(&work)?;
     }

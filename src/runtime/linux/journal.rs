@@ -138,13 +138,10 @@ impl Entry {
 /// A new file named after the process and a counter, made with O_EXCL
 /// (`.new`: renamed to `.json` once written).
 fn create(runs: &Path) -> io::Result<(PathBuf, File)> {
-    let pid = std::process::id();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let tag = super::run_tag();
     let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
     for n in 0..64u32 {
-        let path = runs.join(format!("{pid}-{nanos:x}-{n}.new"));
+        let path = runs.join(format!("{tag}-{n}.new"));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -195,3 +195,14 @@ pub fn clear_caches(workspace: Option<&std::ffi::OsStr>) -> Result<Vec<CacheEntr
     }
     Ok(gone)
 }
+
+/// This process's tag for names it makes (`PID-NANOS`, the nanoseconds
+/// in hex): the journal entry, the run's temp directory, the caches'
+/// work directories. Not secret: each is made with a counter or
+/// `O_EXCL`, so a name already there is never taken over.
+fn run_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}-{nanos:x}", std::process::id())
+}

@@ -272,11 +272,8 @@ fn fresh_base() -> io::Result<PathBuf> {
 /// The names of this run's directory: `sbx-run-PID-NANOS-N`, the first
 /// N that is free.
 fn run_name() -> impl Fn(u32) -> String {
-    let pid = std::process::id();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    move |n| format!("sbx-run-{pid}-{nanos:x}-{n}")
+    let tag = super::run_tag();
+    move |n| format!("sbx-run-{tag}-{n}")
 }
 
 /// After a run: park its temp directory for the next run (`idle`), or

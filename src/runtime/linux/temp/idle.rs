@@ -28,8 +28,7 @@ use std::path::{Path, PathBuf};
 const KEEP: u32 = 4;
 
 fn idle_name(k: usize, n: u32) -> String {
-    // SAFETY: geteuid has no preconditions.
-    format!("sbx-idle-{}-{k}-{n}", unsafe { libc::geteuid() })
+    format!("sbx-idle-{}-{k}-{n}", euid())
 }
 
 fn cstring(s: &str) -> io::Result<CString> {
@@ -88,24 +87,22 @@ pub fn park(base: &Path) -> bool {
     if !owned_dir(&meta, 0o700) {
         return false;
     }
-    let mut k = 0;
     for entry in std::fs::read_dir(base).into_iter().flatten() {
         let Ok(entry) = entry else { return false };
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         if !is_dir || !empty_private(&entry.path()) {
             return false;
         }
-        k += 1;
     }
-    // Names `0` … `k-1` only, each now empty (checked again, with the
-    // modes, by the run that takes it).
-    if holds_only_empty_dirs(base).ok() != Some(k) {
+    // Names `0` … `k-1` only, each now empty (checked again by the run
+    // that takes it).
+    let Ok(k @ 1..) = holds_only_empty_dirs(base) else {
         return false;
-    }
+    };
     let Ok(dir) = std::fs::File::open(parent) else {
         return false;
     };
-    let (Some(name), true) = (base.file_name().and_then(|n| n.to_str()), k > 0) else {
+    let Some(name) = base.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
     let Ok(from) = cstring(name) else {
