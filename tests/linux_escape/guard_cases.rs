@@ -98,11 +98,19 @@ fn run_alive() -> bool {
         .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x0047\x00"))
 }
 
+/// No entry is left: every slot free (its first byte not the `{` of an
+/// entry) and no file of an earlier version's form.
 fn journal_empty(fx: &Fx) -> bool {
     let runs = fx.root.join("home/.local/state/sbx/runs");
     std::fs::read_dir(runs).map_or(true, |d| {
-        d.flatten()
-            .all(|e| e.path().extension().is_none_or(|x| x != "json"))
+        d.flatten().all(|e| {
+            let p = e.path();
+            match p.extension().and_then(|x| x.to_str()) {
+                Some("json") => false,
+                Some("slot") => std::fs::read(&p).is_ok_and(|t| t.first() != Some(&b'{')),
+                _ => true,
+            }
+        })
     })
 }
 

@@ -1,12 +1,21 @@
 //! The after-run journal (docs/protected.md, "If sbx is killed"). Before
 //! the command starts, `sbx run` writes what the after-run work needs
 //! (the writable tops with their identities, what each protected path
-//! was, where to sweep, the run's temp directory) to a file of its own
-//! under `$XDG_STATE_HOME/sbx/runs/`, and holds an `flock` on it for as
-//! long as it or its guardian lives. The work removes the file when it is
-//! done. A file whose lock can be taken belongs to a run that ended
-//! without finishing (both sbx and its guardian killed): the next
-//! `sbx run` and `sbx sweep` finish it.
+//! was, where to sweep, the run's temp directory) into a slot file under
+//! `$XDG_STATE_HOME/sbx/runs/`, and holds an `flock` on it for as long as
+//! it or its guardian lives. The work marks the slot free when it is
+//! done. A slot holding an entry whose lock can be taken belongs to a run
+//! that ended without finishing (both sbx and its guardian killed): the
+//! next `sbx run` and `sbx sweep` finish it.
+//!
+//! Slots are files kept and rewritten in place rather than an entry
+//! made and removed per run: on a file system mounted with `discard`
+//! every freed block is a synchronous discard, and the entry's was the
+//! one a run of Landlock alone freed (docs/performance.md). A slot holds
+//! an entry when its first byte is `{` (the entry's JSON starts there);
+//! any other first byte (`.` once done, a hole while being written) means
+//! free. Entries of earlier versions (`*.json`, one file per run) are
+//! still finished and then removed.
 //!
 //! The directory is read-only to every sandboxed command (the run's own
 //! files, POLICY.md §13), and an entry is still checked before use: its
@@ -20,8 +29,9 @@ use super::identity::{Record, Seen};
 use super::repos::Stamp;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -109,52 +119,92 @@ impl Entry {
     }
 
     /// Record `after` (and the run's temp directory) before the command
-    /// starts.
+    /// starts, in the first slot that is free.
     pub fn write(runs: &Path, after: &AfterRun, temp: Option<&Path>) -> io::Result<Entry> {
         let saved = save(after, temp)?;
         let text = serde_json::to_vec(&saved).map_err(io::Error::other)?;
-        // Written under a name no sweep reads, locked, then renamed into
-        // place: a sweep never sees an entry that is not locked and whole.
-        let (path, mut file) = create(runs)?;
-        let done = lock(&file, false).and_then(|()| file.write_all(&text));
-        let named = path.with_extension("json");
-        if let Err(e) = done.and_then(|()| std::fs::rename(&path, &named)) {
-            let _ = std::fs::remove_file(&path);
-            return Err(e);
-        }
+        let (path, file) = take_slot(runs)?;
+        // Locked while written, and whole before its first byte says it
+        // is an entry: a writer killed half way leaves a free slot.
+        file.write_all_at(&text[1..], 1)?;
+        file.set_len(text.len() as u64)?;
+        file.write_all_at(&text[..1], 0)?;
         // No fsync: what is guarded against is sbx being killed, and the
         // page cache outlives that.
-        Ok(Entry { path: named, file })
+        Ok(Entry { path, file })
     }
 
-    /// The work is done: the entry goes (unlinked before the lock goes,
-    /// so nobody finishes it twice).
+    /// The work is done: the slot is marked free before the lock goes, so
+    /// nobody finishes it twice.
     pub fn remove(self) {
-        let _ = std::fs::remove_file(&self.path);
+        release(&self.path, &self.file);
         drop(self.file);
     }
 }
 
-/// A new file named after the process and a counter, made with O_EXCL
-/// (`.new`: renamed to `.json` once written).
-fn create(runs: &Path) -> io::Result<(PathBuf, File)> {
-    let tag = super::run_tag();
-    let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
-    for n in 0..64u32 {
-        let path = runs.join(format!("{tag}-{n}.new"));
-        match std::fs::OpenOptions::new()
+/// The largest number of slots looked through (runs at once).
+const SLOTS: u32 = 4096;
+
+/// The first slot (`N.slot`) that can be locked and holds no entry,
+/// made if need be, returned locked.
+fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for n in 0..SLOTS {
+        let path = runs.join(format!("{n}.slot"));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
             .write(true)
-            .create_new(true)
+            .create(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-        {
-            Ok(f) => return Ok((path, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
-            Err(e) => return Err(e),
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)?;
+        if lock(&file, false).is_err() {
+            // A live run's, or a sweep finishing it.
+            continue;
         }
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+            return Err(io::Error::other(format!(
+                "{} is not a private file of this user",
+                path.display()
+            )));
+        }
+        if !holds_entry(&file) {
+            return Ok((path, file));
+        }
+        // A dead run's entry not finished yet (or left alone): not ours.
     }
-    Err(last)
+    Err(io::Error::other(format!(
+        "all {SLOTS} journal slots in {} are taken",
+        runs.display()
+    )))
+}
+
+/// The slot's first byte says it holds an entry.
+fn holds_entry(file: &File) -> bool {
+    let mut first = [0u8; 1];
+    matches!(file.read_at(&mut first, 0), Ok(1) if first[0] == b'{')
+}
+
+/// A finished entry goes: a slot is marked free (its block kept), an
+/// entry of an earlier version (its own file) is removed.
+fn release(path: &Path, file: &File) {
+    if is_slot(path) {
+        let _ = file.write_all_at(b".", 0);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+fn is_slot(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "slot")
+}
+
+/// A name the journal reads entries from: slots, and earlier versions'
+/// one file per run.
+fn is_entry_name(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "slot" || x == "json")
 }
 
 fn lock(f: &File, wait: bool) -> io::Result<()> {
@@ -239,7 +289,7 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
     };
     let mut out = Vec::new();
     for path in list.flatten().map(|e| e.path()) {
-        if path == own || path.extension().is_none_or(|x| x != "json") {
+        if path == own || !is_entry_name(&path) {
             continue;
         }
         let Ok(mut file) = File::open(&path) else {
@@ -352,9 +402,10 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
     let mut names: Vec<PathBuf> = Vec::new();
     for p in list.flatten().map(|e| e.path()) {
         match p.extension().and_then(|x| x.to_str()) {
-            Some("json") => names.push(p),
-            // A writer killed before its rename left this; one alive
-            // holds it locked, and is past it within a minute.
+            Some("json" | "slot") => names.push(p),
+            // An earlier version's writer killed before its rename left
+            // this; one alive holds it locked, and is past it within a
+            // minute.
             Some("new") if stale(&p) => {
                 if let Ok(f) = std::fs::File::open(&p) {
                     if lock(&f, false).is_ok() {
@@ -367,9 +418,11 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
     }
     names.sort();
     for path in names {
+        // A slot is written to mark it free once finished.
         let Ok(file) = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .write(is_slot(&path))
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)
         else {
             continue;
@@ -378,8 +431,13 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
             // A live run, or another sweep at it.
             continue;
         }
-        // Unlinked by whoever held the lock before us: done already.
-        if std::fs::symlink_metadata(&path).is_err() {
+        // Freed or unlinked by whoever held the lock before us: done
+        // already (a free slot, or one whose writer was killed half way).
+        if if is_slot(&path) {
+            !holds_entry(&file)
+        } else {
+            std::fs::symlink_metadata(&path).is_err()
+        } {
             continue;
         }
         out.extend(finish_one(&path, file));
@@ -445,7 +503,7 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
     if let Some(t) = &loaded.temp {
         out.extend(super::temp::remove_base(t));
     }
-    let _ = std::fs::remove_file(path);
+    release(path, &file);
     drop(file);
     out
 }
@@ -454,6 +512,7 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
 mod tests {
     use super::*;
     use std::fs;
+    use std::io::Write;
 
     fn scratch(name: &str) -> PathBuf {
         let t = std::env::temp_dir().join(format!("sbx-journal-{name}-{}", std::process::id()));
@@ -492,7 +551,10 @@ mod tests {
         );
         assert!(!t.join("ws/.envrc").exists());
         assert!(!t.join("ws/.git/config").exists(), "{said:?}");
-        assert_eq!(fs::read_dir(&runs).unwrap().count(), 0);
+        // The slot stays, free.
+        let slots: Vec<_> = fs::read_dir(&runs).unwrap().flatten().collect();
+        assert_eq!(slots.len(), 1);
+        assert!(!holds_entry(&File::open(slots[0].path()).unwrap()));
         // Done once: the next finds nothing.
         assert!(finish_dead(&runs).is_empty());
         fs::remove_dir_all(&t).unwrap();
@@ -570,6 +632,115 @@ mod tests {
         live.remove();
         assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         ours.remove();
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    fn launch(t: &Path) -> AfterRun {
+        fs::create_dir_all(t.join("ws")).unwrap();
+        let ws = t.join("ws").to_str().unwrap().to_string();
+        AfterRun::launch(&[ws], &[], Vec::new(), "")
+    }
+
+    #[test]
+    fn a_slot_is_reused_in_place() {
+        let t = scratch("reuse");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let first = Entry::write(&runs, &launch(&t), None).unwrap();
+        let path = first.path().to_path_buf();
+        let ino = fs::metadata(&path).unwrap().ino();
+        // Taken while the run lives: the next run gets another slot.
+        let second = Entry::write(&runs, &launch(&t), None).unwrap();
+        assert_ne!(second.path(), path);
+        second.remove();
+        first.remove();
+        // Free again: the same file, written over, no new one made.
+        let third = Entry::write(&runs, &launch(&t), None).unwrap();
+        assert_eq!(third.path(), path);
+        assert_eq!(fs::metadata(&path).unwrap().ino(), ino);
+        let text = fs::read(&path).unwrap();
+        assert!(serde_json::from_slice::<Saved>(&text).is_ok());
+        third.remove();
+        assert_eq!(fs::read_dir(&runs).unwrap().count(), 2);
+        assert!(finish_dead(&runs).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_dead_runs_slot_is_not_written_over() {
+        let t = scratch("skip");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let dead = Entry::write(&runs, &launch(&t), None).unwrap();
+        let dead_path = dead.path().to_path_buf();
+        let before = fs::read(&dead_path).unwrap();
+        // Killed: the lock goes, the entry stays.
+        drop(dead.file);
+        let next = Entry::write(&runs, &launch(&t), None).unwrap();
+        assert_ne!(next.path(), dead_path);
+        assert_eq!(fs::read(&dead_path).unwrap(), before);
+        next.remove();
+        let said = finish_dead(&runs);
+        assert!(said[0].contains("ended without"), "{said:?}");
+        assert!(!holds_entry(&File::open(&dead_path).unwrap()));
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_half_written_slot_is_free() {
+        let t = scratch("half");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        // What a writer killed before its first byte leaves: a hole there.
+        let slot = runs.join("0.slot");
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&slot)
+            .unwrap();
+        f.write_all_at(b"\"version\": 1, \"pid\"", 1).unwrap();
+        drop(f);
+        assert!(finish_dead(&runs).is_empty());
+        let e = Entry::write(&runs, &launch(&t), None).unwrap();
+        assert_eq!(e.path(), slot);
+        e.remove();
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn an_earlier_versions_entry_is_finished_and_removed() {
+        let t = scratch("legacy");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let e = Entry::write(&runs, &launch(&t), None).unwrap();
+        let text = fs::read(e.path()).unwrap();
+        e.remove();
+        let old = runs.join("123-456-0.json");
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&old)
+            .unwrap()
+            .write_all(&text)
+            .unwrap();
+        let said = finish_dead(&runs);
+        assert!(said[0].contains("ended without"), "{said:?}");
+        assert!(!old.exists());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    #[test]
+    fn a_slot_not_ours_is_refused() {
+        let t = scratch("mode");
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let slot = runs.join("0.slot");
+        fs::write(&slot, "").unwrap();
+        fs::set_permissions(&slot, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        let err = Entry::write(&runs, &launch(&t), None).unwrap_err();
+        assert!(err.to_string().contains("not a private file"), "{err}");
         fs::remove_dir_all(&t).unwrap();
     }
 }
