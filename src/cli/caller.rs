@@ -52,19 +52,27 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
     // A directory holding a sensitive path is one too, but for patterns
     // at any depth (`**/.env`), which every directory could hold.
     let is_sensitive = |p: &str, dir: bool| {
-        sensitive.iter().any(|s| match s.reached_by(p, dir) {
-            Some(How::Direct) => true,
-            Some(How::Ancestor) => !s.text.starts_with("**"),
-            None => false,
-        })
+        let parts = sbx::lint::sensitive::components(p);
+        sensitive
+            .iter()
+            .any(|s| match s.reached_by_parts(&parts, dir) {
+                Some(How::Direct) => true,
+                Some(How::Ancestor) => !s.text.starts_with("**"),
+                None => false,
+            })
     };
     let mut grants = Vec::new();
     {
+        // Several variables usually name one bundle: looked at once.
+        let mut checked: HashMap<&str, Result<String, String>> = HashMap::new();
         for (name, value) in vars {
             if !CERTIFICATE_VARS.contains(&name.as_str()) || sbx::lower::env_denied(policy, name) {
                 continue;
             }
-            match certificate(value, &is_sensitive) {
+            let found = checked
+                .entry(value.as_str())
+                .or_insert_with(|| certificate(value, &is_sensitive));
+            match found.clone() {
                 Ok(file) => {
                     ir.env.allow.push(name.clone());
                     grants.push((file, Access::READ, PathKind::File, CERTIFICATES, None));

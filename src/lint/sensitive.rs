@@ -15,9 +15,65 @@ use globset::{GlobBuilder, GlobMatcher};
 
 enum Comp {
     Lit(String),
-    Glob(GlobMatcher),
+    Glob(LazyGlob),
     /// `**`: any number of components, including none.
     AnyDepth,
+}
+
+/// A glob component, compiled when a name first gets past its literal
+/// start. Compiling one (a regex) costs more than `sbx run POLICY`'s
+/// whole sensitive-path check of the caller's `PATH`, and most names are
+/// told apart by the literal start alone (`.env.*` against `usr`, `bin`).
+struct LazyGlob {
+    text: String,
+    /// What every match starts with: the text before the first `*?[{`.
+    start: String,
+    fold_case: bool,
+    matcher: std::sync::OnceLock<Option<GlobMatcher>>,
+}
+
+impl LazyGlob {
+    fn new(text: &str, fold_case: bool) -> LazyGlob {
+        let start = text.find(['*', '?', '[', '{', '\\']).unwrap_or(text.len());
+        LazyGlob {
+            text: text.to_string(),
+            start: text[..start].to_string(),
+            fold_case,
+            matcher: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn is_match(&self, name: &str) -> bool {
+        // Case folding beyond ASCII (the Kelvin sign folds to `k`) is the
+        // regex's to decide.
+        let byte_wise = !self.fold_case || (name.is_ascii() && self.start.is_ascii());
+        let head = name.as_bytes().get(..self.start.len());
+        let starts = head.is_some_and(|h| {
+            if self.fold_case {
+                h.eq_ignore_ascii_case(self.start.as_bytes())
+            } else {
+                h == self.start.as_bytes()
+            }
+        });
+        if byte_wise && !starts {
+            return false;
+        }
+        let matcher = self.matcher.get_or_init(|| {
+            GlobBuilder::new(&self.text)
+                .literal_separator(true)
+                .case_insensitive(self.fold_case)
+                .build()
+                .ok()
+                .map(|g| g.compile_matcher())
+        });
+        match matcher {
+            Some(m) => m.is_match(name),
+            // Validation already rejected bad globs; a piece that only
+            // compiles as a whole (`{a,b/c}`) is compared literally.
+            None if self.fold_case => self.text.eq_ignore_ascii_case(name),
+            None => self.text == name,
+        }
+    }
 }
 
 /// One sensitive-path pattern, anchored at home, the workspace or `/`.
@@ -73,16 +129,7 @@ impl Pattern {
                 comps.push(Comp::AnyDepth);
             } else if is_glob(c) {
                 literal = false;
-                match GlobBuilder::new(c)
-                    .literal_separator(true)
-                    .case_insensitive(fold_case)
-                    .build()
-                {
-                    Ok(g) => comps.push(Comp::Glob(g.compile_matcher())),
-                    // Validation already rejected bad globs; a piece that only
-                    // compiles as a whole (`{a,b/c}`) is compared literally.
-                    Err(_) => comps.push(Comp::Lit(c.to_string())),
-                }
+                comps.push(Comp::Glob(LazyGlob::new(c, fold_case)));
             } else if c != "." {
                 comps.push(Comp::Lit(c.to_string()));
             }
@@ -145,7 +192,13 @@ impl Pattern {
     /// Whether a grant on `path` reaches this pattern: it is at or below a
     /// match, or (`dir`) a match may lie below it.
     pub fn reached_by(&self, path: &str, dir: bool) -> Option<How> {
-        match self.reach(&self.comps, &components(path)) {
+        self.reached_by_parts(&components(path), dir)
+    }
+
+    /// [`Pattern::reached_by`] for a path already split by
+    /// [`components`] (one split for many patterns).
+    pub fn reached_by_parts(&self, parts: &[&str], dir: bool) -> Option<How> {
+        match self.reach(&self.comps, parts) {
             Reach::Within => Some(How::Direct),
             Reach::Above if dir => Some(How::Ancestor),
             _ => None,
@@ -580,6 +633,59 @@ mod tests {
         assert_eq!(reach("~/.ssh/", "/h/u/w", true), None);
         // A file cannot contain anything.
         assert_eq!(reach("~/.ssh/", "/h", false), None);
+    }
+
+    /// A glob component's literal start rejects a name without the
+    /// glob; what gets past it is the glob's to decide, case folding too.
+    #[test]
+    fn glob_components_start_literal() {
+        let linux = ir();
+        let mut macos = ir();
+        macos.os = Os::Macos;
+        let env = Pattern::new("**/.env.*", &linux);
+        assert_eq!(env.reached_by("/h/u/w/.env.prod", false), Some(How::Direct));
+        assert_eq!(env.reached_by("/h/u/w/.env", false), None);
+        assert_eq!(env.reached_by("/h/u/w/.env.", false), Some(How::Direct));
+        assert_eq!(env.reached_by("/h/u/w/.ENV.prod", false), None);
+        assert_eq!(env.reached_by("/usr/bin", true), Some(How::Ancestor));
+        let folded = Pattern::new("**/.env.*", &macos);
+        assert_eq!(
+            folded.reached_by("/h/u/w/.ENV.prod", false),
+            Some(How::Direct)
+        );
+        // No literal start, a class first, an escape: the glob decides.
+        assert_eq!(reach("~/*.pem", "/h/u/a.pem", false), Some(How::Direct));
+        assert_eq!(reach("~/*.pem", "/h/u/a.key", false), None);
+        assert_eq!(reach("~/[ab].pem", "/h/u/b.pem", false), Some(How::Direct));
+        assert_eq!(reach("~/x\\*y*", "/h/u/x*yz", false), Some(How::Direct));
+        assert_eq!(reach("~/x\\*y*", "/h/u/xayz", false), None);
+        // The literal start never decides otherwise than globset would.
+        let names = [
+            "key.pem",
+            "Key.pem",
+            "KEY.PEM",
+            "\u{212A}ey.pem",
+            "k",
+            "",
+            "ke",
+            "xkey.pem",
+            "k\u{e9}.pem",
+            "K\u{c9}.pem",
+        ];
+        for glob in ["k*.pem", "ke?.pem", "k\u{e9}*", "[kK]ey.pem", "ke{y,x}.pem"] {
+            for fold in [false, true] {
+                let lazy = LazyGlob::new(glob, fold);
+                let whole = GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .case_insensitive(fold)
+                    .build()
+                    .unwrap()
+                    .compile_matcher();
+                for n in names {
+                    assert_eq!(lazy.is_match(n), whole.is_match(n), "{glob} {fold} {n:?}");
+                }
+            }
+        }
     }
 
     #[test]
