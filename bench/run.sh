@@ -4,7 +4,8 @@
 # `sbx run` start-up overhead against a bare exec and bubblewrap, and the
 # network proxy's throughput against a direct download.
 #
-#   bench/run.sh [compile|run|protect|proxy|all]    (default: all)
+#   bench/run.sh [compile|run|mounts|protect|proxy|all]    (default: all;
+#   mounts, which needs root, only when named)
 #
 # Needs hyperfine and, for the comparison, bwrap:
 #   apt-get install -y hyperfine bubblewrap
@@ -88,7 +89,9 @@ compile_bench() {
   echo
 }
 
-run_bench() {
+# The policies `run` and `mounts` time, compiled for this workspace.
+make_run_policies() {
+  [ -f "$work/typical.json" ] && return
   cat >"$work/typical.toml" <<'EOF'
 version = 1
 
@@ -127,6 +130,10 @@ EOF
   # only (the carve-out), on the host's network.
   sed -e '/^host/d' -e 's/^scheme = .*/port = 443/' "$work/typical.toml" >"$work/port.toml"
   "$SBX" compile "$work/port.toml" --workspace "$work/ws" --target linux -o "$work/port.json" 2>/dev/null
+}
+
+run_bench() {
+  make_run_policies
   local cmds=(
     "/bin/true"
     "$SBX run $work/typical.toml --workspace $work/ws -- /bin/true"
@@ -253,6 +260,74 @@ protect_bench() {
   echo
 }
 
+# `sbx run` start-up on a host with many mounts (snaps, containers): the
+# same commands in two mount namespaces, one as the host's and one with
+# MOUNTS (default 1000) more tmpfs mounts, entered with nsenter (its cost
+# is in every row alike). Cloning the host's mounts into a new namespace
+# and detaching them again grows with their number. Needs root.
+mounts_bench() {
+  [ "$(id -u)" = 0 ] || { echo "error: bench/run.sh mounts needs root (it mounts)" >&2; exit 2; }
+  make_run_policies
+  local n=${MOUNTS:-1000}
+  ns="$work/ns"
+  mkdir -p "$ns"
+  # A private mount for the namespace files, undone at the end.
+  mount --bind "$ns" "$ns" && mount --make-private "$ns"
+  trap 'umount "$ns/few" "$ns/many" 2>/dev/null; umount "$ns" 2>/dev/null; rm -rf "$work"' EXIT
+  touch "$ns/few" "$ns/many"
+  unshare --mount="$ns/few" --propagation private true
+  unshare --mount="$ns/many" --propagation private true
+  nsenter --mount="$ns/many" sh -c "mkdir -p /mnt/sbx-bench-mounts && for i in \$(seq $n); do
+    mkdir -p /mnt/sbx-bench-mounts/\$i && mount -t tmpfs -o size=1m none /mnt/sbx-bench-mounts/\$i; done"
+  local few_count many_count
+  few_count=$(nsenter --mount="$ns/few" cat /proc/self/mountinfo | wc -l)
+  many_count=$(nsenter --mount="$ns/many" cat /proc/self/mountinfo | wc -l)
+  local what=(
+    "/bin/true"
+    "$SBX run --artifact $work/never.json --workspace $work/ws -- /bin/true"
+    "$SBX run --artifact $work/nonet.json --workspace $work/ws -- /bin/true"
+    "$SBX run $work/typical.toml --workspace $work/ws -- /bin/true"
+  )
+  local names=("bare exec" "--artifact, namespaces = never" "--artifact, no [[net]]" "sbx run POLICY (typical)")
+  if command -v bwrap >/dev/null; then
+    what+=("bwrap --ro-bind / / --dev /dev --unshare-net /bin/true")
+    names+=("bwrap")
+  fi
+  local cmds=()
+  for c in "${what[@]}"; do
+    cmds+=("nsenter --mount=$ns/few $c" "nsenter --mount=$ns/many $c")
+  done
+  local rounds=5 per=$((RUNS / 10))
+  : >"$work/mounts.txt"
+  for _ in $(seq "$rounds"); do
+    hyperfine -N --warmup 5 --runs "$per" --export-json "$work/h.json" "${cmds[@]}" >/dev/null 2>&1
+    python3 - "$work/h.json" >>"$work/mounts.txt" <<'EOF'
+import json, sys
+for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
+    for t in r["times"]:
+        print(i, t * 1000)
+EOF
+  done
+  echo "## sbx run start-up with $n more mounts ($few_count against $many_count lines of mountinfo), $rounds x $per runs each (interleaved)"
+  echo
+  python3 - "$work/mounts.txt" "$few_count" "$many_count" "${names[@]}" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    i, t = line.split()
+    rows.setdefault(int(i), []).append(float(t))
+few, many = int(sys.argv[2]), int(sys.argv[3])
+names = sys.argv[4:]
+med = {i: statistics.median(v) for i, v in rows.items()}
+print("| command | median ms, host's mounts | median ms, more mounts | added per 1,000 mounts ms |")
+print("|---|---:|---:|---:|")
+for k, name in enumerate(names):
+    a, b = med[2 * k], med[2 * k + 1]
+    print(f"| {name} | {a:.2f} | {b:.2f} | {(b - a) * 1000 / (many - few):.2f} |")
+EOF
+  echo
+}
+
 # The network proxy: a 256 MiB loopback download, direct and through
 # the proxy's HTTP CONNECT and SOCKS5 tunnels (benches/proxy.rs).
 proxy_bench() {
@@ -265,8 +340,9 @@ proxy_bench() {
 case $what in
   compile) compile_bench ;;
   run) run_bench ;;
+  mounts) mounts_bench ;;
   protect) protect_bench ;;
   proxy) proxy_bench ;;
   all) compile_bench; run_bench; protect_bench; proxy_bench ;;
-  *) echo "usage: bench/run.sh [compile|run|protect|proxy|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [compile|run|mounts|protect|proxy|all]" >&2; exit 2 ;;
 esac
