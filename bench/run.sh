@@ -89,6 +89,28 @@ compile_bench() {
   echo
 }
 
+# ROUNDS rounds of RUNS / 10 runs of each command after WARMUP runs,
+# interleaved so that load from other processes on the machine falls on
+# every command alike rather than on whichever ran last; each run's wall
+# time appended to OUT as "INDEX MS", and each round's mean CPU time
+# (user + system of the command and every child it waits for) as "cpu
+# INDEX MS".
+interleaved() {
+  local rounds=$1 warmup=$2 out=$3
+  shift 3
+  : >"$out"
+  for _ in $(seq "$rounds"); do
+    hyperfine -N --warmup "$warmup" --runs "$((RUNS / 10))" --export-json "$work/h.json" "$@" >/dev/null 2>&1
+    python3 - "$work/h.json" >>"$out" <<'EOF'
+import json, sys
+for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
+    for t in r["times"]:
+        print(i, t * 1000)
+    print("cpu", i, (r["user"] + r["system"]) * 1000)
+EOF
+  done
+}
+
 # The policies `run` and `mounts` time, compiled for this workspace.
 make_run_policies() {
   [ -f "$work/typical.json" ] && return
@@ -158,22 +180,7 @@ run_bench() {
   else
     echo "note: bwrap is not installed; no bubblewrap comparison (apt-get install -y bubblewrap)"
   fi
-  # Interleaved rounds, so that load from other processes on the machine
-  # falls on every command alike rather than on whichever ran last.
-  local rounds=10 per=$((RUNS / 10))
-  : >"$work/all.txt"
-  for _ in $(seq "$rounds"); do
-    hyperfine -N --warmup 20 --runs "$per" --export-json "$work/h.json" "${cmds[@]}" >/dev/null 2>&1
-    python3 - "$work/h.json" >>"$work/all.txt" <<'EOF'
-import json, sys
-for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
-    for t in r["times"]:
-        print(i, t * 1000)
-    # hyperfine's mean user + system time of the round (the command and
-    # every child it waits for).
-    print("cpu", i, (r["user"] + r["system"]) * 1000)
-EOF
-  done
+  interleaved 10 20 "$work/all.txt" "${cmds[@]}"
   echo "## sbx run start-up: /bin/true under each, $RUNS runs each (interleaved)"
   echo
   python3 - "$work/all.txt" "${names[@]}" <<'EOF'
@@ -297,25 +304,17 @@ mounts_bench() {
   for c in "${what[@]}"; do
     cmds+=("nsenter --mount=$ns/few $c" "nsenter --mount=$ns/many $c")
   done
-  local rounds=5 per=$((RUNS / 10))
-  : >"$work/mounts.txt"
-  for _ in $(seq "$rounds"); do
-    hyperfine -N --warmup 5 --runs "$per" --export-json "$work/h.json" "${cmds[@]}" >/dev/null 2>&1
-    python3 - "$work/h.json" >>"$work/mounts.txt" <<'EOF'
-import json, sys
-for i, r in enumerate(json.load(open(sys.argv[1]))["results"]):
-    for t in r["times"]:
-        print(i, t * 1000)
-EOF
-  done
-  echo "## sbx run start-up with $n more mounts ($few_count against $many_count lines of mountinfo), $rounds x $per runs each (interleaved)"
+  local rounds=5
+  interleaved "$rounds" 5 "$work/mounts.txt" "${cmds[@]}"
+  echo "## sbx run start-up with $n more mounts ($few_count against $many_count lines of mountinfo), $rounds x $((RUNS / 10)) runs each (interleaved)"
   echo
   python3 - "$work/mounts.txt" "$few_count" "$many_count" "${names[@]}" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    i, t = line.split()
-    rows.setdefault(int(i), []).append(float(t))
+    f = line.split()
+    if f[0] != "cpu":
+        rows.setdefault(int(f[0]), []).append(float(f[1]))
 few, many = int(sys.argv[2]), int(sys.argv[3])
 names = sys.argv[4:]
 med = {i: statistics.median(v) for i, v in rows.items()}
