@@ -588,12 +588,7 @@ mod tests {
         ];
         for (i, p) in poisoned.iter().enumerate() {
             let f = runs.join(format!("{i}.json"));
-            fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&f)
-                .unwrap()
+            private_file(&f)
                 .write_all(p.to_string().as_bytes())
                 .unwrap();
             let said = finish_dead(&runs);
@@ -633,6 +628,16 @@ mod tests {
         assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         ours.remove();
         fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// A new file of this user's, mode 0600, as sbx makes its entries.
+    fn private_file(p: &Path) -> File {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(p)
+            .unwrap()
     }
 
     fn launch(t: &Path) -> AfterRun {
@@ -693,12 +698,7 @@ mod tests {
         fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
         // What a writer killed before its first byte leaves: a hole there.
         let slot = runs.join("0.slot");
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&slot)
-            .unwrap();
+        let f = private_file(&slot);
         f.write_all_at(b"\"version\": 1, \"pid\"", 1).unwrap();
         drop(f);
         assert!(finish_dead(&runs).is_empty());
@@ -717,14 +717,7 @@ mod tests {
         let text = fs::read(e.path()).unwrap();
         e.remove();
         let old = runs.join("123-456-0.json");
-        fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&old)
-            .unwrap()
-            .write_all(&text)
-            .unwrap();
+        private_file(&old).write_all(&text).unwrap();
         let said = finish_dead(&runs);
         assert!(said[0].contains("ended without"), "{said:?}");
         assert!(!old.exists());
