@@ -523,9 +523,7 @@ mod tests {
 
     #[test]
     fn a_dead_runs_entry_is_finished_by_the_next() {
-        let t = scratch("dead");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("dead");
         fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
         fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
         let p = |r: &str| t.join(r).to_str().unwrap().to_string();
@@ -562,9 +560,7 @@ mod tests {
 
     #[test]
     fn a_poisoned_entry_is_refused() {
-        let t = scratch("poison");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("poison");
         fs::create_dir_all(t.join("ws")).unwrap();
         fs::create_dir_all(t.join("home/.ssh")).unwrap();
         fs::write(t.join("home/.ssh/authorized_keys"), "key").unwrap();
@@ -608,9 +604,7 @@ mod tests {
 
     #[test]
     fn a_live_run_that_started_first_keeps_its_sweep() {
-        let t = scratch("live");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("live");
         fs::create_dir_all(t.join("ws")).unwrap();
         let ws = t.join("ws").to_str().unwrap().to_string();
         let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "");
@@ -628,6 +622,14 @@ mod tests {
         assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         ours.remove();
         fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// A scratch directory and its private `runs` directory.
+    fn scratch_runs(name: &str) -> (PathBuf, PathBuf) {
+        let t = scratch(name);
+        let runs = t.join("runs");
+        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        (t, runs)
     }
 
     /// A new file of this user's, mode 0600, as sbx makes its entries.
@@ -648,9 +650,7 @@ mod tests {
 
     #[test]
     fn a_slot_is_reused_in_place() {
-        let t = scratch("reuse");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("reuse");
         let first = Entry::write(&runs, &launch(&t), None).unwrap();
         let path = first.path().to_path_buf();
         let ino = fs::metadata(&path).unwrap().ino();
@@ -673,9 +673,7 @@ mod tests {
 
     #[test]
     fn a_dead_runs_slot_is_not_written_over() {
-        let t = scratch("skip");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("skip");
         let dead = Entry::write(&runs, &launch(&t), None).unwrap();
         let dead_path = dead.path().to_path_buf();
         let before = fs::read(&dead_path).unwrap();
@@ -693,9 +691,7 @@ mod tests {
 
     #[test]
     fn a_half_written_slot_is_free() {
-        let t = scratch("half");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("half");
         // What a writer killed before its first byte leaves: a hole there.
         let slot = runs.join("0.slot");
         let f = private_file(&slot);
@@ -710,9 +706,7 @@ mod tests {
 
     #[test]
     fn an_earlier_versions_entry_is_finished_and_removed() {
-        let t = scratch("legacy");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("legacy");
         let e = Entry::write(&runs, &launch(&t), None).unwrap();
         let text = fs::read(e.path()).unwrap();
         e.remove();
@@ -726,9 +720,7 @@ mod tests {
 
     #[test]
     fn a_slot_not_ours_is_refused() {
-        let t = scratch("mode");
-        let runs = t.join("runs");
-        fs::DirBuilder::new().mode(0o700).create(&runs).unwrap();
+        let (t, runs) = scratch_runs("mode");
         let slot = runs.join("0.slot");
         fs::write(&slot, "").unwrap();
         fs::set_permissions(&slot, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
