@@ -139,6 +139,9 @@ pub fn proc_shows_the_sandbox_only(fx: &Fx) -> Result<(), String> {
     let p = fx.policy("best_effort", "");
     // The init and the probe.
     expect("in the sandbox", &fx.run(&p, &[], &["proc-count"]), "2")?;
+    // The fresh /proc alone: no clone of the host's lies beneath it, one
+    // unmount from showing every host process.
+    expect("proc mounts", &fx.run(&p, &[], &["proc-mounts"]), "1")?;
     let host = fx.unsandboxed(&["proc-count"]);
     let n: usize = host.answer().parse().unwrap_or(0);
     check(n > 2, || format!("unsandboxed: {host:?}"))?;

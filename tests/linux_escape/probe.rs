@@ -757,6 +757,19 @@ unsafe fn op(args: &[String]) -> String {
                     .to_string()
             })
             .unwrap_or_else(|e| errno_name(e.raw_os_error().unwrap_or(0))),
+        // Mounts of type proc in this mount namespace, however hidden.
+        "proc-mounts" => std::fs::read_to_string("/proc/self/mountinfo")
+            .map(|m| {
+                m.lines()
+                    .filter(|l| {
+                        l.split(" - ")
+                            .nth(1)
+                            .is_some_and(|t| t.starts_with("proc "))
+                    })
+                    .count()
+                    .to_string()
+            })
+            .unwrap_or_else(|e| errno_name(e.raw_os_error().unwrap_or(0))),
         // Network interfaces and whether each is up: `lo:up,eth0:up`.
         "interfaces" => {
             // Any socket takes SIOCGIFFLAGS; UDP ones may be refused.

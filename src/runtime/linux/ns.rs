@@ -614,6 +614,13 @@ pub fn new_root(
         if path == "/" {
             return Ok(None);
         }
+        // The PID namespace's fresh `/proc` is mounted over `/proc` in
+        // every new root (`nschild::enter_root`): a clone of the host's
+        // beneath it would be hidden, cost a clone and its teardown, and
+        // leave the host's processes one unmount away.
+        if crate::ir::path_within(&path, "/proc") {
+            continue;
+        }
         while above
             .last()
             .is_some_and(|(p, _, _)| !crate::ir::path_within(&path, p))
