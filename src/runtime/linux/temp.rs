@@ -45,6 +45,9 @@ pub struct PrivateTemp {
     pub shm: bool,
     /// The after-run work removes `base` ([`PrivateTemp::hand_over`]).
     handed: bool,
+    /// A parked base's empty directories, taken for stubs before any
+    /// is made (`idle`).
+    pool: std::cell::RefCell<Option<idle::Pool>>,
 }
 
 impl PrivateTemp {
@@ -82,6 +85,10 @@ impl PrivateTemp {
             dirs: Vec::new(),
             shm,
             handed: false,
+            // Checked with the base when it was taken.
+            pool: std::cell::RefCell::new(
+                parked.as_ref().and_then(|b| idle::Pool::checked(b).ok()),
+            ),
         };
         for (i, name) in names.into_iter().enumerate() {
             let dir = out.base.join(i.to_string());
@@ -129,16 +136,10 @@ impl PrivateTemp {
         let at = src.join(rel);
         // Nothing else writes here yet: the run has not started.
         if is_dir {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o755)
-                .create(&at)
+            self.stub_dir(src, &at)
         } else {
             if let Some(parent) = at.parent() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o755)
-                    .create(parent)?;
+                self.stub_dir(src, parent)?;
             }
             std::fs::OpenOptions::new()
                 .write(true)
@@ -151,6 +152,23 @@ impl PrivateTemp {
 }
 
 impl PrivateTemp {
+    /// The directory `at` beneath the private directory `src`, with its
+    /// parents, each taken from the pool while it lasts, or made.
+    fn stub_dir(&self, src: &Path, at: &Path) -> io::Result<()> {
+        if at == src || std::fs::symlink_metadata(at).is_ok_and(|m| m.is_dir()) {
+            return Ok(());
+        }
+        if let Some(parent) = at.parent() {
+            self.stub_dir(src, parent)?;
+        }
+        if let Some(pool) = self.pool.borrow_mut().as_mut() {
+            if pool.take_out(at) {
+                return Ok(());
+            }
+        }
+        std::fs::DirBuilder::new().mode(0o755).create(at)
+    }
+
     /// Leave the removal to the after-run work, which gets the path
     /// (the handles stay open until this is dropped).
     pub fn hand_over(&mut self) -> Option<PathBuf> {
@@ -316,6 +334,46 @@ mod tests {
         drop(t);
         assert!(!base.exists());
         assert!(Path::new("/etc/passwd").exists());
+    }
+
+    /// Stubs take a parked base's pooled directories first, parents
+    /// first, then are made.
+    #[test]
+    fn stubs_come_from_the_pool() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir_in("/var/tmp").unwrap();
+        let base = t.path().join("sbx-run-stubs");
+        let private = base.join("0");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::create_dir_all(base.join(idle::POOL)).unwrap();
+        for n in ["0", "1"] {
+            std::fs::create_dir(base.join(idle::POOL).join(n)).unwrap();
+        }
+        for d in [&base, &base.join(idle::POOL)] {
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+        }
+        let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
+        let pooled = [ino(&base.join("pool/0")), ino(&base.join("pool/1"))];
+        let temp = PrivateTemp {
+            base: base.clone(),
+            dirs: vec![(
+                "/tmp".into(),
+                private.clone(),
+                File::open(&private).unwrap(),
+            )],
+            shm: false,
+            handed: true,
+            pool: std::cell::RefCell::new(Some(idle::Pool::checked(&base).unwrap())),
+        };
+        temp.stub("/tmp", "/tmp/tmp.X/ws", true).unwrap();
+        temp.stub("/tmp", "/tmp/tmp.X/policy.toml", false).unwrap();
+        temp.stub("/tmp", "/tmp/other", true).unwrap();
+        assert!(pooled.contains(&ino(&private.join("tmp.X"))));
+        assert!(pooled.contains(&ino(&private.join("tmp.X/ws"))));
+        assert!(!pooled.contains(&ino(&private.join("other"))));
+        assert!(private.join("tmp.X/policy.toml").is_file());
+        assert_eq!(std::fs::read_dir(base.join(idle::POOL)).unwrap().count(), 0);
     }
 
     #[test]

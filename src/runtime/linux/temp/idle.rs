@@ -8,15 +8,25 @@
 //! with K private directories takes it by renaming it to a run name of
 //! its own.
 //!
+//! The stubs of rules beneath a private directory (a workspace made by
+//! `mktemp -d` is mounted on `tmp.XXXX` there) are directories too, and
+//! their names are the workspace's: kept where they are, a parked base
+//! under `/var/tmp` would show `…/.git/hooks` to the protection scan of
+//! a policy that makes `/var/tmp` writable. So the empty directories
+//! the run leaves are moved, nameless, into the base's `pool` (at most
+//! [`POOL_KEEP`]), and the next run's stubs are taken from there.
+//!
 //! Invariant, checked when a base is parked and again when it is
 //! taken: a real directory of this user, mode 0700, holding exactly
 //! `0` … `K-1`, each a real directory of this user, mode 1777, empty,
 //! and without extended attributes other than an LSM's `security.*`
-//! labels (a default ACL would reach the next run's files). A parked
-//! base that changed meanwhile is removed and a fresh one is made. Only
-//! its owner (and root) can rename an entry of a sticky directory, so
-//! nothing of another user's is taken; root's checks refuse what is
-//! not root's.
+//! labels (a default ACL would reach the next run's files); and at most
+//! a `pool`, mode 0700, of at most [`POOL_KEEP`] numbered directories,
+//! each of this user, mode 0755, empty and without such attributes. A
+//! parked base that changed meanwhile is removed and a fresh one is
+//! made. Only its owner (and root) can rename an entry of a sticky
+//! directory, so nothing of another user's is taken; root's checks
+//! refuse what is not root's.
 
 use std::ffi::CString;
 use std::io;
@@ -26,6 +36,14 @@ use std::path::{Path, PathBuf};
 
 /// Parked bases kept per user, parent and K.
 const KEEP: u32 = 4;
+
+/// A base's empty directories for stubs, and how many it keeps.
+pub(super) const POOL: &str = "pool";
+const POOL_KEEP: usize = 16;
+
+/// Nesting beneath a private directory down to which directories are
+/// kept for the pool (stubs are a workspace's path below `/tmp`).
+const POOL_DEPTH: usize = 6;
 
 fn idle_name(k: usize, n: u32) -> String {
     format!("sbx-idle-{}-{k}-{n}", euid())
@@ -87,10 +105,16 @@ pub fn park(base: &Path) -> bool {
     if !owned_dir(&meta, 0o700) {
         return false;
     }
+    let Ok(mut pool) = Pool::open(base) else {
+        return false;
+    };
     for entry in std::fs::read_dir(base).into_iter().flatten() {
         let Ok(entry) = entry else { return false };
+        if entry.file_name() == POOL {
+            continue;
+        }
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if !is_dir || !empty_private(&entry.path()) {
+        if !is_dir || !empty_private(&entry.path(), &mut pool) {
             return false;
         }
     }
@@ -114,9 +138,10 @@ pub fn park(base: &Path) -> bool {
     })
 }
 
-/// Remove what the command left in a private directory of the run and
-/// give it back its mode; false if it is not one sbx can park.
-fn empty_private(dir: &Path) -> bool {
+/// Remove what the command left in a private directory of the run
+/// (its directories into `pool` while there is room) and give it back
+/// its mode; false if it is not one sbx can park.
+fn empty_private(dir: &Path, pool: &mut Pool) -> bool {
     use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::symlink_metadata(dir) else {
         return false;
@@ -124,35 +149,179 @@ fn empty_private(dir: &Path) -> bool {
     if !meta.is_dir() || meta.uid() != euid() {
         return false;
     }
-    for entry in std::fs::read_dir(dir).into_iter().flatten() {
-        let Ok(entry) = entry else { return false };
-        let path = entry.path();
-        // std's remove_dir_all does not follow symlinks.
-        let gone = if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            super::remove_tree(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        if gone.is_err() {
-            return false;
-        }
+    if empty_into(dir, 0, pool).is_err() {
+        return false;
     }
     // The command may have changed it (chmod 700 /tmp).
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).is_ok()
 }
 
+/// Empty `dir`: files removed, directories emptied the same way and
+/// moved into `pool` while it has room (down to [`POOL_DEPTH`]), or
+/// removed. What cannot be read or emptied (a directory the command
+/// locked) is removed as a whole, opened up first.
+fn empty_into(dir: &Path, depth: usize, pool: &mut Pool) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        // Not followed: a symlink is a file here.
+        if !entry.file_type()?.is_dir() {
+            std::fs::remove_file(&path)?;
+            continue;
+        }
+        let kept = depth < POOL_DEPTH
+            && pool.has_room()
+            && empty_into(&path, depth + 1, pool).is_ok()
+            && pool.take_in(&path);
+        if !kept {
+            super::remove_tree(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// A base's `pool`: empty directories for the next run's stubs.
+#[derive(Debug)]
+pub(super) struct Pool {
+    dir: PathBuf,
+    /// Its entries' names.
+    names: Vec<u32>,
+}
+
+impl Pool {
+    /// `base`'s pool, made if need be; refused if it is not one sbx made.
+    fn open(base: &Path) -> io::Result<Pool> {
+        let dir = base.join(POOL);
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                    .create(&dir)?;
+                Ok(Pool {
+                    dir,
+                    names: Vec::new(),
+                })
+            }
+            _ => Pool::checked(base),
+        }
+    }
+
+    /// `base`'s pool as the invariant wants it (none: empty).
+    pub(super) fn checked(base: &Path) -> io::Result<Pool> {
+        let bad = || io::Error::other("not a pool of stubs");
+        let dir = base.join(POOL);
+        let meta = match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Pool {
+                    dir,
+                    names: Vec::new(),
+                })
+            }
+            other => other?,
+        };
+        if !owned_dir(&meta, 0o700) {
+            return Err(bad());
+        }
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok());
+            let path = entry.path();
+            if name.is_none()
+                || !owned_dir(&std::fs::symlink_metadata(&path)?, 0o755)
+                || std::fs::read_dir(&path)?.next().is_some()
+                || foreign_xattrs(&path)?
+            {
+                return Err(bad());
+            }
+            names.extend(name);
+        }
+        if names.len() > POOL_KEEP {
+            return Err(bad());
+        }
+        names.sort_unstable();
+        Ok(Pool { dir, names })
+    }
+
+    fn has_room(&self) -> bool {
+        self.names.len() < POOL_KEEP
+    }
+
+    /// Move the empty directory `path` into the pool, its mode set back;
+    /// false (left where it is) if the pool is full, or it is not ours
+    /// or keeps an attribute.
+    fn take_in(&mut self, path: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let ours = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() && m.uid() == euid());
+        // Its own directories may have filled the pool meanwhile.
+        if !self.has_room()
+            || !ours
+            || std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).is_err()
+            || !matches!(foreign_xattrs(path), Ok(false))
+        {
+            return false;
+        }
+        let n = self.names.last().map_or(0, |l| l + 1);
+        if rename_noreplace(path, &self.dir.join(n.to_string())).is_err() {
+            return false;
+        }
+        self.names.push(n);
+        true
+    }
+
+    /// An empty directory of the pool moved to `to`, if one is left.
+    pub(super) fn take_out(&mut self, to: &Path) -> bool {
+        while let Some(n) = self.names.pop() {
+            if rename_noreplace(&self.dir.join(n.to_string()), to).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// `renameat2(RENAME_NOREPLACE)` of two paths.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// How many private directories `base` holds, if it holds exactly `0`
 /// … `K-1`, each an empty real directory of this user, mode 1777, with
-/// no extended attribute but `security.*`.
+/// no extended attribute but `security.*`, and at most a pool as
+/// [`Pool::checked`] wants it.
 fn holds_only_empty_dirs(base: &Path) -> io::Result<usize> {
     let bad = || io::Error::other("not a parked run directory");
     if !owned_dir(&std::fs::symlink_metadata(base)?, 0o700) {
         return Err(bad());
     }
+    Pool::checked(base)?;
     let mut names = Vec::new();
     for entry in std::fs::read_dir(base)? {
         let entry = entry?;
         let name = entry.file_name().into_string().map_err(|_| bad())?;
+        if name == POOL {
+            continue;
+        }
         let path = entry.path();
         if !owned_dir(&std::fs::symlink_metadata(&path)?, 0o1777)
             || std::fs::read_dir(&path)?.next().is_some()
@@ -337,5 +506,111 @@ mod tests {
         let gap = base(p.path(), "r-gap", 2);
         std::fs::rename(gap.join("1"), gap.join("7")).unwrap();
         assert!(!park(&gap));
+    }
+
+    fn pool_inodes(base: &Path) -> Vec<u64> {
+        let mut v: Vec<u64> = std::fs::read_dir(base.join(POOL))
+            .unwrap()
+            .map(|e| inode(&e.unwrap().path()))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The run's directories (stubs and what the command made) are
+    /// kept, nameless and emptied, for the next run's stubs; files go.
+    #[test]
+    fn empty_directories_go_to_the_pool() {
+        let p = parent();
+        let b = base(p.path(), "sbx-run-pool", 1);
+        let tmp = b.join("0");
+        std::fs::create_dir_all(tmp.join("tmp.X/ws")).unwrap();
+        std::fs::create_dir_all(tmp.join("sw/.git/hooks")).unwrap();
+        std::fs::write(tmp.join("sw/.git/config"), "x").unwrap();
+        chmod(&tmp.join("sw"), 0o700);
+        let mut made: Vec<u64> = ["tmp.X", "tmp.X/ws", "sw", "sw/.git", "sw/.git/hooks"]
+            .iter()
+            .map(|d| inode(&tmp.join(d)))
+            .collect();
+        made.sort_unstable();
+        assert!(park(&b));
+        let idle = p.path().join(idle_name(1, 0));
+        assert_eq!(pool_inodes(&idle), made);
+        for e in std::fs::read_dir(idle.join(POOL)).unwrap() {
+            let path = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&path).unwrap();
+            assert_eq!(m.mode() & 0o7777, 0o755, "{}", path.display());
+            assert_eq!(std::fs::read_dir(&path).unwrap().count(), 0);
+        }
+        let got = take(p.path().to_str().unwrap(), 1, names(p.path())).unwrap();
+        let mut pool = Pool::checked(&got).unwrap();
+        assert_eq!(pool.names.len(), 5);
+        let stub = got.join("0/stub");
+        assert!(pool.take_out(&stub));
+        assert!(made.contains(&inode(&stub)));
+        assert_eq!(pool_inodes(&got).len(), 4);
+    }
+
+    /// The pool keeps at most POOL_KEEP; what does not fit is removed,
+    /// and what the command locked is removed too.
+    #[test]
+    fn the_pool_is_bounded() {
+        let p = parent();
+        let b = base(p.path(), "sbx-run-many", 1);
+        // Three levels: a directory whose own fill the pool is not
+        // taken in beyond it.
+        for i in 0..40 {
+            std::fs::create_dir_all(b.join(format!("0/d{i}/e/f"))).unwrap();
+        }
+        std::fs::create_dir_all(b.join("0/locked/in")).unwrap();
+        chmod(&b.join("0/locked"), 0o000);
+        assert!(park(&b));
+        let idle = p.path().join(idle_name(1, 0));
+        assert_eq!(pool_inodes(&idle).len(), POOL_KEEP);
+        assert_eq!(std::fs::read_dir(idle.join("0")).unwrap().count(), 0);
+    }
+
+    /// A pool that changed while parked means the base is not taken.
+    #[test]
+    fn a_changed_pool_is_not_taken() {
+        let p = parent();
+        let parent_str = p.path().to_str().unwrap();
+        type Change = (&'static str, fn(&Path));
+        let changes: [Change; 7] = [
+            ("a file in a pooled directory", |i| {
+                std::fs::write(i.join("pool/0/planted"), "x").unwrap()
+            }),
+            ("a pooled directory's mode", |i| {
+                chmod(&i.join("pool/1"), 0o777)
+            }),
+            ("the pool's mode", |i| chmod(&i.join(POOL), 0o755)),
+            ("a file in the pool", |i| {
+                std::fs::write(i.join("pool/9"), "x").unwrap()
+            }),
+            ("a name", |i| {
+                std::fs::rename(i.join("pool/0"), i.join("pool/.git")).unwrap()
+            }),
+            ("a symlink", |i| {
+                std::os::unix::fs::symlink("/tmp", i.join("pool/7")).unwrap()
+            }),
+            ("an extended attribute", |i| {
+                let c = CString::new(i.join("pool/0").as_os_str().as_encoded_bytes()).unwrap();
+                // SAFETY: a NUL-terminated path and name, a 1-byte value.
+                let r = unsafe {
+                    libc::lsetxattr(c.as_ptr(), c"user.sbx".as_ptr(), b"x".as_ptr().cast(), 1, 0)
+                };
+                assert_eq!(r, 0, "{}", io::Error::last_os_error());
+            }),
+        ];
+        for (what, change) in changes {
+            let b = base(p.path(), "sbx-run-3", 1);
+            std::fs::create_dir_all(b.join("0/a/b")).unwrap();
+            assert!(park(&b), "{what}");
+            let idle = p.path().join(idle_name(1, 0));
+            assert_eq!(pool_inodes(&idle).len(), 2, "{what}");
+            change(&idle);
+            assert!(take(parent_str, 1, names(p.path())).is_none(), "{what}");
+            assert!(!idle.exists(), "{what}");
+        }
     }
 }
