@@ -182,21 +182,41 @@ pub fn create(plan: &Plan<File>, extra: &[(&File, u64)]) -> Result<Option<OwnedF
 }
 
 /// `renameat2(RENAME_NOREPLACE)` of `from` to `to`, both relative to
-/// `dir`: never overwrites anything. The raw system call: musl's libc
-/// has no renameat2 wrapper.
+/// `dir`: never overwrites anything.
 pub fn rename_noreplace(
     dir: std::os::fd::BorrowedFd<'_>,
     from: &std::ffi::CStr,
     to: &std::ffi::CStr,
 ) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    // SAFETY: a valid directory descriptor and NUL-terminated names.
+    renameat_noreplace(dir.as_raw_fd(), from, dir.as_raw_fd(), to)
+}
+
+/// [`rename_noreplace`] of two paths, each absolute or relative to the
+/// current directory.
+pub fn rename_paths_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {
+    let c = |p: &std::path::Path| {
+        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    };
+    renameat_noreplace(libc::AT_FDCWD, &c(from)?, libc::AT_FDCWD, &c(to)?)
+}
+
+/// `renameat2(RENAME_NOREPLACE)` as a raw system call: the static musl
+/// build's C library has no wrapper for it.
+fn renameat_noreplace(
+    from_dir: std::os::fd::RawFd,
+    from: &std::ffi::CStr,
+    to_dir: std::os::fd::RawFd,
+    to: &std::ffi::CStr,
+) -> io::Result<()> {
+    // SAFETY: directory descriptors (or AT_FDCWD) and NUL-terminated names.
     let r = unsafe {
         libc::syscall(
             libc::SYS_renameat2,
-            dir.as_raw_fd(),
+            from_dir,
             from.as_ptr(),
-            dir.as_raw_fd(),
+            to_dir,
             to.as_ptr(),
             libc::RENAME_NOREPLACE,
         )

@@ -264,7 +264,9 @@ impl Pool {
             return false;
         }
         let n = self.names.last().map_or(0, |l| l + 1);
-        if rename_noreplace(path, &self.dir.join(n.to_string())).is_err() {
+        if super::super::kernel::rename_paths_noreplace(path, &self.dir.join(n.to_string()))
+            .is_err()
+        {
             return false;
         }
         self.names.push(n);
@@ -274,35 +276,14 @@ impl Pool {
     /// An empty directory of the pool moved to `to`, if one is left.
     pub(super) fn take_out(&mut self, to: &Path) -> bool {
         while let Some(n) = self.names.pop() {
-            if rename_noreplace(&self.dir.join(n.to_string()), to).is_ok() {
+            if super::super::kernel::rename_paths_noreplace(&self.dir.join(n.to_string()), to)
+                .is_ok()
+            {
                 return true;
             }
         }
         false
     }
-}
-
-/// `renameat2(RENAME_NOREPLACE)` of two paths.
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-    };
-    let (from, to) = (c(from)?, c(to)?);
-    // SAFETY: two NUL-terminated paths.
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// How many private directories `base` holds, if it holds exactly `0`
