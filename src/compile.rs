@@ -335,7 +335,7 @@ fn emit_lines_to(
         }
         Target::Ir => Ok(back::ir_json::emit_to(ir, out)),
         Target::Macos => back::sbpl::emit_to(ir, &Default::default(), out),
-        Target::Linux => back::landlock::emit_to(ir, out),
+        Target::Linux => back::landlock::linux_to(ir, out, advisory),
         Target::Landlockconfig => back::landlock::landlockconfig_to(ir, out, advisory),
         Target::Windows => back::windows::emit_to(ir, out),
     }

@@ -6,12 +6,14 @@
 //! broader one, and a rule on a path that does not exist. Both are
 //! reported in the precision report rather than silently approximated.
 
+mod absent;
 mod artifact;
 mod consistent;
 pub mod mounts;
 pub mod proxy;
 pub mod rights;
 
+pub use absent::Report;
 pub use artifact::*;
 pub use consistent::contradictions;
 
@@ -23,6 +25,7 @@ use crate::hashed::{Map, Set};
 use crate::ir::{
     self, path_within, Access, Ir, PathKind, PathMode, Ports, Precision, Source, Status,
 };
+use absent::AbsentProtections;
 use rights::{FsSet, NET, NET_ABI, SCOPES, SCOPE_ABI};
 
 pub const TARGET: &str = "linux";
@@ -291,12 +294,23 @@ pub fn userns_rules() -> Vec<ArgRule> {
 /// [`emit`]); refuses paths it cannot represent.
 pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     let rules = rules(ir)?;
-    let header = Header::new(ir, TARGET);
-    let landlock = landlock_config(ir, &rules)?;
-    let exact_abi = exact_abi(&landlock);
     let carve = mounts::carve_outs(ir, &rules);
-    let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(ir, &rules, TARGET, Some(&carve), true));
+    artifact(ir, &rules, &carve, Report::into_lines)
+}
+
+/// The artifact of `rules` and `carve`, its precision report made by
+/// `report` of the [`Report`] (whose absent protections have no text
+/// yet: [`emit_to`] writes it as it serialises).
+fn artifact<'a, P>(
+    ir: &'a Ir,
+    rules: &'a [Rule<'a>],
+    carve: &mounts::Carve,
+    report: impl FnOnce(Report<'a>) -> P,
+) -> Result<LinuxArtifact<P>, EmitError> {
+    let header = Header::new(ir, TARGET);
+    let landlock = landlock_config(ir, rules)?;
+    let exact_abi = exact_abi(&landlock);
+    let mut precision = linux_report(ir, rules, TARGET, Some(carve), true);
     if ir.net.ssh_agent {
         precision.push(Precision {
             rule: "ssh_agent".into(),
@@ -340,11 +354,11 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
             // Without the layer nothing is mounted, but the after-run
             // check still needs to know what sbx protects (docs/protected.md).
             mounts: if ir.linux.namespaces == ir::Namespaces::Never {
-                let mut m = mounts::mounts(ir, &carve);
+                let mut m = mounts::mounts(ir, carve);
                 m.retain(|m| m.protection);
                 m
             } else {
-                mounts::mounts(ir, &carve)
+                mounts::mounts(ir, carve)
             },
             links: if ir.linux.namespaces == ir::Namespaces::Never {
                 Vec::new()
@@ -353,7 +367,7 @@ pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
             },
         },
         proxy: proxy::spec(ir),
-        precision,
+        precision: report(precision),
     })
 }
 
@@ -366,9 +380,26 @@ pub fn emit(ir: &Ir) -> Result<Emitted, EmitError> {
 
 /// [`emit`], the text to `out` as it is written.
 pub fn emit_to(ir: &Ir, out: &mut dyn FnMut(&[u8])) -> Result<Vec<Precision>, EmitError> {
-    let art = build(ir)?;
+    linux_to(ir, out, true)
+}
+
+/// [`emit_to`], returning the advisory lines of absent protections only
+/// if `advisory` (the artifact carries them either way): a caller that
+/// keeps only what `enforcement = "required"` and the linter read need
+/// not have their text made.
+pub(crate) fn linux_to(
+    ir: &Ir,
+    out: &mut dyn FnMut(&[u8]),
+    advisory: bool,
+) -> Result<Vec<Precision>, EmitError> {
+    let rules = rules(ir)?;
+    let carve = mounts::carve_outs(ir, &rules);
+    let art = artifact(ir, &rules, &carve, |r| r)?;
     write_json(&art, out);
-    Ok(art.precision)
+    Ok(match advisory {
+        true => art.precision.into_lines(),
+        false => art.precision.without_absent(),
+    })
 }
 
 /// `--target landlockconfig`: the `landlock` member alone. Its precision
@@ -397,16 +428,8 @@ pub(crate) fn landlockconfig_to(
 ) -> Result<Vec<Precision>, EmitError> {
     let rules = rules(ir)?;
     let doc = landlock_config(ir, &rules)?;
-    let mut precision = ir.precision.clone();
-    precision.extend(linux_precision(
-        ir,
-        &rules,
-        TARGET_LANDLOCKCONFIG,
-        None,
-        advisory,
-    ));
     write_json(&doc, out);
-    Ok(precision)
+    Ok(linux_report(ir, &rules, TARGET_LANDLOCKCONFIG, None, advisory).into_lines())
 }
 
 /// One path rule as emitted, with the policy rights it stands for.
@@ -708,6 +731,7 @@ fn push_joined<'w>(out: &mut String, words: impl Iterator<Item = &'w str>) {
 /// only the Linux artifact enforces (`target` = `landlockconfig` reports
 /// those as missing). `carve`: the carve-outs `sbx run` mounts (the
 /// Linux artifact only). `advisory`: whether to make the advisory lines.
+#[cfg(test)]
 fn linux_precision(
     ir: &Ir,
     rules: &[Rule],
@@ -715,14 +739,29 @@ fn linux_precision(
     carve: Option<&mounts::Carve>,
     advisory: bool,
 ) -> Vec<Precision> {
-    let mut out = Vec::new();
+    let mut lines = linux_report(ir, rules, target, carve, advisory).into_lines();
+    // Without the lowering's notes, which the report starts with.
+    lines.drain(..ir.precision.len());
+    lines
+}
+
+/// The report of a Linux target: the lowering's notes, then
+/// [`linux_precision`]'s lines.
+fn linux_report<'a>(
+    ir: &'a Ir,
+    rules: &'a [Rule<'a>],
+    target: &str,
+    carve: Option<&mounts::Carve>,
+    advisory: bool,
+) -> Report<'a> {
+    let mut out = ir.precision.clone();
     let index = Index::new(rules.iter().map(|r| r.path));
     let mut absent = AbsentProtections::default();
     // The rules covering the last grant's directory: the next grant is
     // often its sibling (a writable tree's protections are ten). No grant's
     // directory is "", so the first grant looks its own up.
     let mut dir_rules: (&str, Vec<usize>) = ("", Vec::new());
-    for g in &ir.fs {
+    for (gi, g) in ir.fs.iter().enumerate() {
         let want = policy_access(ir, g);
         // What Landlock grants at the rule's path: the union of every
         // emitted rule at or above it.
@@ -797,7 +836,7 @@ fn linux_precision(
                 .map(|r| r.label.as_str())
                 .collect();
             if absent_own {
-                absent.add(&mut out, &g.source, &g.path, extra, from);
+                absent.add(&mut out, &g.source, gi, extra, from);
                 continue;
             }
             let alone = format!(
@@ -840,7 +879,6 @@ fn linux_precision(
             out.push(line(g.source.label(), target, status, reason));
         }
     }
-    absent.finish(&mut out, target);
     proxy::precision(ir, target, &mut out);
     // With the proxy, the child's UDP reaches nothing outside its
     // namespace; without one, `proxy::fallback` says this.
@@ -920,140 +958,8 @@ fn linux_precision(
             "landlockconfig does not filter the environment (the linux target does)".into(),
         ));
     }
-    out
+    absent.finish(out, &ir.fs, target)
 }
-
-/// sbx's own protections (POLICY.md §7, §7a) on paths absent at launch:
-/// one advisory line per protected name, at the place of its first path,
-/// rather than one per writable tree (ten names each), which made the
-/// reports of policies with thousands of writable rules tens of
-/// megabytes of the same sentence.
-///
-/// Tens of thousands of paths in the large policies: each is written
-/// into its group's text as it comes (a list of them, kept until the end,
-/// was 40 MiB of the peak at 100,000 rules), and the text is put in its
-/// line in `finish`.
-#[derive(Default)]
-struct AbsentProtections<'a> {
-    /// label → its group.
-    groups: Map<String, Group<'a>>,
-    /// Each source's label, made once per source rather than per path.
-    labels: Map<&'a Source, String>,
-}
-
-/// The absent paths of one label.
-struct Group<'a> {
-    /// The index of its line in the report.
-    at: usize,
-    /// The first path: a group of one says it differently.
-    first: AbsentPath<'a>,
-    count: usize,
-    /// `PATH (RIGHTS from LABELS)` of each path, `; ` between them.
-    paths: String,
-}
-
-struct AbsentPath<'a> {
-    path: &'a str,
-    extra: Access,
-    from: Vec<&'a str>,
-}
-
-impl<'a> AbsentPath<'a> {
-    /// `PATH (RIGHTS from LABELS)`, to `out`.
-    fn write_to(&self, out: &mut String) {
-        out.push_str(self.path);
-        out.push_str(" (");
-        push_joined(out, self.extra.each_name());
-        out.push_str(" from ");
-        push_joined(out, self.from.iter().copied());
-        out.push(')');
-    }
-}
-
-impl<'a> AbsentProtections<'a> {
-    fn add(
-        &mut self,
-        out: &mut Vec<Precision>,
-        source: &'a Source,
-        path: &'a str,
-        extra: Access,
-        from: Vec<&'a str>,
-    ) {
-        let label = self.labels.entry(source).or_insert_with(|| source.label());
-        let p = AbsentPath { path, extra, from };
-        match self.groups.get_mut(label.as_str()) {
-            Some(g) => {
-                g.count += 1;
-                g.paths.push_str("; ");
-                p.write_to(&mut g.paths);
-            }
-            None => {
-                let at = out.len();
-                // Filled in by `finish`.
-                out.push(line(label.clone(), "", Status::Wider, String::new()));
-                let mut paths = String::new();
-                p.write_to(&mut paths);
-                self.groups.insert(
-                    label.clone(),
-                    Group {
-                        at,
-                        first: p,
-                        count: 1,
-                        paths,
-                    },
-                );
-            }
-        }
-    }
-
-    fn finish(self, out: &mut [Precision], target: &str) {
-        let moved = if target == TARGET {
-            "; sbx run moves what it created aside when the run ends \
-             (NAME.sbx-blocked), so nothing planted there runs later"
-        } else {
-            ""
-        };
-        for (_, g) in self.groups {
-            let reason = match g.count {
-                1 => format!(
-                    // The path is the rule's own (its label names it): left
-                    // out, so that the names sharing this reason are said
-                    // once (`sbx run --report` groups them).
-                    "protection of a path that does not exist at launch: a mount needs \
-                     an existing path and sbx creates nothing in the workspace, so \
-                     {} from {} still apply beneath it if the command creates it (SBPL \
-                     stops its creation by name){moved}. {ABSENT_ADVICE}",
-                    access_words(g.first.extra),
-                    g.first.from.join(", "),
-                ),
-                n => {
-                    // The paths' text becomes the reason, the sentence put
-                    // in front of it: at 10,000 writable trees it is
-                    // megabytes long, and a copy of every group's was 80
-                    // MiB of the peak at 100,000 rules (#38).
-                    let head = format!(
-                        "protection of {n} paths that do not exist at launch: a mount needs \
-                         an existing path and sbx creates nothing in the workspace, so the \
-                         rights of the grants above each still apply beneath it if the \
-                         command creates it (SBPL stops its creation by name){moved}. \
-                         {ABSENT_ADVICE}. The paths, with what still applies: "
-                    );
-                    let mut r = g.paths;
-                    r.insert_str(0, &head);
-                    r
-                }
-            };
-            let l = &mut out[g.at];
-            l.target = target.to_string();
-            l.reason = reason;
-            l.advisory = true;
-        }
-    }
-}
-
-const ABSENT_ADVICE: &str = "Reported, never refused by enforcement = \"required\": sbx adds \
-     it, the policy does not (create the path before the run to make it exact, or name it in \
-     a rule to decide it yourself)";
 
 fn limits_precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     let l = &ir.limits;

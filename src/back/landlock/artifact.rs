@@ -9,7 +9,7 @@ mod ns_wire;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LinuxArtifact {
+pub struct LinuxArtifact<P = Vec<Precision>> {
     pub sbx: u32,
     pub policy_hash: String,
     pub target: String,
@@ -57,7 +57,9 @@ pub struct LinuxArtifact {
     /// port rules are the whole network policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySpec>,
-    pub precision: Vec<Precision>,
+    /// A [`Vec`] of lines; [`super::Report`] when written by `compile`,
+    /// which writes the longest lines' text as it serialises them.
+    pub precision: P,
 }
 
 /// The namespace layer of `sbx run` (docs/linux.md). In JSON the absent

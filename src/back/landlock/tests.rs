@@ -780,3 +780,48 @@ fn never_lists_the_protections_only() {
     edited.namespaces.mounts[0].protection = false;
     assert!(!crate::back::landlock::contradictions(&edited).is_empty());
 }
+
+/// The artifact as `compile` writes it, the absent protections' text
+/// written while it is serialised, is byte for byte what `build` makes
+/// (escapes included); the report returned without advisory lines is
+/// the full one less those of the absent protections.
+#[test]
+fn written_artifact_is_the_built_one() {
+    let protected = |path: &str, entry: &str| Grant {
+        source: Source::Protected {
+            entry: entry.into(),
+        },
+        ..grant(0, path, Access::READ, PathKind::Missing)
+    };
+    let mut ir = base(vec![
+        grant(0, "/a", Access::READ_WRITE, PathKind::Dir),
+        protected("/a/.envrc", ".envrc"),
+        protected("/a/.vscode", ".vscode"),
+        grant(1, "/b\"q\\", Access::READ_WRITE, PathKind::Dir),
+        protected("/b\"q\\/.vscode", ".vscode"),
+        grant(2, "/c", Access::READ_WRITE, PathKind::Dir),
+        protected("/c/.vscode", ".vscode"),
+        grant(3, "/c/ro", Access::READ, PathKind::Dir),
+        grant(4, "/gone", Access::READ, PathKind::Missing),
+    ]);
+    ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    ir.net.ssh_agent = true;
+    let built = build(&ir).unwrap();
+    let full = emit(&ir).unwrap();
+    assert_eq!(full.text, to_json(&built));
+    assert_eq!(full.precision, built.precision);
+    assert!(full
+        .text
+        .contains("/b\\\"q\\\\/.vscode (create, update, delete from fs[1]"));
+    let mut text = Vec::new();
+    let lean = linux_to(&ir, &mut |b| text.extend_from_slice(b), false).unwrap();
+    assert_eq!(String::from_utf8(text).unwrap(), full.text);
+    let kept: Vec<Precision> = full
+        .precision
+        .iter()
+        .filter(|l| !(l.advisory && l.rule.starts_with("protected ")))
+        .cloned()
+        .collect();
+    assert_eq!(kept.len() + 2, full.precision.len());
+    assert_eq!(lean, kept);
+}
