@@ -295,18 +295,20 @@ pub fn userns_rules() -> Vec<ArgRule> {
 pub fn build(ir: &Ir) -> Result<LinuxArtifact, EmitError> {
     let rules = rules(ir)?;
     let carve = mounts::carve_outs(ir, &rules);
-    artifact(ir, &rules, &carve, Report::into_lines)
+    artifact(ir, &rules, &carve, Report::into_lines, NsOut::into_owned)
 }
 
 /// The artifact of `rules` and `carve`, its precision report made by
 /// `report` of the [`Report`] (whose absent protections have no text
-/// yet: [`emit_to`] writes it as it serialises).
-fn artifact<'a, P>(
+/// yet: [`emit_to`] writes it as it serialises), its namespaces by `ns`
+/// of the [`NsOut`] (whose paths are the IR's).
+fn artifact<'a, P, N>(
     ir: &'a Ir,
     rules: &'a [Rule<'a>],
     carve: &mounts::Carve,
     report: impl FnOnce(Report<'a>) -> P,
-) -> Result<LinuxArtifact<P>, EmitError> {
+    ns: impl FnOnce(NsOut<'a>) -> N,
+) -> Result<LinuxArtifact<P, N>, EmitError> {
     let header = Header::new(ir, TARGET);
     let landlock = landlock_config(ir, rules)?;
     let exact_abi = exact_abi(&landlock);
@@ -349,7 +351,7 @@ fn artifact<'a, P>(
                 .collect()
         }),
         limits: ir.limits.clone(),
-        namespaces: NsConfig {
+        namespaces: ns(NsOut {
             mode: ir.linux.namespaces,
             // Without the layer nothing is mounted, but the after-run
             // check still needs to know what sbx protects (docs/protected.md).
@@ -365,7 +367,7 @@ fn artifact<'a, P>(
             } else {
                 mounts::links(ir)
             },
-        },
+        }),
         proxy: proxy::spec(ir),
         precision: report(precision),
     })
@@ -394,7 +396,7 @@ pub(crate) fn linux_to(
 ) -> Result<Vec<Precision>, EmitError> {
     let rules = rules(ir)?;
     let carve = mounts::carve_outs(ir, &rules);
-    let art = artifact(ir, &rules, &carve, |r| r)?;
+    let art = artifact(ir, &rules, &carve, |r| r, |n| n)?;
     write_json(&art, out);
     Ok(match advisory {
         true => art.precision.into_lines(),

@@ -4,12 +4,16 @@
 
 use crate::ir::{self, Enforcement, PathMode, Precision};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 mod ns_wire;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinuxArtifact<P = Vec<Precision>> {
+#[serde(
+    deny_unknown_fields,
+    bound(serialize = "P: Serialize, N: Serialize + NsMembers")
+)]
+pub struct LinuxArtifact<P = Vec<Precision>, N = NsConfig> {
     pub sbx: u32,
     pub policy_hash: String,
     pub target: String,
@@ -50,15 +54,16 @@ pub struct LinuxArtifact<P = Vec<Precision>> {
     pub limits: ir::Limits,
     /// `sbx run`'s namespace layer: when to use it, and the mounts that
     /// make carve-outs exact (absent: `auto`, no carve-out).
-    #[serde(default, skip_serializing_if = "NsConfig::is_default")]
-    pub namespaces: NsConfig,
+    #[serde(default, skip_serializing_if = "NsMembers::is_default")]
+    pub namespaces: N,
     /// Host rules, which `sbx run` enforces with its filtering proxy
     /// (docs/linux.md, "Host rules: the proxy"). `None`: the kernel's
     /// port rules are the whole network policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySpec>,
     /// A [`Vec`] of lines; [`super::Report`] when written by `compile`,
-    /// which writes the longest lines' text as it serialises them.
+    /// which writes the longest lines' text as it serialises them (and
+    /// [`NsOut`] the namespaces, whose paths it borrows).
     pub precision: P,
 }
 
@@ -91,11 +96,61 @@ impl NsConfig {
     }
 }
 
+/// [`NsConfig`] as `compile` writes it: each mount's path borrowed from
+/// the IR where escaping leaves it as it is (half a million mounts of
+/// absent protections at 100,000 rules were 45 MiB of copies, #38). It
+/// serialises as the [`NsConfig`] of [`NsOut::into_owned`].
+#[derive(Debug, Clone, Default)]
+pub struct NsOut<'a> {
+    pub mode: ir::Namespaces,
+    pub mounts: Vec<MountRule<Cow<'a, str>>>,
+    pub links: Vec<Link>,
+}
+
+impl NsOut<'_> {
+    pub fn into_owned(self) -> NsConfig {
+        NsConfig {
+            mode: self.mode,
+            mounts: self
+                .mounts
+                .into_iter()
+                .map(|m| MountRule {
+                    path: m.path.into_owned(),
+                    kind: m.kind,
+                    read_only: m.read_only,
+                    noexec: m.noexec,
+                    protection: m.protection,
+                    absent: m.absent,
+                })
+                .collect(),
+            links: self.links,
+        }
+    }
+}
+
+/// What the artifact's `namespaces` member needs of its type: whether it
+/// is left out (the default).
+pub trait NsMembers {
+    fn is_default(&self) -> bool;
+}
+
+impl NsMembers for NsConfig {
+    fn is_default(&self) -> bool {
+        NsConfig::is_default(self)
+    }
+}
+
+impl NsMembers for NsOut<'_> {
+    fn is_default(&self) -> bool {
+        self.mode == ir::Namespaces::default() && self.mounts.is_empty() && self.links.is_empty()
+    }
+}
+
 /// One mount of the namespace layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MountRule {
-    pub path: String,
+pub struct MountRule<S = String> {
+    pub path: S,
     /// `hidden`: an empty read-only mount over the path (a deny rule);
     /// `bind`: the path mounted on itself with the flags below.
     pub kind: MountKind,

@@ -6,7 +6,7 @@
 //! many trees. Reading the JSON back gives the same mounts in the same
 //! order.
 
-use super::{ir, Link, MountKind, MountRule, NsConfig};
+use super::{ir, Link, MountKind, MountRule, NsConfig, NsOut};
 use crate::hashed::Map;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize};
@@ -46,8 +46,8 @@ fn absent_mount(path: String, noexec: bool) -> MountRule {
 }
 
 /// `m`'s directory and name, where `m` is what [`absent_mount`] makes.
-fn dir_name(m: &MountRule) -> Option<(&str, &str)> {
-    let (dir, name) = m.path.rsplit_once('/')?;
+fn dir_name<P: AsRef<str>>(m: &MountRule<P>) -> Option<(&str, &str)> {
+    let (dir, name) = m.path.as_ref().rsplit_once('/')?;
     let dir = if dir.is_empty() { "/" } else { dir };
     // `*m == absent_mount(m.path, m.noexec)`, without copying the path.
     let MountRule {
@@ -70,8 +70,8 @@ fn name_ok(name: &str) -> bool {
 /// The mounts written as they are, and the absent ones per directory.
 /// Only for mounts sorted by path, none twice, so that reading them back
 /// puts each where it was.
-fn split(mounts: &[MountRule]) -> (Vec<&MountRule>, Vec<AbsentOut<'_>>) {
-    let ordered = mounts.is_sorted_by(|a, b| a.path < b.path);
+fn split<P: AsRef<str>>(mounts: &[MountRule<P>]) -> (Vec<&MountRule<P>>, Vec<AbsentOut<'_>>) {
+    let ordered = mounts.is_sorted_by(|a, b| a.path.as_ref() < b.path.as_ref());
     let mut plain = Vec::with_capacity(mounts.len());
     let mut dirs: Vec<AbsentOut> = Vec::new();
     let mut at: Map<(&str, bool), usize> = Map::default();
@@ -100,22 +100,43 @@ impl Serialize for NsConfig {
             mounts,
             links,
         } = self;
-        let (plain, absent) = split(mounts);
-        let mut st = s.serialize_struct("NsConfig", 4)?;
-        if !mode.is_auto() {
-            st.serialize_field("mode", mode)?;
-        }
-        if !plain.is_empty() {
-            st.serialize_field("mounts", &plain)?;
-        }
-        if !absent.is_empty() {
-            st.serialize_field("absent", &absent)?;
-        }
-        if !links.is_empty() {
-            st.serialize_field("links", links)?;
-        }
-        st.end()
+        write(s, mode, mounts, links)
     }
+}
+
+impl Serialize for NsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let NsOut {
+            mode,
+            mounts,
+            links,
+        } = self;
+        write(s, mode, mounts, links)
+    }
+}
+
+/// The members of an [`NsConfig`] or [`NsOut`], which are written alike.
+fn write<S: serde::Serializer, P: AsRef<str> + Serialize>(
+    s: S,
+    mode: &ir::Namespaces,
+    mounts: &[MountRule<P>],
+    links: &[Link],
+) -> Result<S::Ok, S::Error> {
+    let (plain, absent) = split(mounts);
+    let mut st = s.serialize_struct("NsConfig", 4)?;
+    if !mode.is_auto() {
+        st.serialize_field("mode", mode)?;
+    }
+    if !plain.is_empty() {
+        st.serialize_field("mounts", &plain)?;
+    }
+    if !absent.is_empty() {
+        st.serialize_field("absent", &absent)?;
+    }
+    if !links.is_empty() {
+        st.serialize_field("links", links)?;
+    }
+    st.end()
 }
 
 #[derive(Deserialize)]
