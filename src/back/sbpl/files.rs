@@ -15,6 +15,7 @@
 //!   grant lacking create or delete is therefore denied (see `protect`).
 
 use super::paths::{filter, Match, Spelling};
+use super::texts::Texts;
 use super::{esc_err, Rule};
 use crate::back::EmitError;
 use crate::hashed::{Map, Set};
@@ -87,20 +88,30 @@ impl<'a> Node<'a> {
 /// O(depth): walk a path up until a granted spelling is found.
 struct Index<'a> {
     nodes: Vec<Node<'a>>,
-    /// Keyed by the IR's own strings: a spelling's text is the path or
-    /// alias it was read from.
-    by_text: Map<&'a str, usize>,
+    /// Each node's texts: a spelling's text is the path or alias it was
+    /// read from.
+    by_text: Texts<'a>,
     /// Some spelling is two grants' (one's path, another's alias): the
     /// rules matching a path may then be more than its ancestors' nearest.
     shared: bool,
+}
+
+/// Node `i`'s `k`th text (0: its path, then its aliases).
+fn text_of<'a>(nodes: &[Node<'a>], i: usize, k: usize) -> &'a str {
+    let g = nodes[i].grant;
+    match k {
+        0 => &g.path,
+        k => &g.aliases[k - 1],
+    }
 }
 
 impl Index<'_> {
     /// The grant that decides `s` (the IR's `decide`), in emission order.
     /// `text`: a spelling's [`text`](Spelling::text).
     fn decide_text(&self, mut text: &str) -> Option<usize> {
+        let nodes = &self.nodes;
         loop {
-            if let Some(&i) = self.by_text.get(text) {
+            if let Some(i) = self.by_text.get(text, |i, k| text_of(nodes, i, k)) {
                 return Some(i);
             }
             text = parent_text(text)?;
@@ -145,6 +156,58 @@ impl Unique {
     }
 }
 
+/// The two lists of [`protect`], each without repeats in first-seen
+/// order, holding each filter once for both: most directories are in
+/// both, and a [`Unique`] per list held two copies of each (40 MiB of
+/// the SBPL lane at 100,000 rules, #38).
+#[derive(Default)]
+struct Both {
+    /// Each filter and its number.
+    at: Map<String, u32>,
+    /// Each list, as numbers.
+    lists: [Vec<u32>; 2],
+    /// Which lists hold each number.
+    held: Vec<[bool; 2]>,
+}
+
+impl Both {
+    /// `f` at the end of list `k`, unless it is there already.
+    fn push(&mut self, k: usize, f: String) {
+        let next = u32::try_from(self.held.len()).expect("fewer than 2^32 filters");
+        let i = *self.at.entry(f).or_insert(next);
+        if i == next {
+            self.held.push([false; 2]);
+        }
+        let held = &mut self.held[i as usize][k];
+        if !*held {
+            *held = true;
+            self.lists[k].push(i);
+        }
+    }
+
+    /// The first list, and the second unless it is the same.
+    fn into_lists(self) -> (Vec<String>, Option<Vec<String>>) {
+        let mut texts = vec![String::new(); self.held.len()];
+        for (f, i) in self.at {
+            texts[i as usize] = f;
+        }
+        let [first, second] = self.lists;
+        if first == second {
+            let list = first
+                .iter()
+                .map(|&i| std::mem::take(&mut texts[i as usize]))
+                .collect();
+            return (list, None);
+        }
+        let list = first.iter().map(|&i| texts[i as usize].clone()).collect();
+        let other = second
+            .iter()
+            .map(|&i| std::mem::take(&mut texts[i as usize]))
+            .collect();
+        (list, Some(other))
+    }
+}
+
 /// [`Unique::push`] for a grant's few filters, where a scan is cheaper
 /// than hashing.
 fn push_new(list: &mut Vec<String>, f: String) {
@@ -181,12 +244,16 @@ impl<'a> Files<'a> {
         } else {
             nodes.sort_by(|a, b| (a.depth, &a.grant.path).cmp(&(b.depth, &b.grant.path)));
         }
-        let mut by_text = Map::with_capacity_and_hasher(nodes.len(), Default::default());
+        let texts = nodes.iter().map(|n| 1 + n.grant.aliases.len()).sum();
+        let mut by_text = Texts::with_capacity(texts);
         let mut shared = false;
         for (i, n) in nodes.iter().enumerate() {
             // The strings the spellings were read from: the same texts.
-            for p in std::iter::once(&n.grant.path).chain(&n.grant.aliases) {
-                shared |= *by_text.entry(p.as_str()).or_insert(i) != i;
+            for (k, p) in std::iter::once(&n.grant.path)
+                .chain(&n.grant.aliases)
+                .enumerate()
+            {
+                shared |= by_text.insert(p, i, k, |i, k| text_of(&nodes, i, k)) != i;
             }
         }
         let mut params = Vec::new();
@@ -659,7 +726,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
         .iter()
         .filter(|n| n.spellings().any(|s| s.param.is_some()))
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
-    let mut lists = [Unique::default(), Unique::default()];
+    let mut lists = Both::default();
     // Which of the two rights each directory was looked at for: one
     // copy of its text for both, where a set per right held two.
     let mut done: Map<String, [bool; 2]> = Map::default();
@@ -694,7 +761,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                             param: s.param,
                             rest,
                         };
-                        lists[k].push(filter(Match::Literal, &anc).map_err(node_err(n))?);
+                        lists.push(k, filter(Match::Literal, &anc).map_err(node_err(n))?);
                     }
                 }
                 if portable && s.param.is_some() {
@@ -702,14 +769,14 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                         param: s.param,
                         rest: "",
                     };
-                    lists[k].push(filter(Match::Ancestors, &root).map_err(node_err(n))?);
+                    lists.push(k, filter(Match::Ancestors, &root).map_err(node_err(n))?);
                 }
             }
         }
     }
-    let [create, unlink] = lists.map(Unique::into_list);
+    let (create, unlink) = lists.into_lists();
     let mut out = Vec::new();
-    if !create.is_empty() && create == unlink {
+    if !create.is_empty() && unlink.is_none() {
         out.push(Rule {
             allow: false,
             ops: vec!["file-write-create", "file-write-unlink"],
@@ -723,7 +790,12 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
     }
     for (filters, op, what) in [
         (create, "file-write-create", "creating (or renaming onto)"),
-        (unlink, "file-write-unlink", "deleting or renaming"),
+        // Both empty where the second is not given.
+        (
+            unlink.unwrap_or_default(),
+            "file-write-unlink",
+            "deleting or renaming",
+        ),
     ] {
         if !filters.is_empty() {
             out.push(Rule {
