@@ -385,10 +385,11 @@ pub fn emit_to(ir: &Ir, out: &mut dyn FnMut(&[u8])) -> Result<Vec<Precision>, Em
     linux_to(ir, out, true)
 }
 
-/// [`emit_to`], returning the advisory lines of absent protections only
-/// if `advisory` (the artifact carries them either way): a caller that
-/// keeps only what `enforcement = "required"` and the linter read need
-/// not have their text made.
+/// [`emit_to`], returning the advisory lines of absent protections, and
+/// the exact lines of carve-outs a mount makes exact, only if `advisory`
+/// (the artifact carries them either way): a caller that keeps only what
+/// `enforcement = "required"` and the linter read (inexact lines that are
+/// not advisory) need not have their text made.
 pub(crate) fn linux_to(
     ir: &Ir,
     out: &mut dyn FnMut(&[u8]),
@@ -400,7 +401,7 @@ pub(crate) fn linux_to(
     write_json(&art, out);
     Ok(match advisory {
         true => art.precision.into_lines(),
-        false => art.precision.without_absent(),
+        false => art.precision.lean(),
     })
 }
 
@@ -841,22 +842,21 @@ fn linux_report<'a>(
                 absent.add(&mut out, &g.source, gi, extra, from);
                 continue;
             }
+            // `sbx run` mounts what a mount can express (mounts.rs).
+            let fix = carve.and_then(|c| c.get(g.path.as_str()).copied());
+            if let Some(f) = fix.filter(|_| ir.linux.namespaces != ir::Namespaces::Never) {
+                // A line per carve-out (every rule of some large
+                // policies): its text is written when it is needed.
+                absent.carved(&mut out, gi, f, extra, from);
+                continue;
+            }
             let alone = format!(
                 "{} from {} still apply beneath {}",
                 access_words(extra),
                 from.join(", "),
                 g.path
             );
-            // `sbx run` mounts what a mount can express (mounts.rs).
-            let fix = carve.and_then(|c| c.get(g.path.as_str()).copied());
             let (status, reason) = match fix {
-                Some(f) if ir.linux.namespaces != ir::Namespaces::Never => (
-                    Status::Exact,
-                    format!(
-                        "{} (with Landlock alone, whose rights are additive, {alone})",
-                        f.claim(&g.path)
-                    ),
-                ),
                 Some(_) => (
                     Status::Wider,
                     format!(

@@ -11,18 +11,26 @@
 //! ([`Report`]) or into a [`Precision`] for a caller that keeps the
 //! report. The text of every line was 60-100 MiB of the peak at 100,000
 //! rules (#38).
+//!
+//! The exact lines of carve-outs a mount makes exact (one per rule under
+//! a broader one: every rule of some large policies, 45 MiB of text at
+//! 100,000) are kept the same way: the grant, the mount, what it takes
+//! back and from which labels.
 
+use super::mounts::Fix;
 use super::{access_words, line, push_joined, TARGET};
 use crate::hashed::Map;
 use crate::ir::{Access, Grant, Precision, Source, Status};
 use serde::{Serialize, Serializer};
 use std::fmt::{self, Display};
 
-/// The absent protections met so far, by label.
+/// The absent protections met so far, by label, and the carve-outs.
 #[derive(Default)]
 pub(super) struct AbsentProtections<'a> {
     /// label → its group.
     groups: Map<String, Group>,
+    /// Each carve-out's line (its index in the report) and what it says.
+    carved: Vec<(usize, Carved)>,
     /// Each source's label, made once per source rather than per path.
     labels: Map<&'a Source, String>,
     /// The labels of the grants above each path, `from` of [`Entry`]:
@@ -36,6 +44,17 @@ struct Group {
     /// The index of its line in the report.
     at: usize,
     paths: Vec<Entry>,
+}
+
+/// A carve-out made exact by a mount: the grant (its index in the IR),
+/// the mount, what it takes back and the labels it comes from (an index
+/// in `froms`).
+#[derive(Clone, Copy)]
+struct Carved {
+    grant: u32,
+    from: u32,
+    fix: Fix,
+    extra: Access,
 }
 
 /// One absent path: the grant (its index in the IR), what still applies
@@ -59,12 +78,9 @@ impl<'a> AbsentProtections<'a> {
         extra: Access,
         from: Vec<&'a str>,
     ) {
-        if self.froms.last() != Some(&from) {
-            self.froms.push(from);
-        }
         let e = Entry {
-            grant: u32::try_from(grant).expect("fewer than 2^32 grants"),
-            from: (self.froms.len() - 1) as u32,
+            grant: number(grant),
+            from: self.from(from),
             extra,
         };
         let label = self.labels.entry(source).or_insert_with(|| source.label());
@@ -80,8 +96,38 @@ impl<'a> AbsentProtections<'a> {
         }
     }
 
+    /// The `grant`th grant is a carve-out that `fix` makes exact:
+    /// Landlock alone grants `extra` from `from` beneath it. Its line is
+    /// placed in `out`.
+    pub(super) fn carved(
+        &mut self,
+        out: &mut Vec<Precision>,
+        grant: usize,
+        fix: Fix,
+        extra: Access,
+        from: Vec<&'a str>,
+    ) {
+        let c = Carved {
+            grant: number(grant),
+            from: self.from(from),
+            fix,
+            extra,
+        };
+        self.carved.push((out.len(), c));
+        // Its label, target and text are written by `Report`.
+        out.push(line(String::new(), "", Status::Exact, String::new()));
+    }
+
+    /// `from`'s number in `froms`.
+    fn from(&mut self, from: Vec<&'a str>) -> u32 {
+        if self.froms.last() != Some(&from) {
+            self.froms.push(from);
+        }
+        u32::try_from(self.froms.len() - 1).expect("fewer than 2^32 lists")
+    }
+
     /// The report of `lines` (the target's, with a placeholder for each
-    /// group's line) and of these groups.
+    /// group's line and carve-out's) and of these.
     pub(super) fn finish(
         self,
         mut lines: Vec<Precision>,
@@ -99,11 +145,17 @@ impl<'a> AbsentProtections<'a> {
         Report {
             lines,
             absent,
+            carved: self.carved,
             froms: self.froms,
             fs,
+            target: target.to_string(),
             moved: target == TARGET,
         }
     }
+}
+
+fn number(grant: usize) -> u32 {
+    u32::try_from(grant).expect("fewer than 2^32 grants")
 }
 
 /// A precision report whose absent protections' lines ([`AbsentProtections`])
@@ -116,8 +168,13 @@ pub struct Report<'a> {
     /// Each absent group's line (its index in `lines`) and paths, in
     /// the order of `lines`.
     absent: Vec<(usize, Vec<Entry>)>,
+    /// Each carve-out's line (its index in `lines`, where it is a
+    /// placeholder), in the order of `lines`.
+    carved: Vec<(usize, Carved)>,
     froms: Vec<Vec<&'a str>>,
     fs: &'a [Grant],
+    /// The carve-outs' lines' target.
+    target: String,
     /// The Linux artifact's lines say that `sbx run` moves what was
     /// created aside (landlockconfig's do not).
     moved: bool,
@@ -129,14 +186,16 @@ impl<'a> Report<'a> {
         self.lines.push(l);
     }
 
-    /// The lines without the absent protections' (which are all
-    /// advisory): what `enforcement = "required"` and the linter read.
-    pub fn without_absent(self) -> Vec<Precision> {
+    /// The lines without those of absent protections (all advisory) and
+    /// of carve-outs a mount makes exact (all exact): the rest is what
+    /// `enforcement = "required"` and the linter read.
+    pub fn lean(self) -> Vec<Precision> {
         let mut skip = self.absent.iter().map(|&(at, _)| at).peekable();
+        let mut carved = self.carved.iter().map(|&(at, _)| at).peekable();
         self.lines
             .into_iter()
             .enumerate()
-            .filter(|&(i, _)| skip.next_if_eq(&i).is_none())
+            .filter(|&(i, _)| skip.next_if_eq(&i).is_none() && carved.next_if_eq(&i).is_none())
             .map(|(_, l)| l)
             .collect()
     }
@@ -148,11 +207,33 @@ impl<'a> Report<'a> {
             .iter()
             .map(|(at, paths)| (*at, self.reason(paths).to_string()))
             .collect();
+        let carved: Vec<(usize, Precision)> = self
+            .carved
+            .iter()
+            .map(|(at, c)| (*at, self.carved_line(c)))
+            .collect();
         let mut lines = self.lines;
         for (at, text) in texts {
             lines[at].reason = text;
         }
+        for (at, l) in carved {
+            lines[at] = l;
+        }
         lines
+    }
+
+    fn carved_line(&self, c: &Carved) -> Precision {
+        let g = &self.fs[c.grant as usize];
+        line(
+            g.source.label(),
+            &self.target,
+            Status::Exact,
+            self.carved_reason(c).to_string(),
+        )
+    }
+
+    fn carved_reason<'r>(&'r self, c: &'r Carved) -> CarvedReason<'r, 'a> {
+        CarvedReason { report: self, c }
     }
 
     fn reason<'r>(&'r self, paths: &'r [Entry]) -> Reason<'r, 'a> {
@@ -225,6 +306,36 @@ impl Display for Reason<'_, '_> {
     }
 }
 
+/// The text of one carve-out's line.
+struct CarvedReason<'r, 'a> {
+    report: &'r Report<'a>,
+    c: &'r Carved,
+}
+
+impl Display for CarvedReason<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.report;
+        let path = &r.fs[self.c.grant as usize].path;
+        write!(
+            f,
+            "{} (with Landlock alone, whose rights are additive, {} from {} still apply \
+             beneath {path})",
+            self.c.fix.claim(path),
+            access_words(self.c.extra),
+            r.froms[self.c.from as usize].join(", "),
+        )
+    }
+}
+
+/// A grant's label, written when it is serialised.
+struct Label<'a>(&'a Source);
+
+impl Display for Label<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.label())
+    }
+}
+
 const ABSENT_ADVICE: &str = "Reported, never refused by enforcement = \"required\": sbx adds \
      it, the policy does not (create the path before the run to make it exact, or name it in \
      a rule to decide it yourself)";
@@ -234,8 +345,9 @@ const ABSENT_ADVICE: &str = "Reported, never refused by enforcement = \"required
 /// straight into its output).
 #[derive(Serialize)]
 #[serde(rename = "Precision")]
-struct LineOut<'l, R: Display> {
-    rule: &'l str,
+struct LineOut<'l, L: Display, R: Display> {
+    #[serde(serialize_with = "collect")]
+    rule: L,
     target: &'l str,
     status: Status,
     #[serde(serialize_with = "collect")]
@@ -253,16 +365,26 @@ impl Serialize for Report<'_> {
         use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(Some(self.lines.len()))?;
         let mut absent = self.absent.iter().peekable();
+        let mut carved = self.carved.iter().peekable();
         for (i, l) in self.lines.iter().enumerate() {
-            match absent.next_if(|(at, _)| *at == i) {
-                Some((_, paths)) => seq.serialize_element(&LineOut {
+            if let Some((_, paths)) = absent.next_if(|(at, _)| *at == i) {
+                seq.serialize_element(&LineOut {
                     rule: &l.rule,
                     target: &l.target,
                     status: l.status,
                     reason: self.reason(paths),
                     advisory: l.advisory,
-                })?,
-                None => seq.serialize_element(l)?,
+                })?;
+            } else if let Some((_, c)) = carved.next_if(|(at, _)| *at == i) {
+                seq.serialize_element(&LineOut {
+                    rule: Label(&self.fs[c.grant as usize].source),
+                    target: &self.target,
+                    status: Status::Exact,
+                    reason: self.carved_reason(c),
+                    advisory: false,
+                })?;
+            } else {
+                seq.serialize_element(l)?;
             }
         }
         seq.end()
