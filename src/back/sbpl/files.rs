@@ -157,27 +157,39 @@ impl Unique {
 }
 
 /// The two lists of [`protect`], each without repeats in first-seen
-/// order, holding each filter once for both: most directories are in
-/// both, and a [`Unique`] per list held two copies of each (40 MiB of
-/// the SBPL lane at 100,000 rules, #38).
+/// order. A filter is a number until the lists are complete (its
+/// spelling, how it matches and the node it was first pushed for), and
+/// each is made once for both lists: a set of filters per list, beside
+/// the directories looked at, was 60 MiB of the SBPL lane at 100,000
+/// rules (#38).
 #[derive(Default)]
-struct Both {
-    /// Each filter and its number.
-    at: Map<String, u32>,
+struct Lists<'a> {
+    /// Each number's filter, as it will be made, and its node.
+    filters: Vec<(Match, Spelling<'a>, u32)>,
     /// Each list, as numbers.
     lists: [Vec<u32>; 2],
     /// Which lists hold each number.
     held: Vec<[bool; 2]>,
 }
 
-impl Both {
-    /// `f` at the end of list `k`, unless it is there already.
-    fn push(&mut self, k: usize, f: String) {
-        let next = u32::try_from(self.held.len()).expect("fewer than 2^32 filters");
-        let i = *self.at.entry(f).or_insert(next);
-        if i == next {
-            self.held.push([false; 2]);
-        }
+/// No number yet.
+const NONE: u32 = u32::MAX;
+
+impl<'a> Lists<'a> {
+    /// A new filter's number: `m` of `s`, pushed first for node `node`.
+    fn add(&mut self, m: Match, s: Spelling<'a>, node: usize) -> u32 {
+        let i = u32::try_from(self.filters.len())
+            .ok()
+            .filter(|&i| i != NONE)
+            .expect("fewer than 2^32 - 1 filters");
+        let node = u32::try_from(node).expect("fewer than 2^32 grants");
+        self.filters.push((m, s, node));
+        self.held.push([false; 2]);
+        i
+    }
+
+    /// Filter `i` at the end of list `k`, unless it is there already.
+    fn push(&mut self, k: usize, i: u32) {
         let held = &mut self.held[i as usize][k];
         if !*held {
             *held = true;
@@ -185,26 +197,29 @@ impl Both {
         }
     }
 
-    /// The first list, and the second unless it is the same.
-    fn into_lists(self) -> (Vec<String>, Option<Vec<String>>) {
-        let mut texts = vec![String::new(); self.held.len()];
-        for (f, i) in self.at {
-            texts[i as usize] = f;
+    /// The first list, and the second unless it is the same. The
+    /// filters are made in the order they were first pushed, so that an
+    /// error is the one met first.
+    fn into_lists(self, nodes: &[Node]) -> Result<(Vec<String>, Option<Vec<String>>), EmitError> {
+        let mut texts = Vec::with_capacity(self.filters.len());
+        for &(m, s, n) in &self.filters {
+            texts.push(filter(m, &s).map_err(node_err(&nodes[n as usize]))?);
         }
+        drop(self.filters);
         let [first, second] = self.lists;
         if first == second {
             let list = first
                 .iter()
                 .map(|&i| std::mem::take(&mut texts[i as usize]))
                 .collect();
-            return (list, None);
+            return Ok((list, None));
         }
         let list = first.iter().map(|&i| texts[i as usize].clone()).collect();
         let other = second
             .iter()
             .map(|&i| std::mem::take(&mut texts[i as usize]))
             .collect();
-        (list, Some(other))
+        Ok((list, Some(other)))
     }
 }
 
@@ -726,14 +741,17 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
         .iter()
         .filter(|n| n.spellings().any(|s| s.param.is_some()))
         .fold(Access::NONE, |a, n| a.union(n.grant.access));
-    let mut lists = Both::default();
-    // Which of the two rights each directory was looked at for: one
-    // copy of its text for both, where a set per right held two.
-    let mut done: Map<String, [bool; 2]> = Map::default();
+    let mut lists = Lists::default();
+    // Which of the two rights each directory was looked at for (one
+    // copy of its text for both, where a set per right held two), and
+    // its filter's number once it has one.
+    let mut done: Map<String, ([bool; 2], u32)> = Map::default();
+    // The parameters' `path-ancestors` filters' numbers.
+    let mut roots: Vec<(&'static str, u32)> = Vec::new();
     let mut text = String::new();
     // The two rights, in the order of `lists`: create, delete.
     let rights: [fn(Access) -> bool; 2] = [|a| a.create, |a| a.delete];
-    for n in &index.nodes {
+    for (ni, n) in index.nodes.iter().enumerate() {
         for (k, right) in rights.iter().enumerate() {
             if right(n.grant.access) {
                 continue;
@@ -744,12 +762,12 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     // its ancestors with it.
                     s.text_of(rest, &mut text);
                     match done.get_mut(text.as_str()) {
-                        Some(d) if d[k] => break,
-                        Some(d) => d[k] = true,
+                        Some(d) if d.0[k] => break,
+                        Some(d) => d.0[k] = true,
                         None => {
                             let mut d = [false; 2];
                             d[k] = true;
-                            done.insert(text.clone(), d);
+                            done.insert(text.clone(), (d, NONE));
                         }
                     }
                     let allowed = right(index.access_at(&text));
@@ -761,20 +779,34 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                             param: s.param,
                             rest,
                         };
-                        lists.push(k, filter(Match::Literal, &anc).map_err(node_err(n))?);
+                        let d = done.get_mut(text.as_str()).expect("looked at above");
+                        if d.1 == NONE {
+                            d.1 = lists.add(Match::Literal, anc, ni);
+                        }
+                        lists.push(k, d.1);
                     }
                 }
-                if portable && s.param.is_some() {
+                if let Some(p) = s.param.filter(|_| portable) {
                     let root = Spelling {
                         param: s.param,
                         rest: "",
                     };
-                    lists.push(k, filter(Match::Ancestors, &root).map_err(node_err(n))?);
+                    let i = match roots.iter().find(|(q, _)| *q == p) {
+                        Some(&(_, i)) => i,
+                        None => {
+                            let i = lists.add(Match::Ancestors, root, ni);
+                            roots.push((p, i));
+                            i
+                        }
+                    };
+                    lists.push(k, i);
                 }
             }
         }
     }
-    let (create, unlink) = lists.into_lists();
+    // Before the filters are made: the directories' texts are as many.
+    drop(done);
+    let (create, unlink) = lists.into_lists(&index.nodes)?;
     let mut out = Vec::new();
     if !create.is_empty() && unlink.is_none() {
         out.push(Rule {
