@@ -146,7 +146,7 @@ fn compile_all(bencher: divan::Bencher, n: usize) {
 fn parsed(n: usize) -> Parsed {
     Parsed::parse(SourceFile {
         name: "p.toml".into(),
-        text: policy_text(n),
+        text: policy_text(n).into(),
     })
     .expect("parses")
 }
@@ -158,7 +158,7 @@ fn parse(bencher: divan::Bencher, n: usize) {
     bencher.bench(|| {
         Parsed::parse(SourceFile {
             name: "p.toml".into(),
-            text: text.clone(),
+            text: text.as_str().into(),
         })
         .expect("parses")
     });

@@ -140,7 +140,7 @@ impl Inputs {
     pub fn files(&self) -> Files {
         let mut f = Files::default();
         for s in &self.sources {
-            f.add(&s.name, &s.text);
+            f.add(&s.name, s.text.clone());
         }
         f
     }

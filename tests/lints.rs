@@ -15,7 +15,7 @@ fn lint_layers(h: &Host, files: &[(&str, &str)], reports: &[Precision]) -> Vec<D
             .iter()
             .map(|(n, t)| sbx::policy::source::SourceFile {
                 name: n.to_string(),
-                text: t.to_string(),
+                text: (*t).into(),
             })
             .collect(),
     };

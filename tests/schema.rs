@@ -81,7 +81,7 @@ fn validator_and_deserialiser_agree() {
     for (name, text, tool) in all_inputs() {
         let file = SourceFile {
             name: name.clone(),
-            text: text.clone(),
+            text: text.as_str().into(),
         };
         let Ok(mut parsed) = Parsed::parse(file) else {
             // TOML syntax errors: neither side gets a document.

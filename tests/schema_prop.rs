@@ -323,7 +323,7 @@ fn agree(doc: &Value) -> Result<(), TestCaseError> {
     let text = toml::to_string(doc).map_err(|e| TestCaseError::reject(e.to_string()))?;
     let parsed = Parsed::parse(SourceFile {
         name: "p.toml".into(),
-        text: text.clone(),
+        text: text.as_str().into(),
     })
     .map_err(|d| TestCaseError::fail(format!("{text}: {}", d.message)))?;
     prop_assert_eq!(&parsed.value, doc, "the TOML text means the document");

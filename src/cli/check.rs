@@ -152,7 +152,7 @@ fn check_layers(
         Err(f) => return (f.diagnostics, Some(f.exit_code)),
     };
     for s in &inputs.sources {
-        files.add(&s.name, &s.text);
+        files.add(&s.name, s.text.clone());
     }
     let baseline = if a.baseline.is_empty() {
         None
@@ -160,7 +160,7 @@ fn check_layers(
         match Inputs::read(&a.baseline) {
             Ok(b) => {
                 for s in &b.sources {
-                    files.add(&s.name, &s.text);
+                    files.add(&s.name, s.text.clone());
                 }
                 Some(b)
             }

@@ -52,7 +52,7 @@ impl Allow {
         }
         Ok(SourceFile {
             name: NAME.into(),
-            text,
+            text: text.into(),
         })
     }
 }
@@ -113,7 +113,7 @@ mod tests {
         };
         let l = a.layer(std::path::Path::new("/w"), true).unwrap();
         assert_eq!(
-            l.text,
+            &*l.text,
             "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\nexecute = true\n\
              \n[[fs]]\npath = \"/w/docs\"\nread = true\n\
              \n[[fs]]\npath = \"/out\"\nread = true\nwrite = true\n\

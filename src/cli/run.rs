@@ -183,7 +183,7 @@ fn allow_layer(
             return None;
         }
     };
-    files.add(&source.name, &source.text);
+    files.add(&source.name, source.text.clone());
     match sbx::policy::load_layer(source, None) {
         Ok(l) => Some(Some(l)),
         Err(d) => {

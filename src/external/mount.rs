@@ -369,7 +369,7 @@ fn edit_policy(req: &Request, key: &str) -> Result<Edited, Error> {
     let new_text = doc.to_string();
     let edited = SourceFile {
         name: src.name.clone(),
-        text: new_text.clone(),
+        text: new_text.as_str().into(),
     };
     for scope in &scopes {
         let after = load(&edited, scope.as_deref()).map_err(Error::Policy)?;
@@ -388,7 +388,7 @@ fn edit_policy(req: &Request, key: &str) -> Result<Edited, Error> {
         }
     }
     Ok(Edited {
-        old_text: src.text,
+        old_text: src.text.to_string(),
         new_text,
         changes,
         extra_sensitive: extra,

@@ -121,7 +121,7 @@ pub fn read_file(path: &camino::Utf8Path) -> Result<SourceFile, Diagnostic> {
     let text = String::from_utf8(bytes).map_err(|e| not_utf8(path.as_str(), e))?;
     Ok(SourceFile {
         name: path.to_string(),
-        text,
+        text: text.into(),
     })
 }
 

@@ -17,7 +17,7 @@ pub const MAX_FILE_BYTES: usize = 64 << 20;
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     pub name: String,
-    pub text: String,
+    pub text: std::sync::Arc<str>,
 }
 
 /// Spans of every value, as a tree parallel to the JSON value: nodes hold

@@ -186,7 +186,7 @@ mod tests {
             let text = toml::to_string(&c).unwrap();
             let parsed = Parsed::parse(crate::policy::source::SourceFile {
                 name: "p.toml".into(),
-                text,
+                text: text.into(),
             })
             .unwrap();
             let (t, s) = (typed(&parsed).is_some(), schema_valid(&c));

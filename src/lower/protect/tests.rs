@@ -44,7 +44,7 @@ impl Host {
         let layer = load_layer(
             SourceFile {
                 name: "p.toml".into(),
-                text: format!("{policy}\n[process]\npresets = []\n"),
+                text: format!("{policy}\n[process]\npresets = []\n").into(),
             },
             None,
         )
