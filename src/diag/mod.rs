@@ -103,8 +103,8 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 #[derive(Debug, Default, Clone)]
 pub struct Files {
     /// Name, text, and the offset where each line starts. The text is
-    /// shared with the input's ([`crate::policy::source::SourceFile`]):
-    /// a copy of a 100,000-rule policy was 5 MiB of the peak.
+    /// shared with the input file's: a copy of a 100,000-rule policy was
+    /// 5 MiB of the peak.
     files: Vec<(String, std::sync::Arc<str>, Vec<usize>)>,
 }
 
