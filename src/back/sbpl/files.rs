@@ -163,27 +163,43 @@ impl Unique {
 /// the directories looked at, was 60 MiB of the SBPL lane at 100,000
 /// rules (#38).
 #[derive(Default)]
-struct Lists<'a> {
-    /// Each number's filter, as it will be made, and its node.
-    filters: Vec<(Match, Spelling<'a>, u32)>,
+struct Lists {
+    /// Each number's filter, as it will be made.
+    filters: Vec<Pending>,
     /// Each list, as numbers.
     lists: [Vec<u32>; 2],
     /// Which lists hold each number.
     held: Vec<[bool; 2]>,
 }
 
+/// A filter not made yet: `m` of the first `len` bytes of node `node`'s
+/// `spelling`th spelling (an ancestor's, or its parameter's root): 12
+/// bytes, where the spelling itself took 32.
+#[derive(Clone, Copy)]
+struct Pending {
+    node: u32,
+    len: u32,
+    spelling: u16,
+    m: Match,
+}
+
 /// No number yet.
 const NONE: u32 = u32::MAX;
 
-impl<'a> Lists<'a> {
-    /// A new filter's number: `m` of `s`, pushed first for node `node`.
-    fn add(&mut self, m: Match, s: Spelling<'a>, node: usize) -> u32 {
+impl Lists {
+    /// A new filter's number: `m` of `rest` (the first bytes of node
+    /// `node`'s `spelling`th spelling), pushed first for that node.
+    fn add(&mut self, m: Match, node: usize, spelling: usize, rest: &str) -> u32 {
         let i = u32::try_from(self.filters.len())
             .ok()
             .filter(|&i| i != NONE)
             .expect("fewer than 2^32 - 1 filters");
-        let node = u32::try_from(node).expect("fewer than 2^32 grants");
-        self.filters.push((m, s, node));
+        self.filters.push(Pending {
+            node: u32::try_from(node).expect("fewer than 2^32 grants"),
+            len: u32::try_from(rest.len()).expect("a path shorter than 4 GiB"),
+            spelling: u16::try_from(spelling).expect("fewer than 2^16 spellings"),
+            m,
+        });
         self.held.push([false; 2]);
         i
     }
@@ -202,8 +218,17 @@ impl<'a> Lists<'a> {
     /// error is the one met first.
     fn into_lists(self, nodes: &[Node]) -> Result<(Vec<String>, Option<Vec<String>>), EmitError> {
         let mut texts = Vec::with_capacity(self.filters.len());
-        for &(m, s, n) in &self.filters {
-            texts.push(filter(m, &s).map_err(node_err(&nodes[n as usize]))?);
+        for p in &self.filters {
+            let n = &nodes[p.node as usize];
+            let s = n
+                .spellings()
+                .nth(p.spelling.into())
+                .expect("the spelling it was added for");
+            let s = Spelling {
+                param: s.param,
+                rest: &s.rest[..p.len as usize],
+            };
+            texts.push(filter(p.m, &s).map_err(node_err(n))?);
         }
         drop(self.filters);
         let [first, second] = self.lists;
@@ -756,7 +781,7 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
             if right(n.grant.access) {
                 continue;
             }
-            for s in n.spellings() {
+            for (si, s) in n.spellings().enumerate() {
                 for rest in s.ancestor_rests() {
                     // Each directory is looked at once per right, and
                     // its ancestors with it.
@@ -775,26 +800,18 @@ fn protect(ir: &Ir, index: &Index) -> Result<Vec<Rule>, EmitError> {
                     // outside its root, or an absolute directory from a
                     // parameter's grant, is unknown until run time.
                     if allowed || portable && (s.param.is_some() || right(from_params)) {
-                        let anc = Spelling {
-                            param: s.param,
-                            rest,
-                        };
                         let d = done.get_mut(text.as_str()).expect("looked at above");
                         if d.1 == NONE {
-                            d.1 = lists.add(Match::Literal, anc, ni);
+                            d.1 = lists.add(Match::Literal, ni, si, rest);
                         }
                         lists.push(k, d.1);
                     }
                 }
                 if let Some(p) = s.param.filter(|_| portable) {
-                    let root = Spelling {
-                        param: s.param,
-                        rest: "",
-                    };
                     let i = match roots.iter().find(|(q, _)| *q == p) {
                         Some(&(_, i)) => i,
                         None => {
-                            let i = lists.add(Match::Ancestors, root, ni);
+                            let i = lists.add(Match::Ancestors, ni, si, "");
                             roots.push((p, i));
                             i
                         }
