@@ -319,8 +319,10 @@ pub fn emit_to(
     emit_lines_to(ir, target, out, true)
 }
 
-/// [`emit_to`], the report's advisory lines only if `advisory` (and
-/// only where the artifact does not carry them).
+/// [`emit_to`], the report's advisory lines only if `advisory`. Without
+/// it, landlockconfig makes none, and the Linux artifact (which carries
+/// them, and the exact lines of its carve-outs) returns neither: what is
+/// returned is what `enforcement = "required"` and `warn` read.
 fn emit_lines_to(
     ir: &Ir,
     target: Target,
