@@ -371,7 +371,8 @@ pub fn compile(inputs: &Inputs, targets: &[Target], opts: &Options) -> Result<Ou
 }
 
 /// Extra warnings about one lowering, given the targets compiled from it
-/// and their precision reports (less the advisory lines). The CLI passes the linter's
+/// and the inexact lines of their precision reports (less the advisory
+/// ones: `compile -o` does not keep the others). The CLI passes the linter's
 /// `target_warnings`: `check`'s warnings about rules a target drops or
 /// narrows (the linter depends on this module, not the other way round).
 pub type Warn<'a> =
@@ -530,16 +531,20 @@ fn compile_each(
                         let refused = inexact(&p, t, &policy, &layers);
                         out.errors.extend(refused.into_iter().map(|d| (i, d)));
                     }
-                    // `warn` is not given the advisory lines: they are
-                    // about sbx's own protections, which no warning is
-                    // about, and at 100,000 rules they are most of the
-                    // memory (one per absent protection and report).
+                    // `warn` is given the inexact lines that are not
+                    // advisory: advisory lines are about sbx's own
+                    // protections, which no warning is about, exact
+                    // lines say nothing to warn of, and at 100,000 rules
+                    // both are most of the reports (a line per absent
+                    // protection, carve-out or rule), which `compile -o`
+                    // therefore does not return for Linux.
+                    let warned = |l: &Precision| !l.advisory && l.status.is_inexact();
                     match (warn.is_some(), keep) {
                         (true, true) => {
-                            reports.extend(p.iter().filter(|l| !l.advisory).cloned());
+                            reports.extend(p.iter().filter(|l| warned(l)).cloned());
                             out.reports.push((i, p));
                         }
-                        (true, false) => reports.extend(p.into_iter().filter(|l| !l.advisory)),
+                        (true, false) => reports.extend(p.into_iter().filter(warned)),
                         (false, true) => out.reports.push((i, p)),
                         (false, false) => {}
                     }
