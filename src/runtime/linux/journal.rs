@@ -148,8 +148,6 @@ const SLOTS: u32 = 4096;
 /// The first slot (`N.slot`) that can be locked and holds no entry,
 /// made if need be, returned locked.
 fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
     for n in 0..SLOTS {
         let path = runs.join(format!("{n}.slot"));
         let file = std::fs::OpenOptions::new()
@@ -163,8 +161,7 @@ fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
             // A live run's, or a sweep finishing it.
             continue;
         }
-        let meta = file.metadata()?;
-        if !meta.is_file() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        if !is_private_file(&file.metadata()?) {
             return Err(io::Error::other(format!(
                 "{} is not a private file of this user",
                 path.display()
@@ -179,6 +176,13 @@ fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
         "all {SLOTS} journal slots in {} are taken",
         runs.display()
     )))
+}
+
+/// A regular file of this user that nobody else can read or write, as
+/// sbx makes its entries and slots.
+fn is_private_file(meta: &std::fs::Metadata) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    meta.is_file() && meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o077 == 0
 }
 
 /// The slot's first byte says it holds an entry.
@@ -433,11 +437,12 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
         }
         // Freed or unlinked by whoever held the lock before us: done
         // already (a free slot, or one whose writer was killed half way).
-        if if is_slot(&path) {
+        let done = if is_slot(&path) {
             !holds_entry(&file)
         } else {
             std::fs::symlink_metadata(&path).is_err()
-        } {
+        };
+        if done {
             continue;
         }
         out.extend(finish_one(&path, file));
@@ -463,13 +468,11 @@ fn stale(p: &Path) -> bool {
 
 fn finish_one(path: &Path, mut file: File) -> Vec<String> {
     let shown = path.display();
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
     let meta = match file.metadata() {
         Ok(m) => m,
         Err(e) => return vec![format!("sbx: warning: after-run journal {shown}: {e}")],
     };
-    if meta.uid() != me || meta.mode() & 0o077 != 0 || !meta.is_file() {
+    if !is_private_file(&meta) {
         return vec![format!(
             "sbx: warning: after-run journal {shown} is not a private file of this user: \
              left alone"

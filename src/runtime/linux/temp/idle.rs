@@ -191,17 +191,13 @@ pub(super) struct Pool {
 impl Pool {
     /// `base`'s pool, made if need be; refused if it is not one sbx made.
     fn open(base: &Path) -> io::Result<Pool> {
-        let dir = base.join(POOL);
-        match std::fs::symlink_metadata(&dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-                    .create(&dir)?;
-                Ok(Pool {
-                    dir,
-                    names: Vec::new(),
-                })
-            }
-            _ => Pool::checked(base),
+        let pool = Pool::checked(base)?;
+        match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&pool.dir)
+        {
+            // There already: checked above.
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+            _ => Ok(pool),
         }
     }
 
@@ -373,6 +369,16 @@ mod tests {
         b
     }
 
+    /// A `user.` attribute on `p`, as a default ACL would be one.
+    fn set_user_xattr(p: &Path) {
+        let c = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path and name, a 1-byte value.
+        let r = unsafe {
+            libc::lsetxattr(c.as_ptr(), c"user.sbx".as_ptr(), b"x".as_ptr().cast(), 1, 0)
+        };
+        assert_eq!(r, 0, "{}", io::Error::last_os_error());
+    }
+
     fn parent() -> tempfile::TempDir {
         tempfile::Builder::new()
             .prefix("sbx-idle-test-")
@@ -443,14 +449,7 @@ mod tests {
                 std::fs::remove_dir(i.join("1")).unwrap();
                 std::os::unix::fs::symlink("/tmp", i.join("1")).unwrap();
             }),
-            ("an extended attribute", |i| {
-                let c = CString::new(i.join("0").as_os_str().as_encoded_bytes()).unwrap();
-                // SAFETY: a NUL-terminated path and name, a 1-byte value.
-                let r = unsafe {
-                    libc::lsetxattr(c.as_ptr(), c"user.sbx".as_ptr(), b"x".as_ptr().cast(), 1, 0)
-                };
-                assert_eq!(r, 0, "{}", io::Error::last_os_error());
-            }),
+            ("an extended attribute", |i| set_user_xattr(&i.join("0"))),
         ];
         for (what, change) in changes {
             let b = base(p.path(), "sbx-run-2", 2);
@@ -575,12 +574,7 @@ mod tests {
                 std::os::unix::fs::symlink("/tmp", i.join("pool/7")).unwrap()
             }),
             ("an extended attribute", |i| {
-                let c = CString::new(i.join("pool/0").as_os_str().as_encoded_bytes()).unwrap();
-                // SAFETY: a NUL-terminated path and name, a 1-byte value.
-                let r = unsafe {
-                    libc::lsetxattr(c.as_ptr(), c"user.sbx".as_ptr(), b"x".as_ptr().cast(), 1, 0)
-                };
-                assert_eq!(r, 0, "{}", io::Error::last_os_error());
+                set_user_xattr(&i.join("pool/0"))
             }),
         ];
         for (what, change) in changes {
