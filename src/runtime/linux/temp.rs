@@ -76,6 +76,7 @@ impl PrivateTemp {
                 .iter()
                 .find_map(|parent| idle::take(parent, names.len(), &run_name))
         };
+        let (parked, pool) = parked.unzip();
         let mut out = PrivateTemp {
             base: match (&parked, names.is_empty()) {
                 (Some(b), _) => b.clone(),
@@ -86,9 +87,7 @@ impl PrivateTemp {
             shm,
             handed: false,
             // Checked with the base when it was taken.
-            pool: std::cell::RefCell::new(
-                parked.as_ref().and_then(|b| idle::Pool::checked(b).ok()),
-            ),
+            pool: std::cell::RefCell::new(pool),
         };
         for (i, name) in names.into_iter().enumerate() {
             let dir = out.base.join(i.to_string());
