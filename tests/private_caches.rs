@@ -614,9 +614,9 @@ fn the_mount_namespace_is_gone_when_sbx_returns() {
 }
 
 /// Each run's overlay keeps its scratch directory in a work directory
-/// of its own (`KEY/home/work/run-PID-…`), removed after the run with
-/// those of killed runs and what earlier versions left; a live run's is
-/// kept.
+/// of its own (`KEY/home/work/run-PID-…`), left after the run; the
+/// next run removes it while its command runs, with those of killed
+/// runs and what earlier versions left; a live run's is kept.
 #[test]
 fn work_directories_are_the_runs_own_and_cleared() {
     use std::os::unix::fs::PermissionsExt;
@@ -644,7 +644,11 @@ fn work_directories_are_the_runs_own_and_cleared() {
     ok_in(&env, &env.ws, "echo x > ~/.npm/a", &[]);
     let works = work_dirs();
     assert_eq!(works.len(), 1, "{works:?}");
-    assert!(listing(&works[0]).is_empty(), "{:?}", listing(&works[0]));
+    let first = listing(&works[0]);
+    assert!(
+        first.len() == 1 && first[0].starts_with("run-"),
+        "{first:?}"
+    );
     // A killed run's (no such process), a live one's (this test's), and
     // an earlier version's, locked.
     let live = format!("run-{}-1", std::process::id());
@@ -658,7 +662,15 @@ fn work_directories_are_the_runs_own_and_cleared() {
     }
     let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
     assert_eq!(out.trim(), "x");
-    assert_eq!(listing(&works[0]), [live]);
+    let second = listing(&works[0]);
+    let own: Vec<&String> = second.iter().filter(|n| **n != live).collect();
+    assert!(
+        second.contains(&live)
+            && own.len() == 1
+            && own[0].starts_with("run-")
+            && *own[0] != first[0],
+        "{second:?} after {first:?}"
+    );
 }
 
 /// Two runs of one workspace and policy at once: the second's overlay
@@ -696,8 +708,8 @@ fn concurrent_runs_of_one_key_both_copy_up() {
 
 /// A cache outside home gets an overlay of its own, whose work
 /// directory the setup process makes for the run; the host's entry is
-/// read and copied up, never changed, and the work directory is gone
-/// after the run.
+/// read and copied up, never changed, and the next run removes the
+/// work directory.
 #[test]
 fn a_cache_outside_home_has_its_own_overlay() {
     let Some(env) = setup() else { return };
@@ -727,10 +739,29 @@ fn a_cache_outside_home_has_its_own_overlay() {
         .next()
         .unwrap();
     let work = key.path().join("cargo-registry/work");
-    assert_eq!(
-        std::fs::read_dir(&work).unwrap().count(),
-        0,
-        "{}",
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&work)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let first = names();
+    assert!(
+        first.len() == 1 && first[0].starts_with("run-"),
+        "{}: {first:?}",
+        work.display()
+    );
+    ok_in(
+        &env,
+        &env.ws,
+        "cat $CARGO_HOME/registry/cache/h",
+        &[("CARGO_HOME", home)],
+    );
+    let second = names();
+    assert!(
+        second.len() == 1 && second[0].starts_with("run-") && second != first,
+        "{}: {second:?} after {first:?}",
         work.display()
     );
 }

@@ -460,7 +460,7 @@ const HOME: &str = "home";
 /// Make the key's directories and record its use; the child's mounts.
 /// `home`: the caller's home, the lower layer of every cache beneath it.
 /// Also this run's work directories for the overlays, for
-/// [`clear_works`].
+/// [`clear_dead_works`].
 pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     use std::os::unix::fs::DirBuilderExt;
     if d.caches.is_empty() {
@@ -547,8 +547,8 @@ const RUN: &str = "run-";
 /// last left, which may be a running overlay's (a concurrent run of the
 /// same key), and on a disk mounted with `discard` freeing it is a
 /// synchronous discard on the way to the command's start (0.4–3.8 ms
-/// on the bench machine). [`clear_works`] removes it once the run's
-/// namespace is gone, off that path.
+/// on the bench machine). The next run of the key removes it
+/// ([`clear_dead_works`]), while its own command runs.
 fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -562,11 +562,14 @@ fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
     Ok(work)
 }
 
-/// Once the run's namespace is gone: remove this run's work directories
-/// (`works`), and beside them those of runs whose sbx is gone (killed)
-/// and what earlier versions left (`work`, `old-*`). A live run's is
-/// kept: its process still exists.
-pub fn clear_works(works: &[PathBuf]) {
+/// While the command runs: beside this run's work directories
+/// (`works`), remove those of runs that have ended (their sbx is gone:
+/// a finished run leaves its own, a killed one too) and what earlier
+/// versions left (`work`, `old-*`). A live run's is kept: its process
+/// still exists. Removing a directory frees its block, which on a disk
+/// mounted with `discard` is a synchronous discard: done here, beside
+/// the command, rather than between its end and sbx's.
+pub fn clear_dead_works(works: &[PathBuf]) {
     let alive = |name: &str| {
         let pid = name
             .strip_prefix(RUN)
@@ -579,16 +582,15 @@ pub fn clear_works(works: &[PathBuf]) {
                     || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
         })
     };
-    for work in works {
-        let _ = super::temp::remove_tree(work);
-        let Some(parent) = work.parent() else {
-            continue;
-        };
+    let mut parents: Vec<&Path> = works.iter().filter_map(|w| w.parent()).collect();
+    parents.sort_unstable();
+    parents.dedup();
+    for parent in parents {
         for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            let ours = name.starts_with(RUN) && !alive(name);
-            if ours || name == "work" || name.starts_with("old-") {
+            let dead = name.starts_with(RUN) && !alive(name);
+            if dead || name == "work" || name.starts_with("old-") {
                 let _ = super::temp::remove_tree(&entry.path());
             }
         }

@@ -591,9 +591,11 @@ struct SetUp {
     /// that the guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
     mount_ns: Option<OwnedFd>,
-    /// The caches' overlays' work directories of this run, removed once
-    /// the namespace is gone (`caches::own_work`).
+    /// The caches' overlays' work directories of this run; those of
+    /// ended runs beside them are removed while the command runs
+    /// (`caches::clear_dead_works`), by `clearing`.
     cache_works: Vec<PathBuf>,
+    clearing: Option<std::thread::JoinHandle<()>>,
     carve_outs: Vec<String>,
     user_ns: bool,
     new_root: bool,
@@ -794,6 +796,7 @@ fn set_up(
         mount_ns_sock,
         mount_ns: None,
         cache_works,
+        clearing: None,
         carve_outs,
         user_ns,
         new_root,
@@ -1101,6 +1104,16 @@ fn serve(
     if let Ok(g) = &guardian {
         s.not_ours.push(g.pid);
     }
+    // Threads may start now. Ended runs' work directories go while the
+    // command runs: freeing their blocks is a synchronous discard on
+    // some disks.
+    if !s.cache_works.is_empty() {
+        let works = std::mem::take(&mut s.cache_works);
+        s.clearing = std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || caches::clear_dead_works(&works))
+            .ok();
+    }
     s.mount_ns = s
         .mount_ns_sock
         .take()
@@ -1153,20 +1166,12 @@ fn finish(
     // caches' overlay to disk) runs on a thread of its own beside the
     // after-run work, which needs nothing of it.
     spawned.finish();
-    let (fd, works) = (s.mount_ns.take(), std::mem::take(&mut s.cache_works));
-    let teardown = (fd.is_some() || !works.is_empty())
-        .then(|| {
-            std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn(move || {
-                    // Once the namespace is gone, no overlay uses this
-                    // run's work directories.
-                    drop(fd);
-                    caches::clear_works(&works);
-                })
-                .ok()
-        })
-        .flatten();
+    let teardown = s.mount_ns.take().and_then(|fd| {
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || drop(fd))
+            .ok()
+    });
     if out.timed_out {
         eprintln!(
             "sbx: wall_time_s = {} reached: killed the process tree",
@@ -1182,7 +1187,7 @@ fn finish(
             work.finish();
         }
     }
-    if let Some(t) = teardown {
+    for t in teardown.into_iter().chain(s.clearing.take()) {
         let _ = t.join();
     }
     drop(s);
