@@ -16,21 +16,22 @@
 //! the run leaves are moved, nameless, into the base's `pool` (at most
 //! [`POOL_KEEP`]), and the next run's stubs are taken from there.
 //!
-//! Invariant, checked whole when a base is taken: a real directory of
+//! Invariant, checked when a base is taken: a real directory of
 //! this user, mode 0700, holding exactly
 //! `0` … `K-1`, each a real directory of this user, mode 1777, empty,
 //! and without extended attributes other than an LSM's `security.*`
 //! labels (a default ACL would reach the next run's files); and at most
-//! a `pool`, mode 0700, of at most [`POOL_KEEP`] numbered directories,
-//! each of this user, mode 0755, empty and without such attributes. A
-//! parked base that changed meanwhile is removed and a fresh one is
-//! made. Only its owner (and root) can rename an entry of a sticky
+//! a `pool`, mode 0700, of at most [`POOL_KEEP`] numbered entries, each
+//! a directory of this user, mode 0755, empty and without such
+//! attributes. A parked base that changed meanwhile is removed and a
+//! fresh one is made. A pooled entry is checked where it is used: once
+//! moved to a stub's place, before anything is mounted on it; one that
+//! fails is removed and the next is tried. So a run reads the two or
+//! three it takes, not the sixteen it may find. Only its owner (and root) can rename an entry of a sticky
 //! directory, so nothing of another user's is taken; root's checks
 //! refuse what is not root's. When parking, sbx checks the private
-//! directories it has just emptied and lists the pool it fills without
-//! looking into each entry: the run that takes the base checks it all,
-//! so each pooled directory is read once per run (reading each of
-//! sixteen three times cost about 0.5 ms per run).
+//! directories it has just emptied and lists the pool it fills: the run
+//! that takes the base checks them again.
 
 use std::ffi::CString;
 use std::io;
@@ -195,12 +196,10 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// `base`'s pool, made if need be, to be filled: its entries are
-    /// listed, not looked into (the run that takes the base checks
-    /// them); refused if it is not a directory of this user, mode 0700,
-    /// of numbered entries.
+    /// `base`'s pool, made if need be, to be filled; refused if it is
+    /// not one sbx made.
     fn open(base: &Path) -> io::Result<Pool> {
-        let pool = Pool::read(base, false)?;
+        let pool = Pool::checked(base)?;
         match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
             .create(&pool.dir)
         {
@@ -210,14 +209,11 @@ impl Pool {
         }
     }
 
-    /// `base`'s pool as the invariant wants it (none: empty).
+    /// `base`'s pool as the invariant wants it (none: empty): a
+    /// directory of this user, mode 0700, of at most [`POOL_KEEP`]
+    /// numbered entries. The entries themselves are checked where they
+    /// are used ([`Pool::take_out`]).
     pub(super) fn checked(base: &Path) -> io::Result<Pool> {
-        Pool::read(base, true)
-    }
-
-    /// `base`'s pool; with `each`, every entry checked as the invariant
-    /// wants it.
-    fn read(base: &Path, each: bool) -> io::Result<Pool> {
         let bad = || io::Error::other("not a pool of stubs");
         let dir = base.join(POOL);
         let meta = match std::fs::symlink_metadata(&dir) {
@@ -234,23 +230,11 @@ impl Pool {
         }
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            let name = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok());
-            let path = entry.path();
-            if name.is_none()
-                || each
-                    && (!owned_dir(&std::fs::symlink_metadata(&path)?, 0o755)
-                        || std::fs::read_dir(&path)?.next().is_some()
-                        || foreign_xattrs(&path)?)
-            {
-                return Err(bad());
-            }
-            names.extend(name);
+            let name = entry?.file_name();
+            let n = name.to_str().and_then(|n| n.parse::<u32>().ok());
+            names.push(n.ok_or_else(bad)?);
         }
-        if each && names.len() > POOL_KEEP {
+        if names.len() > POOL_KEEP {
             return Err(bad());
         }
         names.sort_unstable();
@@ -285,14 +269,29 @@ impl Pool {
         true
     }
 
-    /// An empty directory of the pool moved to `to`, if one is left.
+    /// An empty directory of the pool moved to `to`, if one is left
+    /// that is, there, a real directory of this user, mode 0755, empty
+    /// and without an attribute but `security.*` (one that is not is
+    /// removed, and the next is tried).
     pub(super) fn take_out(&mut self, to: &Path) -> bool {
         while let Some(n) = self.names.pop() {
             if super::super::kernel::rename_paths_noreplace(&self.dir.join(n.to_string()), to)
-                .is_ok()
+                .is_err()
             {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(to);
+            let good = meta.as_ref().is_ok_and(|m| owned_dir(m, 0o755))
+                && std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_none())
+                && matches!(foreign_xattrs(to), Ok(false));
+            if good {
                 return true;
             }
+            let _ = if meta.is_ok_and(|m| m.is_dir()) {
+                super::remove_tree(to)
+            } else {
+                std::fs::remove_file(to)
+            };
         }
         false
     }
@@ -570,31 +569,23 @@ mod tests {
         assert_eq!(std::fs::read_dir(idle.join("0")).unwrap().count(), 0);
     }
 
-    /// A pool that changed while parked means the base is not taken.
+    /// A pool whose own mode or names changed while parked means the
+    /// base is not taken.
     #[test]
     fn a_changed_pool_is_not_taken() {
         let p = parent();
         let parent_str = p.path().to_str().unwrap();
         type Change = (&'static str, fn(&Path));
-        let changes: [Change; 7] = [
-            ("a file in a pooled directory", |i| {
-                std::fs::write(i.join("pool/0/planted"), "x").unwrap()
-            }),
-            ("a pooled directory's mode", |i| {
-                chmod(&i.join("pool/1"), 0o777)
-            }),
+        let changes: [Change; 3] = [
             ("the pool's mode", |i| chmod(&i.join(POOL), 0o755)),
-            ("a file in the pool", |i| {
-                std::fs::write(i.join("pool/9"), "x").unwrap()
-            }),
             ("a name", |i| {
                 std::fs::rename(i.join("pool/0"), i.join("pool/.git")).unwrap()
             }),
-            ("a symlink", |i| {
-                std::os::unix::fs::symlink("/tmp", i.join("pool/7")).unwrap()
-            }),
-            ("an extended attribute", |i| {
-                set_user_xattr(&i.join("pool/0"))
+            ("too many entries", |i| {
+                for n in 2..=POOL_KEEP as u32 {
+                    std::fs::create_dir(i.join(POOL).join(n.to_string())).unwrap();
+                    chmod(&i.join(POOL).join(n.to_string()), 0o755);
+                }
             }),
         ];
         for (what, change) in changes {
@@ -606,6 +597,59 @@ mod tests {
             change(&idle);
             assert!(take(parent_str, 1, names(p.path())).is_none(), "{what}");
             assert!(!idle.exists(), "{what}");
+        }
+    }
+
+    /// A pooled entry that changed while parked is never a stub: it is
+    /// checked where it is used, removed (never through a symlink), and
+    /// the next entry is taken.
+    #[test]
+    fn a_changed_pooled_entry_is_not_a_stub() {
+        let p = parent();
+        let parent_str = p.path().to_str().unwrap();
+        let outside = p.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "x").unwrap();
+        type Change = (&'static str, fn(&Path, &Path));
+        let changes: [Change; 5] = [
+            ("a file in a pooled directory", |i, _| {
+                std::fs::write(i.join("pool/1/planted"), "x").unwrap()
+            }),
+            ("a pooled directory's mode", |i, _| {
+                chmod(&i.join("pool/1"), 0o777)
+            }),
+            ("a file for a pooled directory", |i, _| {
+                std::fs::remove_dir(i.join("pool/1")).unwrap();
+                std::fs::write(i.join("pool/1"), "x").unwrap()
+            }),
+            ("a symlink for a pooled directory", |i, outside| {
+                std::fs::remove_dir(i.join("pool/1")).unwrap();
+                std::os::unix::fs::symlink(outside, i.join("pool/1")).unwrap()
+            }),
+            ("an extended attribute", |i, _| {
+                set_user_xattr(&i.join("pool/1"))
+            }),
+        ];
+        for (what, change) in changes {
+            let b = base(p.path(), "sbx-run-4", 1);
+            std::fs::create_dir_all(b.join("0/a/b")).unwrap();
+            assert!(park(&b), "{what}");
+            let idle = p.path().join(idle_name(1, 0));
+            let good = inode(&idle.join("pool/0"));
+            change(&idle, &outside);
+            let (got, mut pool) = take(parent_str, 1, names(p.path())).expect(what);
+            let stub = got.join("0/stub");
+            assert!(pool.take_out(&stub), "{what}");
+            assert_eq!(inode(&stub), good, "{what}");
+            assert!(!pool.take_out(&got.join("0/other")), "{what}");
+            assert!(!got.join("0/other").exists(), "{what}");
+            assert_eq!(pool_inodes(&got), Vec::<u64>::new(), "{what}");
+            assert_eq!(
+                std::fs::read_to_string(outside.join("keep")).unwrap(),
+                "x",
+                "{what}"
+            );
+            std::fs::remove_dir_all(&got).unwrap();
         }
     }
 }
