@@ -765,3 +765,68 @@ fn a_cache_outside_home_has_its_own_overlay() {
         work.display()
     );
 }
+
+/// The caches' overlay is `volatile` (no sync of the state directory's
+/// file system when it goes), and a key last used in another boot
+/// starts from the host's cache alone: what an earlier boot's runs
+/// wrote may never have reached the disk whole. A key of an earlier
+/// version (no boot recorded) keeps its entries.
+#[test]
+fn a_private_cache_from_another_boot_is_thrown_away() {
+    let Some(env) = setup() else { return };
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let (out, err) = ok_in(
+        &env,
+        &env.ws,
+        "echo w > ~/.npm/w; grep ' /.npm ' /proc/self/mountinfo",
+        &[],
+    );
+    assert!(out.contains("volatile"), "{out}\n{err}");
+    let key = std::fs::read_dir(env.state.join("sbx/caches"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let about = key.join("about.json");
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&about).unwrap()).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    assert_eq!(recorded["boot"].as_str(), Some(boot.trim()), "{recorded}");
+    let set_boot = |b: Option<&str>| {
+        let mut v = recorded.clone();
+        match b {
+            Some(b) => v["boot"] = b.into(),
+            None => {
+                v.as_object_mut().unwrap().remove("boot");
+            }
+        }
+        std::fs::write(&about, v.to_string()).unwrap();
+    };
+    // An earlier version's key: kept.
+    set_boot(None);
+    let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/w ~/.npm/n", &[]);
+    assert_eq!(out, "w\nn\n");
+    // Used in another boot: set aside, the host's entries still there.
+    set_boot(Some("00000000-0000-0000-0000-000000000000"));
+    let (code, out, _) = run_in(&env, &env.ws, "cat ~/.npm/n; cat ~/.npm/w", &[]);
+    assert_eq!((code, out.as_str()), (1, "n\n"));
+    // The next run (same boot) keeps what this one writes, and nothing
+    // set aside is left once a run has cleared it.
+    ok_in(&env, &env.ws, "echo v > ~/.npm/v", &[]);
+    let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/v", &[]);
+    assert_eq!(out, "v\n");
+    let left: Vec<_> = std::fs::read_dir(key.join("home"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("stale-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.home.join(".npm/n")).unwrap(),
+        "n\n"
+    );
+    assert!(!env.home.join(".npm/w").exists());
+}

@@ -474,8 +474,20 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
             .create(p)
     };
     mkdir(&d.dir)?;
-    let about = serde_json::json!({ "workspace": d.workspace, "policy": d.policy });
-    record_use(&d.dir.join(ABOUT), about.to_string().as_bytes())?;
+    let boot = boot_id();
+    {
+        // One run at a time decides whether the key's private caches
+        // survived a reboot (two after one would both set them aside).
+        let key = std::fs::File::open(&d.dir)?;
+        // SAFETY: flock on a descriptor we own; released when it closes.
+        if unsafe { libc::flock(key.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        stale_after_reboot(&d.dir, &boot);
+        let about =
+            serde_json::json!({ "workspace": d.workspace, "policy": d.policy, "boot": boot });
+        record_use(&d.dir.join(ABOUT), about.to_string().as_bytes())?;
+    }
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
@@ -537,6 +549,43 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     Ok((out, works))
 }
 
+/// This boot's id (`/proc/sys/kernel/random/boot_id`), or "" where it
+/// cannot be read.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Private caches set aside for removal: `KEY/NAME/stale-…`.
+const STALE: &str = "stale-";
+
+/// The overlays are `volatile`: what a run writes to a private cache
+/// reaches the disk when the kernel writes it back, not when the run
+/// ends, and a crash may leave entries half written while the tool
+/// believes them complete. So a key last used in another boot (the
+/// recorded boot id differs: a crash or a reboot since) has its private
+/// directories (`KEY/NAME/data`) set aside, to be removed beside a
+/// command ([`clear_dead_works`]); the run starts from the host's cache
+/// alone. A key of an earlier version (no boot recorded) synced its
+/// overlays: kept.
+fn stale_after_reboot(key: &Path, boot: &str) {
+    let recorded = std::fs::read(key.join(ABOUT))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("boot").and_then(|b| b.as_str()).map(str::to_string));
+    if recorded.is_none_or(|r| r == boot) {
+        return;
+    }
+    for entry in std::fs::read_dir(key).into_iter().flatten().flatten() {
+        let data = entry.path().join("data");
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && data.is_dir() {
+            let aside = entry.path().join(format!("{STALE}{}", super::run_tag()));
+            let _ = std::fs::rename(&data, aside);
+        }
+    }
+}
+
 /// Work directories of runs: `run-PID-NANOS`.
 const RUN: &str = "run-";
 
@@ -569,7 +618,11 @@ fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
 /// still exists. Removing a directory frees its block, which on a disk
 /// mounted with `discard` is a synchronous discard: done here, beside
 /// the command, rather than between its end and sbx's.
-pub fn clear_dead_works(works: &[PathBuf]) {
+///
+/// Then the private caches set aside after a reboot, with `stale` set
+/// while that goes on (a large cache may outlast the run: sbx does not
+/// wait for it, and the next run removes what is left).
+pub fn clear_dead_works(works: &[PathBuf], stale: &std::sync::atomic::AtomicBool) {
     let alive = |name: &str| {
         let pid = name
             .strip_prefix(RUN)
@@ -585,12 +638,25 @@ pub fn clear_dead_works(works: &[PathBuf]) {
     let mut parents: Vec<&Path> = works.iter().filter_map(|w| w.parent()).collect();
     parents.sort_unstable();
     parents.dedup();
-    for parent in parents {
+    for parent in &parents {
         for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             let dead = name.starts_with(RUN) && !alive(name);
             if dead || name == "work" || name.starts_with("old-") {
+                let _ = super::temp::remove_tree(&entry.path());
+            }
+        }
+    }
+    // Private caches from before a reboot (`stale_after_reboot`).
+    for cache in parents.iter().filter_map(|p| p.parent()) {
+        for entry in std::fs::read_dir(cache).into_iter().flatten().flatten() {
+            if entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(STALE))
+            {
+                stale.store(true, Ordering::SeqCst);
                 let _ = super::temp::remove_tree(&entry.path());
             }
         }
@@ -713,13 +779,21 @@ unsafe fn overlay(lower: &CStr, opened: RawFd, upper: &CStr, work: &CStr, attrs:
     }
     let mut buf = [0u8; 32];
     let by_fd = fd_path(same, &mut buf);
-    let opts: [(&CStr, Option<&CStr>); 4] = [
+    // `volatile`: no sync of the upper layer's file system when the
+    // overlay goes (nor for the command's fsync): a private cache from
+    // before a reboot is thrown away instead ([`stale_after_reboot`]).
+    // Kernels before 5.10 refuse the option: then without it.
+    let opts: [(&CStr, Option<&CStr>); 5] = [
         (c"lowerdir", Some(by_fd)),
         (c"upperdir", Some(upper)),
         (c"workdir", Some(work)),
         (c"userxattr", None),
+        (c"volatile", None),
     ];
-    let fd = super::nschild::new_fs(c"overlay", &opts, attrs);
+    let mut fd = super::nschild::new_fs(c"overlay", &opts, attrs);
+    if fd < 0 {
+        fd = super::nschild::new_fs(c"overlay", &opts[..4], attrs);
+    }
     libc::close(same);
     fd
 }

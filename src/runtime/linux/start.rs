@@ -595,7 +595,10 @@ struct SetUp {
     /// ended runs beside them are removed while the command runs
     /// (`caches::clear_dead_works`), by `clearing`.
     cache_works: Vec<PathBuf>,
-    clearing: Option<std::thread::JoinHandle<()>>,
+    clearing: Option<(
+        std::thread::JoinHandle<()>,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    )>,
     carve_outs: Vec<String>,
     user_ns: bool,
     new_root: bool,
@@ -1109,10 +1112,13 @@ fn serve(
     // some disks.
     if !s.cache_works.is_empty() {
         let works = std::mem::take(&mut s.cache_works);
+        let stale = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stale.clone();
         s.clearing = std::thread::Builder::new()
             .stack_size(64 * 1024)
-            .spawn(move || caches::clear_dead_works(&works))
-            .ok();
+            .spawn(move || caches::clear_dead_works(&works, &flag))
+            .ok()
+            .map(|t| (t, stale));
     }
     s.mount_ns = s
         .mount_ns_sock
@@ -1187,8 +1193,16 @@ fn finish(
             work.finish();
         }
     }
-    for t in teardown.into_iter().chain(s.clearing.take()) {
+    if let Some(t) = teardown {
         let _ = t.join();
+    }
+    // Ended runs' work directories are waited for; a private cache set
+    // aside after a reboot may take longer to remove: what is left of
+    // it is the next run's to remove.
+    if let Some((t, stale)) = s.clearing.take() {
+        if t.is_finished() || !stale.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = t.join();
+        }
     }
     drop(s);
     wait::exit_code(out.status)
