@@ -490,12 +490,26 @@ fn compile_each(
     // lane's targets are emitted, and `ir.json`, whose `emit_to` takes it
     // on its own thread when the IR does not hold it yet.
     let policy_hash = policy::hash::policy_hash(&policy);
+    let large = policy.fs.as_ref().map_or(0, Vec::len) >= LARGE_POLICY;
     let large_jobs = match opts.jobs {
-        0 if policy.fs.as_ref().map_or(0, Vec::len) >= LARGE_POLICY => 1,
+        0 if large => 1,
         n => n,
     };
+    // Each phase of a large compile (loading, a lowering, a target) frees
+    // much of what it held before the next one touches pages of its own:
+    // those go back to the system when the phase ends (#38).
+    let phase_done = || {
+        if large {
+            crate::allocator::phase_done();
+        }
+    };
+    if large {
+        crate::allocator::large_compile();
+    }
     let lane = |&os: &Os| -> Result<Lane, Failure> {
+        phase_done();
         let mut l = lower_to_apply(&policy, opts, os)?;
+        phase_done();
         if targets
             .iter()
             .any(|t| t.os() == os && matches!(t, Target::Windows))
@@ -521,7 +535,11 @@ fn compile_each(
         // lowerings: each target holds its own view of every protection
         // beside the IR, and three at once were the peak of `--target
         // all` (#38).
-        let emitted = each_on_threads(&mine, large_jobs, |&(i, t)| emit(i, &l.ir, t));
+        let emitted = each_on_threads(&mine, large_jobs, |&(i, t)| {
+            let e = emit(i, &l.ir, t);
+            phase_done();
+            e
+        });
         let these: Vec<Target> = mine.iter().map(|&(_, t)| t).collect();
         let mut reports = Vec::new();
         for ((i, t), e) in mine.into_iter().zip(emitted) {

@@ -63,6 +63,7 @@
 //! deserialise the back ends' own types, and macOS hands the profile to
 //! `sandbox-exec`.
 
+mod allocator;
 pub mod approvals;
 pub mod atomic;
 pub mod back;

@@ -12,8 +12,8 @@ use std::path::Path;
 /// Lowest first. A module may use the modules of earlier layers only.
 const LAYERS: &[&[&str]] = &[
     // Leaves: diagnostics, atomic file writes, hash maps, the SBPL reader,
-    // and the helpers unit tests share.
-    &["diag", "atomic", "hashed", "sbpl", "testing"],
+    // the allocator's settings, and the helpers unit tests share.
+    &["diag", "atomic", "hashed", "sbpl", "allocator", "testing"],
     // The policy format and its defaults.
     &["policy"],
     // The IR: data every back end reads.
