@@ -94,6 +94,23 @@ fn ok_in(env: &Env, ws: &Path, script: &str, vars: &[(&str, &str)]) -> (String, 
     (out, err)
 }
 
+/// An environment whose home holds an npm cache with one entry, `n`.
+fn with_npm_entry() -> Option<Env> {
+    let env = setup()?;
+    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
+    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    Some(env)
+}
+
+/// The one key directory the runs so far made.
+fn only_key(env: &Env) -> std::fs::DirEntry {
+    std::fs::read_dir(env.state.join("sbx/caches"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+}
+
 /// Every entry beneath `dir`: kind, mode and contents (or link target).
 fn tree(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     use std::os::unix::fs::MetadataExt;
@@ -575,9 +592,7 @@ for p in [home + '/.npm/../secret', home + '/.cache/pip/../../secret', home + '/
 /// the time sbx returns: no process is in it and no descriptor holds it.
 #[test]
 fn the_mount_namespace_is_gone_when_sbx_returns() {
-    let Some(env) = setup() else { return };
-    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
-    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let Some(env) = with_npm_entry() else { return };
     let (out, err) = ok_in(
         &env,
         &env.ws,
@@ -679,9 +694,7 @@ fn work_directories_are_the_runs_own_and_cleared() {
 /// one work directory).
 #[test]
 fn concurrent_runs_of_one_key_both_copy_up() {
-    let Some(env) = setup() else { return };
-    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
-    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let Some(env) = with_npm_entry() else { return };
     let started = env.ws.join("started");
     let script = format!(
         "touch {} && sleep 1.5 && echo y >> ~/.npm/n && cat ~/.npm/n",
@@ -733,11 +746,7 @@ fn a_cache_outside_home_has_its_own_overlay() {
         std::fs::read_to_string(cargo.join("registry/cache/h")).unwrap(),
         "h\n"
     );
-    let key = std::fs::read_dir(env.state.join("sbx/caches"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap();
+    let key = only_key(&env);
     let work = key.path().join("cargo-registry/work");
     let names = || -> Vec<String> {
         std::fs::read_dir(&work)
@@ -773,9 +782,7 @@ fn a_cache_outside_home_has_its_own_overlay() {
 /// version (no boot recorded) keeps its entries.
 #[test]
 fn a_private_cache_from_another_boot_is_thrown_away() {
-    let Some(env) = setup() else { return };
-    std::fs::create_dir_all(env.home.join(".npm")).unwrap();
-    std::fs::write(env.home.join(".npm/n"), "n\n").unwrap();
+    let Some(env) = with_npm_entry() else { return };
     let (out, err) = ok_in(
         &env,
         &env.ws,
@@ -783,12 +790,7 @@ fn a_private_cache_from_another_boot_is_thrown_away() {
         &[],
     );
     assert!(out.contains("volatile"), "{out}\n{err}");
-    let key = std::fs::read_dir(env.state.join("sbx/caches"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
+    let key = only_key(&env).path();
     let about = key.join("about.json");
     let recorded: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&about).unwrap()).unwrap();
