@@ -418,6 +418,8 @@ pub struct Mount {
     pub shared: Option<(std::sync::Arc<Shared>, CString)>,
     /// The detached mount, made before the host's paths are covered.
     pub tree: AtomicI32,
+    /// Its overlay may be `volatile` (a reboot can be told: [`make`]).
+    pub volatile: bool,
 }
 
 /// One overlay whose lower layer is the caller's home and whose upper
@@ -439,6 +441,7 @@ pub struct Shared {
     /// The overlay's root (-1: not made yet; -2: the kernel refused it,
     /// each cache then gets its own overlay).
     pub tree: AtomicI32,
+    pub volatile: bool,
 }
 
 /// Write the key's record, or only touch it when it says the same (it
@@ -475,6 +478,8 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     };
     mkdir(&d.dir)?;
     let boot = boot_id();
+    // Without a boot id a reboot cannot be told: overlays that sync.
+    let volatile = !boot.is_empty();
     {
         // One run at a time decides whether the key's private caches
         // survived a reboot (two after one would both set them aside).
@@ -506,6 +511,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
                 data: c(&home_data)?,
                 work: c(&work)?,
                 tree: AtomicI32::new(-1),
+                volatile,
             }))
         })
         .transpose()?;
@@ -544,6 +550,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
             lower,
             shared,
             tree: AtomicI32::new(-1),
+            volatile,
         });
     }
     Ok((out, works))
@@ -702,7 +709,7 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
                 // The parent left this run's work directory to be made
                 // here, where it is needed (`own_work`).
                 libc::mkdir(work.as_ptr(), 0o700);
-                fd = overlay(lower, opened.as_raw_fd(), &m.data, work, attrs);
+                fd = overlay(lower, opened.as_raw_fd(), &m.data, work, attrs, m.volatile);
             }
         }
         if fd < 0 {
@@ -738,6 +745,7 @@ unsafe fn home_overlay(home: &Shared, attrs: u64) -> RawFd {
         &home.data,
         &home.work,
         attrs,
+        home.volatile,
     );
     home.tree
         .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
@@ -770,7 +778,14 @@ unsafe fn beneath(root: RawFd, rel: &CStr) -> RawFd {
 /// A detached overlay of `lower` (the directory the parent opened as
 /// `opened`, named through this process's descriptor) under `upper`,
 /// or -1.
-unsafe fn overlay(lower: &CStr, opened: RawFd, upper: &CStr, work: &CStr, attrs: u64) -> RawFd {
+unsafe fn overlay(
+    lower: &CStr,
+    opened: RawFd,
+    upper: &CStr,
+    work: &CStr,
+    attrs: u64,
+    volatile: bool,
+) -> RawFd {
     // The host's directory as the parent opened it (not a symlink put
     // there since).
     let same = super::nschild::open_same_as(lower, opened);
@@ -779,10 +794,11 @@ unsafe fn overlay(lower: &CStr, opened: RawFd, upper: &CStr, work: &CStr, attrs:
     }
     let mut buf = [0u8; 32];
     let by_fd = fd_path(same, &mut buf);
-    // `volatile`: no sync of the upper layer's file system when the
-    // overlay goes (nor for the command's fsync): a private cache from
-    // before a reboot is thrown away instead ([`stale_after_reboot`]).
-    // Kernels before 5.10 refuse the option: then without it.
+    // `volatile` (where a reboot can be told): no sync of the upper
+    // layer's file system when the overlay goes (nor for the command's
+    // fsync): a private cache from before a reboot is thrown away
+    // instead ([`stale_after_reboot`]). Kernels before 5.10 refuse the
+    // option: then without it.
     let opts: [(&CStr, Option<&CStr>); 5] = [
         (c"lowerdir", Some(by_fd)),
         (c"upperdir", Some(upper)),
@@ -790,7 +806,10 @@ unsafe fn overlay(lower: &CStr, opened: RawFd, upper: &CStr, work: &CStr, attrs:
         (c"userxattr", None),
         (c"volatile", None),
     ];
-    let mut fd = super::nschild::new_fs(c"overlay", &opts, attrs);
+    let mut fd = -1;
+    if volatile {
+        fd = super::nschild::new_fs(c"overlay", &opts, attrs);
+    }
     if fd < 0 {
         fd = super::nschild::new_fs(c"overlay", &opts[..4], attrs);
     }
@@ -990,6 +1009,45 @@ mod tests {
             mounts: &[],
         };
         assert!(unusable_state(Path::new("/proc/1/nonexistent/sbx"), &g).is_some());
+    }
+
+    /// A key's private directories are set aside only when it records
+    /// another boot than this one: not for an earlier version's key (no
+    /// boot recorded), nor where neither boot is known.
+    #[test]
+    fn private_caches_of_another_boot_are_set_aside() {
+        let t = tempfile::tempdir().unwrap();
+        let key = t.path();
+        let cases = [
+            (None, "b1", true),
+            (Some("b1"), "b1", true),
+            (Some(""), "", true),
+            (Some("b0"), "b1", false),
+        ];
+        for (recorded, boot, kept) in cases {
+            for dir in ["home", "npm"] {
+                std::fs::create_dir_all(key.join(dir).join("data")).unwrap();
+            }
+            let about = match recorded {
+                Some(b) => serde_json::json!({ "workspace": "w", "policy": "p", "boot": b }),
+                None => serde_json::json!({ "workspace": "w", "policy": "p" }),
+            };
+            std::fs::write(key.join(ABOUT), about.to_string()).unwrap();
+            stale_after_reboot(key, boot);
+            for dir in ["home", "npm"] {
+                let stale = std::fs::read_dir(key.join(dir))
+                    .unwrap()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(STALE))
+                    .count();
+                assert_eq!(
+                    (key.join(dir).join("data").is_dir(), stale),
+                    (kept, usize::from(!kept)),
+                    "{recorded:?} {boot} {dir}"
+                );
+                std::fs::remove_dir_all(key.join(dir)).unwrap();
+            }
+        }
     }
 
     #[test]
