@@ -24,6 +24,16 @@ fn preset(path: &str, access: Access, kind: PathKind) -> Grant {
     }
 }
 
+/// An absent name a writable tree protects (`missing`, read).
+fn protected(path: &str, entry: &str) -> Grant {
+    Grant {
+        source: Source::Protected {
+            entry: entry.into(),
+        },
+        ..grant(0, path, Access::READ, PathKind::Missing)
+    }
+}
+
 fn typical() -> Ir {
     base(vec![
         preset("/dev/null", Access::READ_WRITE, PathKind::File),
@@ -240,12 +250,6 @@ fn landlockconfig_without_advisory_lines_keeps_every_other_line() {
 
 #[test]
 fn absent_protections_are_one_advisory_line_per_name() {
-    let protected = |path: &str, entry: &str| Grant {
-        source: Source::Protected {
-            entry: entry.into(),
-        },
-        ..grant(0, path, Access::READ, PathKind::Missing)
-    };
     let ir = base(vec![
         grant(0, "/a", Access::READ_WRITE, PathKind::Dir),
         protected("/a/.envrc", ".envrc"),
@@ -788,12 +792,6 @@ fn never_lists_the_protections_only() {
 /// lines of carve-outs.
 #[test]
 fn written_artifact_is_the_built_one() {
-    let protected = |path: &str, entry: &str| Grant {
-        source: Source::Protected {
-            entry: entry.into(),
-        },
-        ..grant(0, path, Access::READ, PathKind::Missing)
-    };
     let mut ir = base(vec![
         grant(0, "/a", Access::READ_WRITE, PathKind::Dir),
         protected("/a/.envrc", ".envrc"),
