@@ -441,16 +441,16 @@ pub struct Shared {
     /// The overlay's root (-1: not made yet; -2: the kernel refused it,
     /// each cache then gets its own overlay).
     pub tree: AtomicI32,
-    pub volatile: bool,
 }
 
-/// Write the key's record, or only touch it when it says the same (it
-/// does at every run but the first: its time is the last use). No fsync
+/// Write the key's record, or only touch it when it says the same as
+/// `recorded`, what the file held (it does at every run of a boot but
+/// the first: its time is the last use). No fsync
 /// on the way to the command's start: a record lost in a crash costs a
 /// line in `sbx caches`, not a guarantee, and an fsync of the file and
 /// its directory cost milliseconds on a busy disk.
-fn record_use(path: &Path, text: &[u8]) -> io::Result<()> {
-    if std::fs::read(path).is_ok_and(|b| b == text) {
+fn record_use(path: &Path, recorded: Option<&[u8]>, text: &[u8]) -> io::Result<()> {
+    if recorded == Some(text) {
         let f = std::fs::File::options().append(true).open(path)?;
         return f.set_modified(std::time::SystemTime::now());
     }
@@ -484,14 +484,13 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         // One run at a time decides whether the key's private caches
         // survived a reboot (two after one would both set them aside).
         let key = std::fs::File::open(&d.dir)?;
-        // SAFETY: flock on a descriptor we own; released when it closes.
-        if unsafe { libc::flock(key.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        stale_after_reboot(&d.dir, &boot);
+        super::kernel::flock(&key, true)?;
+        let path = d.dir.join(ABOUT);
+        let recorded = std::fs::read(&path).ok();
+        stale_after_reboot(&d.dir, recorded.as_deref(), &boot);
         let about =
             serde_json::json!({ "workspace": d.workspace, "policy": d.policy, "boot": boot });
-        record_use(&d.dir.join(ABOUT), about.to_string().as_bytes())?;
+        record_use(&path, recorded.as_deref(), about.to_string().as_bytes())?;
     }
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
@@ -511,7 +510,6 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
                 data: c(&home_data)?,
                 work: c(&work)?,
                 tree: AtomicI32::new(-1),
-                volatile,
             }))
         })
         .transpose()?;
@@ -575,11 +573,10 @@ const STALE: &str = "stale-";
 /// directories (`KEY/NAME/data`) set aside, to be removed beside a
 /// command ([`clear_dead_works`]); the run starts from the host's cache
 /// alone. A key of an earlier version (no boot recorded) synced its
-/// overlays: kept.
-fn stale_after_reboot(key: &Path, boot: &str) {
-    let recorded = std::fs::read(key.join(ABOUT))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+/// overlays: kept. `about`: the key's record as it was.
+fn stale_after_reboot(key: &Path, about: Option<&[u8]>, boot: &str) {
+    let recorded = about
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
         .and_then(|v| v.get("boot").and_then(|b| b.as_str()).map(str::to_string));
     if recorded.is_none_or(|r| r == boot) {
         return;
@@ -698,7 +695,7 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
     for m in mounts {
         let mut fd: RawFd = -1;
         if let Some((home, rel)) = &m.shared {
-            fd = beneath(home_overlay(home, attrs), rel);
+            fd = beneath(home_overlay(home, attrs, m.volatile), rel);
             if fd >= 0 && !set_attr(fd, attrs) {
                 libc::close(fd);
                 fd = -1;
@@ -734,7 +731,7 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
 }
 
 /// Home's overlay, made at the first call (-1 when the kernel refuses).
-unsafe fn home_overlay(home: &Shared, attrs: u64) -> RawFd {
+unsafe fn home_overlay(home: &Shared, attrs: u64, volatile: bool) -> RawFd {
     let fd = home.tree.load(Ordering::SeqCst);
     if fd != -1 {
         return fd.max(-1);
@@ -745,7 +742,7 @@ unsafe fn home_overlay(home: &Shared, attrs: u64) -> RawFd {
         &home.data,
         &home.work,
         attrs,
-        home.volatile,
+        volatile,
     );
     home.tree
         .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
@@ -1032,8 +1029,7 @@ mod tests {
                 Some(b) => serde_json::json!({ "workspace": "w", "policy": "p", "boot": b }),
                 None => serde_json::json!({ "workspace": "w", "policy": "p" }),
             };
-            std::fs::write(key.join(ABOUT), about.to_string()).unwrap();
-            stale_after_reboot(key, boot);
+            stale_after_reboot(key, Some(about.to_string().as_bytes()), boot);
             for dir in ["home", "npm"] {
                 let stale = std::fs::read_dir(key.join(dir))
                     .unwrap()

@@ -30,7 +30,6 @@ use super::repos::Stamp;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -157,7 +156,7 @@ fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&path)?;
-        if lock(&file, false).is_err() {
+        if super::kernel::flock(&file, false).is_err() {
             // A live run's, or a sweep finishing it.
             continue;
         }
@@ -209,19 +208,6 @@ fn is_slot(path: &Path) -> bool {
 /// one file per run.
 fn is_entry_name(path: &Path) -> bool {
     path.extension().is_some_and(|x| x == "slot" || x == "json")
-}
-
-fn lock(f: &File, wait: bool) -> io::Result<()> {
-    let op = if wait {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_EX | libc::LOCK_NB
-    };
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
@@ -299,7 +285,7 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
         let Ok(mut file) = File::open(&path) else {
             continue;
         };
-        if lock(&file, false).is_ok() {
+        if super::kernel::flock(&file, false).is_ok() {
             // Not a live run: its work is the next sweep's.
             continue;
         }
@@ -412,7 +398,7 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
             // minute.
             Some("new") if stale(&p) => {
                 if let Ok(f) = std::fs::File::open(&p) {
-                    if lock(&f, false).is_ok() {
+                    if super::kernel::flock(&f, false).is_ok() {
                         let _ = std::fs::remove_file(&p);
                     }
                 }
@@ -431,7 +417,7 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
         else {
             continue;
         };
-        if lock(&file, false).is_err() {
+        if super::kernel::flock(&file, false).is_err() {
             // A live run, or another sweep at it.
             continue;
         }

@@ -227,3 +227,19 @@ fn renameat_noreplace(
         Err(io::Error::last_os_error())
     }
 }
+
+/// An exclusive `flock` on `f`, waiting for it if `wait`; released when
+/// the last descriptor of its open file closes.
+pub fn flock(f: &File, wait: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), op) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

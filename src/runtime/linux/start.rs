@@ -1168,8 +1168,8 @@ fn finish(
 ) -> i32 {
     // The init was killed and reaped with the leftovers: no process of
     // the sandbox is left, and the mount namespace lives on only in
-    // `mount_ns`. Its teardown (unmounting the new root, syncing the
-    // caches' overlay to disk) runs on a thread of its own beside the
+    // `mount_ns`. Its teardown (unmounting the new root and the caches'
+    // overlay, RCU grace periods) runs on a thread of its own beside the
     // after-run work, which needs nothing of it.
     spawned.finish();
     let teardown = s.mount_ns.take().and_then(|fd| {

@@ -16,22 +16,22 @@
 //! the run leaves are moved, nameless, into the base's `pool` (at most
 //! [`POOL_KEEP`]), and the next run's stubs are taken from there.
 //!
-//! Invariant, checked when a base is taken: a real directory of
-//! this user, mode 0700, holding exactly
-//! `0` … `K-1`, each a real directory of this user, mode 1777, empty,
-//! and without extended attributes other than an LSM's `security.*`
-//! labels (a default ACL would reach the next run's files); and at most
-//! a `pool`, mode 0700, of at most [`POOL_KEEP`] numbered entries, each
-//! a directory of this user, mode 0755, empty and without such
-//! attributes. A parked base that changed meanwhile is removed and a
-//! fresh one is made. A pooled entry is checked where it is used: once
-//! moved to a stub's place, before anything is mounted on it; one that
-//! fails is removed and the next is tried. So a run reads the two or
-//! three it takes, not the sixteen it may find. Only its owner (and root) can rename an entry of a sticky
-//! directory, so nothing of another user's is taken; root's checks
-//! refuse what is not root's. When parking, sbx checks the private
-//! directories it has just emptied and lists the pool it fills: the run
-//! that takes the base checks them again.
+//! Invariant, checked when a base is taken: a real directory of this
+//! user, mode 0700, holding exactly `0` … `K-1`, each a real directory
+//! of this user, mode 1777, empty, and without extended attributes
+//! other than an LSM's `security.*` labels (a default ACL would reach
+//! the next run's files); and at most a `pool`, mode 0700, of at most
+//! [`POOL_KEEP`] numbered entries. A parked base that changed meanwhile
+//! is removed and a fresh one is made. Each pooled entry is checked
+//! where it is used, once moved to a stub's place and before anything
+//! is mounted on it: a real directory of this user, mode 0755, empty
+//! and without such attributes; one that is not is removed and the next
+//! is tried. So a run reads the two or three entries it takes, not the
+//! sixteen it may find. When parking, sbx checks the private
+//! directories it has just emptied and lists the pool it fills. Only
+//! its owner (and root) can rename an entry of a sticky directory, so
+//! nothing of another user's is taken; root's checks refuse what is not
+//! root's.
 
 use std::ffi::CString;
 use std::io;
