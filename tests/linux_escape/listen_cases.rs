@@ -92,12 +92,14 @@ pub fn listen_fails_closed_without_sbx(fx: &Fx) -> Result<(), String> {
     check(line.trim() == "ready", || format!("probe said {line:?}"))?;
     let _ = child.kill();
     let _ = child.wait();
+    // The probe creates the file, then writes its word: wait for the
+    // word, not the file (read between the two, it was "" under load).
     let start = Instant::now();
-    while !std::path::Path::new(&file).exists() && start.elapsed() < Duration::from_secs(10) {
+    let mut got = String::new();
+    while got.is_empty() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
+        got = std::fs::read_to_string(&file).unwrap_or_default();
     }
-    std::thread::sleep(Duration::from_millis(50));
-    let got = std::fs::read_to_string(&file).unwrap_or_default();
     check(got == "ENOSYS", || {
         format!("listen once sbx was gone: {got:?}")
     })?;
