@@ -58,6 +58,10 @@ pub const ALL: &[(&str, Case)] = &[
         covered_sensitive,
     ),
     ("nothing_outlives_the_run", nothing_outlives),
+    (
+        "a_sibling_of_the_command_does_not_hold_the_run",
+        sibling_does_not_hold,
+    ),
     ("artifact_without_baseline_refused", artifact_baseline),
     ("artifact_rule_through_symlink_out", artifact_symlink_out),
     ("rule_path_swapped_for_symlink", swap_race),
@@ -1176,6 +1180,24 @@ fn nothing_outlives(fx: &Fx) -> Result<(), String> {
     check(!pid.is_empty() && !alive(&pid), || {
         format!("sleeper: {out:?}")
     })
+}
+
+/// A process the command makes with `CLONE_PARENT` is sbx's child, and
+/// in a PID namespace one its init waits for: the run still ends as the
+/// command does, with the namespaces (the default as root and in a user
+/// namespace) and without. The sleeper would hold the run for 40 s; the
+/// run's exit code is the command's (the control: the probe ran).
+fn sibling_does_not_hold(fx: &Fx) -> Result<(), String> {
+    for extra in ["", NEVER] {
+        let p = fx.policy("best_effort", extra);
+        let out = fx.run(&p, &[], &["sibling-sleeper", "40"]);
+        code("sibling", &out, 0)?;
+        check(out.answer() == "OK", || format!("{extra:?}: {out:?}"))?;
+        check(out.elapsed < Duration::from_secs(20), || {
+            format!("{extra:?}: the run took {:?}", out.elapsed)
+        })?;
+    }
+    Ok(())
 }
 
 /// An artifact that lacks the baseline (here: an empty seccomp deny list)

@@ -483,6 +483,27 @@ unsafe fn op(args: &[String]) -> String {
             libc::execv(argv[0].as_ptr(), ptrs.as_ptr());
             res(-1)
         }
+        "sibling-sleeper" => {
+            // A process made with CLONE_PARENT: sbx's child, not the
+            // probe's (in a PID namespace, one its init cannot reap).
+            // It sleeps `a(1)` seconds; the probe exits at once.
+            let pid = libc::syscall(
+                libc::SYS_clone,
+                (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong,
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            );
+            if pid == 0 {
+                libc::sleep(num(a(1)));
+                libc::_exit(0);
+            }
+            if pid < 0 {
+                return res(-1);
+            }
+            "OK".into()
+        }
         "spawn-sleeper" => {
             // A grandchild that leaves the process group, then sleep.
             let pid = libc::fork();

@@ -1151,7 +1151,7 @@ fn serve(
     }
     let wall = art.limits.wall_time_s.map(Duration::from_secs);
     let forwarding = wait::Forwarding::install(pid);
-    let out = wait::wait(pid, s.prepared.tty(), wall, &s.not_ours);
+    let out = wait::wait(pid, spawned.init, s.prepared.tty(), wall, &s.not_ours);
     drop(forwarding);
     (spawned, out, guardian)
 }

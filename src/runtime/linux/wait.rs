@@ -131,6 +131,7 @@ pub struct Outcome {
 /// Needs sbx to be the subreaper of its descendants.
 pub fn wait(
     pid: libc::pid_t,
+    init: Option<libc::pid_t>,
     tty: Option<RawFd>,
     wall: Option<Duration>,
     not_ours: &[libc::pid_t],
@@ -164,6 +165,12 @@ pub fn wait(
             out
         }
     };
+    if let Some(init) = init {
+        // The kernel kills every process of the PID namespace once its
+        // init dies: most often nothing is left for the walk below.
+        // SAFETY: our own child, unreaped.
+        unsafe { libc::kill(init, libc::SIGKILL) };
+    }
     kill_leftovers(not_ours);
     if let Some(t) = tty {
         // SAFETY: getpgrp has no preconditions.
@@ -235,20 +242,29 @@ fn stop_and_kill(group: Option<libc::pid_t>, not_ours: &[libc::pid_t]) -> Vec<li
 /// until none of our children is the sandbox's. Processes whose parents
 /// die come back to us (we are their subreaper), so each round finds
 /// what a fork raced past the last.
+///
+/// Each round reaps whichever child ends first, never one in
+/// particular: a PID namespace's init does not end until every process
+/// of its namespace has been reaped, and a process the command made with
+/// `CLONE_PARENT` is ours to reap, so waiting for the init first would
+/// wait for ever (sbx would never return, nor do its after-run work).
 fn kill_leftovers(not_ours: &[libc::pid_t]) {
     loop {
-        let ours: Vec<libc::pid_t> = own_children()
-            .into_iter()
-            .filter(|c| !not_ours.contains(c))
-            .collect();
-        if ours.is_empty() {
+        let ours = own_children().into_iter().any(|c| !not_ours.contains(&c));
+        if !ours {
             return;
         }
         stop_and_kill(None, not_ours);
-        for c in ours {
-            let mut status = 0;
-            // SAFETY: reaping our own (killed) child.
-            unsafe { libc::waitpid(c, &mut status, libc::__WALL) };
+        let mut status = 0;
+        // SAFETY: reaping a child of ours; every one of the sandbox's
+        // was just killed, so one ends. (A child that was never the
+        // sandbox's may be reaped here too: nothing else waits for it.)
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
         }
+        // Then whatever else has ended, without waiting.
+        // SAFETY: as above.
+        while unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) } > 0 {}
     }
 }
