@@ -86,7 +86,9 @@ impl Step {
             Step::Listeners => "binding the proxy's listeners",
             Step::PidNamespace => "creating the PID namespace",
             Step::Proc => "mounting /proc",
-            Step::Namespaces => "clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)",
+            Step::Namespaces => {
+                "making or joining the namespaces (CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWNET)"
+            }
             Step::ListenCheck => "handing listen() to sbx (SECCOMP_FILTER_FLAG_NEW_LISTENER)",
             Step::Probe => "mounting a fresh tmpfs (the layer's first mount)",
             Step::Root => "building the new root",
@@ -443,11 +445,14 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
     // clones (with CLONE_VFORK) are done with `args` and the stacks when
     // this returns. The init keeps running on `init_stack`, which
     // `Spawned` keeps mapped.
+    // With namespaces made early, the setup process joins them and makes
+    // its mount namespace itself (`nschild::setup`).
+    let flags = if ns.early.is_some() { 0 } else { ns.flags };
     let setup = unsafe {
         vfork_clone(
             setup_main,
             &setup_stack,
-            ns.flags,
+            flags,
             &args as *const SetupArgs as *mut libc::c_void,
         )
     }
@@ -504,7 +509,7 @@ impl Stack {
     /// The child's frames and the libc calls it makes need a few KiB.
     const SIZE: usize = 64 * 1024;
 
-    fn new() -> io::Result<Stack> {
+    pub(super) fn new() -> io::Result<Stack> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
             .unwrap_or(4096)
@@ -532,7 +537,7 @@ impl Stack {
     }
 
     /// The highest address (stacks grow down), 16-byte aligned.
-    fn top(&self) -> *mut libc::c_void {
+    pub(super) fn top(&self) -> *mut libc::c_void {
         // SAFETY: one past the end of the mapping; page-aligned.
         unsafe { self.base.cast::<u8>().add(self.len).cast() }
     }

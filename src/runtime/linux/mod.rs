@@ -6,6 +6,7 @@ mod agent;
 mod beneath;
 mod caches;
 mod child;
+mod earlyns;
 mod guardian;
 mod identity;
 mod journal;

@@ -337,6 +337,19 @@ pub fn mount_words<F>(m: &MountPlan<F>) -> String {
     format!("mount {}: {what}", m.path)
 }
 
+/// A new user namespace's `setgroups`, `uid_map` and `gid_map`: this
+/// user's ids mapped to themselves, and no `setgroups`.
+pub fn own_id_maps() -> Result<[CString; 3], String> {
+    // SAFETY: no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let c = |s: String| CString::new(s).map_err(|e| e.to_string());
+    Ok([
+        c("deny".into())?,
+        c(format!("{uid} {uid} 1\n"))?,
+        c(format!("{gid} {gid} 1\n"))?,
+    ])
+}
+
 /// The child's part of the layer, and the parent's end of the socket
 /// the proxy's listeners come back on.
 pub fn prepare(
@@ -357,18 +370,7 @@ pub fn prepare(
     if w.net {
         flags |= libc::CLONE_NEWNET;
     }
-    let maps = if user {
-        // SAFETY: no preconditions.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let c = |s: String| CString::new(s).map_err(|e| e.to_string());
-        Some([
-            c("deny".into())?,
-            c(format!("{uid} {uid} 1\n"))?,
-            c(format!("{gid} {gid} 1\n"))?,
-        ])
-    } else {
-        None
-    };
+    let maps = if user { Some(own_id_maps()?) } else { None };
     let listeners = ports.len();
     let ipv6 = crate::runtime::proxy::ipv6();
     let binds = crate::runtime::proxy::relay_listens(relay_ports, forward_ports, ipv6);
@@ -417,6 +419,7 @@ pub fn prepare(
             flags,
             pid: w.pid,
             maps,
+            early: None,
             mounts,
             listeners: if theirs.is_some() { listeners } else { 0 },
             ports: {

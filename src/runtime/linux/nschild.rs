@@ -101,6 +101,10 @@ pub struct NsPrep {
     pub pid: bool,
     /// (setgroups, uid_map, gid_map) contents, for a new user namespace.
     pub maps: Option<[CString; 3]>,
+    /// The network namespace (and, with `maps`, the user namespace)
+    /// made beside the preparation (`earlyns.rs`): the setup process
+    /// joins them rather than making its own.
+    pub early: Option<super::earlyns::Made>,
     /// Sorted by path, deepest last (see `mount_all`).
     pub mounts: Vec<NsMount>,
     /// TCP listeners to bind on 127.0.0.1 and send over `sock`, the
@@ -216,13 +220,13 @@ pub struct Pids {
 /// At most this many listeners (one control message).
 pub const MAX_LISTENERS: usize = super::passfd::MAX_FDS;
 
-const PATHS: [&[u8]; 3] = [
+pub(super) const PATHS: [&[u8]; 3] = [
     b"/proc/self/setgroups\0",
     b"/proc/self/uid_map\0",
     b"/proc/self/gid_map\0",
 ];
 
-unsafe fn write_file(path: &[u8], data: &CString) -> bool {
+pub(super) unsafe fn write_file(path: &[u8], data: &CString) -> bool {
     let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
     if fd < 0 {
         return false;
@@ -909,7 +913,22 @@ pub struct SetupArgs<'a> {
 /// namespaces, sharing the parent's memory until it exits.
 pub unsafe fn setup(a: &SetupArgs) -> ! {
     let ns = a.ns;
-    if let Some(maps) = &ns.maps {
+    if let Some(early) = &ns.early {
+        // Cloned in sbx's namespaces: the user namespace first, so that
+        // the mount namespace made next belongs to it, as a clone with
+        // every flag would have it.
+        if let Some(user) = &early.user {
+            if libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) != 0 {
+                child::fail(a.wr, Step::Namespaces);
+            }
+        }
+        if ns.flags & libc::CLONE_NEWNS != 0 && libc::unshare(libc::CLONE_NEWNS) != 0 {
+            child::fail(a.wr, Step::Namespaces);
+        }
+        if libc::setns(early.net.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+            child::fail(a.wr, Step::Namespaces);
+        }
+    } else if let Some(maps) = &ns.maps {
         for (path, data) in PATHS.iter().zip(maps.iter()) {
             if !write_file(path, data) {
                 child::fail(a.wr, Step::UserNamespace);

@@ -8,9 +8,9 @@
 //! what happened and hands the after-run work to the guardian.
 
 use super::{
-    after, agent, caches, check_artifact, child, guardian, journal, kernel, kernel_abi, limits,
-    listen, ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp, wait,
-    ProxyHook, RunOptions,
+    after, agent, caches, check_artifact, child, earlyns, guardian, journal, kernel, kernel_abi,
+    limits, listen, ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp,
+    wait, ProxyHook, RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
 use crate::ir::{Enforcement, Precision, Status};
@@ -33,9 +33,16 @@ pub(super) fn start(
     opts: &RunOptions,
 ) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
+    // The network namespace, made on another core while the rest is
+    // prepared (`earlyns.rs`): the run has one exactly when this holds
+    // (`ns::wanted`: a private network or the proxy uses the layer).
+    let never = art.namespaces.mode == crate::ir::Namespaces::Never;
+    let net = !never && (ns::private_net(art) || opts.proxy.is_some() || art.proxy.is_some());
+    // SAFETY: geteuid has no preconditions.
+    let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0));
     let runs = earlier_runs(opts);
     let decided = prepare(art, argv, opts)?;
-    let mut set = set_up(art, opts, decided, &runs)?;
+    let mut set = set_up(art, opts, decided, &runs, early.flatten())?;
     let spawned = spawn(art, opts, &mut set)?;
     let (spawned, out, guardian) = serve(art, &mut set, spawned);
     Ok(finish(art, set, spawned, out, guardian))
@@ -618,6 +625,7 @@ fn set_up(
     opts: &RunOptions,
     d: Decided,
     runs: &std::io::Result<PathBuf>,
+    early: Option<earlyns::Early>,
 ) -> Result<SetUp, Fail> {
     let Decided {
         argv,
@@ -743,6 +751,8 @@ fn set_up(
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let mut proxy_sock = None;
     let mut mount_ns_sock = None;
+    // Reaped here, before the snapshot of our children below.
+    let early = early.and_then(earlyns::Early::finish);
     if wanted.any() {
         let root = if new_root {
             make_root(
@@ -770,6 +780,8 @@ fn set_up(
             root,
         )
         .map_err(fail)?;
+        let mut prep = prep;
+        prep.early = early.filter(|_| wanted.net);
         prepared.ns = Some(prep);
         proxy_sock = back.proxy;
         mount_ns_sock = Some(back.mount_ns);

@@ -1,0 +1,172 @@
+//! The run's network namespace, made beside sbx's preparation
+//! (docs/performance.md, "`sbx run` start-up").
+//!
+//! Making a network namespace costs the kernel about a millisecond of
+//! CPU time. Made by the setup process's `clone`, it lies on the run's
+//! critical path, between sbx's preparation and the command. So a
+//! helper process, started as the run begins, makes it on another core
+//! while sbx reads the policy and plans the mounts. An unprivileged
+//! helper makes it inside a user namespace of its own, with the same
+//! one-line id maps the setup process would write. The setup process
+//! then joins both (`setns`) and makes its mount namespace there.
+//!
+//! Nothing here decides what the run gets: a helper that fails only
+//! means the setup process makes the namespaces itself, as without it,
+//! and reports what fails there.
+
+use super::child::Stack;
+use super::nschild::{write_file, PATHS};
+use std::ffi::CString;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The namespaces the helper made, for the setup process to join.
+pub struct Made {
+    /// The user namespace (unprivileged runs only).
+    pub user: Option<OwnedFd>,
+    pub net: OwnedFd,
+}
+
+/// A started helper.
+pub struct Early {
+    pid: libc::pid_t,
+    shared: Box<Shared>,
+}
+
+/// What the helper reads and writes. It shares sbx's memory and
+/// descriptor table, and makes no call but system calls on this and its
+/// own stack.
+struct Shared {
+    stack: Stack,
+    maps: Option<[CString; 3]>,
+    user: AtomicI32,
+    net: AtomicI32,
+}
+
+/// Start the helper; `user`: the run is unprivileged, so the network
+/// namespace belongs to a new user namespace. `None` when it cannot
+/// start (then nothing is made early).
+pub fn start(user: bool) -> Option<Early> {
+    let maps = if user {
+        Some(super::ns::own_id_maps().ok()?)
+    } else {
+        None
+    };
+    let shared = Box::new(Shared {
+        stack: Stack::new().ok()?,
+        maps,
+        user: AtomicI32::new(-1),
+        net: AtomicI32::new(-1),
+    });
+    // SAFETY: the helper runs `make` on its own stack and on `shared`,
+    // which lives in the Box until the helper is reaped (`finish` or
+    // drop). Every signal is blocked around the clone, so the helper
+    // starts with them blocked and never runs one of sbx's handlers.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            make,
+            shared.stack.top(),
+            libc::CLONE_VM | libc::CLONE_FILES | libc::SIGCHLD,
+            &*shared as *const Shared as *mut libc::c_void,
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        pid
+    };
+    (pid > 0).then_some(Early { pid, shared })
+}
+
+impl Early {
+    /// Wait for the helper (it is most often done): the namespaces, or
+    /// `None` when it could not make them.
+    pub fn finish(mut self) -> Option<Made> {
+        let ok = self.reap();
+        let take = |a: &AtomicI32| {
+            let fd = a.swap(-1, Ordering::SeqCst);
+            // SAFETY: the helper opened it in our descriptor table
+            // (CLONE_FILES), and nothing else owns it.
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        };
+        let user = take(&self.shared.user);
+        let net = take(&self.shared.net);
+        let made = ok && net.is_some() && (user.is_some() || self.shared.maps.is_none());
+        Some(Made { user, net: net? }).filter(|_| made)
+    }
+
+    /// Reap the helper once; whether it made everything.
+    fn reap(&mut self) -> bool {
+        if self.pid <= 0 {
+            return false;
+        }
+        let mut status = 0;
+        // SAFETY: our own child, which ends on its own.
+        while unsafe { libc::waitpid(self.pid, &mut status, libc::__WALL) } < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        self.pid = 0;
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
+
+impl Drop for Early {
+    /// Not used: the helper is reaped (its stack is unmapped only then)
+    /// and what it made is closed.
+    fn drop(&mut self) {
+        self.reap();
+        for a in [&self.shared.user, &self.shared.net] {
+            let fd = a.swap(-1, Ordering::SeqCst);
+            if fd >= 0 {
+                // SAFETY: opened by the helper, owned by no one else.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+/// The helper: the namespaces, their descriptors in `Shared`, then exit
+/// (1: something failed; what was opened is closed by sbx).
+extern "C" fn make(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the Box'ed `Shared`, alive until we are reaped;
+    // only system calls and atomic stores follow.
+    unsafe {
+        let s = &*(arg as *const Shared);
+        let flags = libc::CLONE_NEWNET
+            | if s.maps.is_some() {
+                libc::CLONE_NEWUSER
+            } else {
+                0
+            };
+        if libc::unshare(flags) != 0 {
+            libc::_exit(1);
+        }
+        if let Some(maps) = &s.maps {
+            for (path, data) in PATHS.iter().zip(maps.iter()) {
+                if !write_file(path, data) {
+                    libc::_exit(1);
+                }
+            }
+            let fd = libc::open(
+                c"/proc/self/ns/user".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                libc::_exit(1);
+            }
+            s.user.store(fd, Ordering::SeqCst);
+        }
+        let fd = libc::open(
+            c"/proc/self/ns/net".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            libc::_exit(1);
+        }
+        s.net.store(fd, Ordering::SeqCst);
+        libc::_exit(0)
+    }
+}
