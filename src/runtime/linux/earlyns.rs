@@ -150,23 +150,21 @@ extern "C" fn make(arg: *mut libc::c_void) -> libc::c_int {
                     libc::_exit(1);
                 }
             }
-            let fd = libc::open(
-                c"/proc/self/ns/user".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            );
-            if fd < 0 {
-                libc::_exit(1);
-            }
-            s.user.store(fd, Ordering::SeqCst);
+            hand_over(c"/proc/self/ns/user", &s.user);
         }
-        let fd = libc::open(
-            c"/proc/self/ns/net".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
-        if fd < 0 {
-            libc::_exit(1);
-        }
-        s.net.store(fd, Ordering::SeqCst);
+        hand_over(c"/proc/self/ns/net", &s.net);
         libc::_exit(0)
     }
+}
+
+/// Open one of the helper's namespaces into `slot`, or end the helper.
+///
+/// # Safety
+/// Only in the helper: system calls and an atomic store.
+unsafe fn hand_over(ns: &std::ffi::CStr, slot: &AtomicI32) {
+    let fd = libc::open(ns.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        libc::_exit(1);
+    }
+    slot.store(fd, Ordering::SeqCst);
 }
