@@ -192,13 +192,20 @@ pub(super) fn build(s: &Seccomp) -> Result<Vec<BpfProgram>, String> {
 pub struct Section {
     programs: Vec<BpfProgram>,
     keys: Keys,
+    /// Refused by the prefix's search itself (`compile_all`).
+    outright: Keys,
     deny_errno: i32,
 }
 
 impl Section {
     /// The filter: the programs chained behind the prefix.
     pub fn plain(&self) -> Vec<BpfProgram> {
-        assemble(self.programs.clone(), self.keys.clone(), self.deny_errno)
+        assemble(
+            self.programs.clone(),
+            self.keys.clone(),
+            &self.outright,
+            self.deny_errno,
+        )
     }
 
     /// The filter that also hands `listen` to sbx (`None` on an
@@ -208,17 +215,18 @@ impl Section {
         programs.push(listen_program()?);
         let mut keys = self.keys.clone();
         keys.insert(libc::SYS_listen as u32);
-        Some(assemble(programs, keys, self.deny_errno))
+        Some(assemble(programs, keys, &self.outright, self.deny_errno))
     }
 }
 
 /// Compile the section; unknown names are errors (the artifact is not
 /// what this sbx wrote).
 pub fn compile_section(s: &Seccomp) -> Result<Section, String> {
-    let (programs, keys, deny_errno) = compile_all(s)?;
+    let (programs, keys, outright, deny_errno) = compile_all(s, true)?;
     Ok(Section {
         programs,
         keys,
+        outright,
         deny_errno,
     })
 }
@@ -227,12 +235,20 @@ pub fn compile_section(s: &Seccomp) -> Result<Section, String> {
 type Keys = std::collections::BTreeSet<u32>;
 
 /// `programs` (in the order they run) chained, behind the prefix.
-fn assemble(programs: Vec<BpfProgram>, keys: Keys, deny_errno: i32) -> Vec<BpfProgram> {
+fn assemble(
+    programs: Vec<BpfProgram>,
+    keys: Keys,
+    outright: &Keys,
+    deny_errno: i32,
+) -> Vec<BpfProgram> {
     let mut out = chain_all(programs);
-    // The newest filter runs first: the prefix goes in front of it.
+    // The newest filter runs first: the prefix goes in front of it. Were
+    // the programs too long to chain, the older filters still run, and
+    // the prefix's errno for a number refused outright is the most
+    // severe answer, as the deny list's would have been.
     let keys: Vec<u32> = keys.into_iter().collect();
     if let Some(newest) = out.last_mut() {
-        let mut p = prefix(&keys, deny_errno);
+        let mut p = prefix(&keys, outright, deny_errno);
         p.append(newest);
         *newest = p;
     }
@@ -240,8 +256,9 @@ fn assemble(programs: Vec<BpfProgram>, keys: Keys, deny_errno: i32) -> Vec<BpfPr
 }
 
 /// The section's `seccompiler` programs in the order they run, the
-/// numbers they have rules for, and the deny list's errno.
-fn compile_all(s: &Seccomp) -> Result<(Vec<BpfProgram>, Keys, i32), String> {
+/// numbers they have rules for, those the prefix refuses itself
+/// (`outright`, when `shorten`), and the deny list's errno.
+fn compile_all(s: &Seccomp, shorten: bool) -> Result<(Vec<BpfProgram>, Keys, Keys, i32), String> {
     let errno_of = |name: &str| errno(name).ok_or_else(|| format!("seccomp: unknown errno {name}"));
     let deny_errno = errno_of(&s.errno)?;
     let mut deny = deny_rules(s)?;
@@ -275,16 +292,41 @@ fn compile_all(s: &Seccomp) -> Result<(Vec<BpfProgram>, Keys, i32), String> {
         programs.push((socket_rules(&sock.allow)?, errno_of(&sock.errno)?));
     }
     programs.extend(groups.into_iter().map(|(e, rules)| (rules, e)));
-    programs.push((deny, deny_errno));
     let keys: Keys = programs
         .iter()
-        .flat_map(|(rules, _)| rules.keys().map(|&n| n as u32))
+        .map(|(rules, _)| rules)
+        .chain([&deny])
+        .flat_map(|rules| rules.keys().map(|&n| n as u32))
         .collect();
+    // A number the deny list refuses whatever its arguments, and no
+    // other program names, is refused by the prefix's search itself, so
+    // `seccompiler`'s program need not list it: attaching costs per
+    // instruction (five per such number). Only where the search is made
+    // for the plain filter and for the `listen` variant alike (one key
+    // more); elsewhere the program keeps every number.
+    let mut outright = Keys::new();
+    if shorten {
+        let candidates: Keys = deny
+            .iter()
+            .filter(|(nr, rules)| {
+                rules.is_empty() && !programs.iter().any(|(p, _)| p.contains_key(nr))
+            })
+            .map(|(&nr, _)| nr as u32)
+            .collect();
+        let mut with_listen = keys.clone();
+        with_listen.insert(libc::SYS_listen as u32);
+        let with_listen: Vec<u32> = with_listen.into_iter().collect();
+        if !candidates.is_empty() && search(&with_listen, &candidates, deny_errno).is_some() {
+            deny.retain(|nr, _| !candidates.contains(&(*nr as u32)));
+            outright = candidates;
+        }
+    }
+    programs.push((deny, deny_errno));
     let mut compiled = Vec::new();
     for (rules, e) in programs {
         compiled.push(compile(rules, e)?);
     }
-    Ok((compiled, keys, deny_errno))
+    Ok((compiled, keys, outright, deny_errno))
 }
 
 /// Returned for `listen`: the kernel asks sbx, which holds the filter's
@@ -552,14 +594,22 @@ fn tree_len(n: usize) -> usize {
 
 /// A binary search for the syscall number (in the accumulator) among
 /// `keys` (sorted): "allow" when it is none of them, else a jump to the
-/// instruction `after` instructions past the tree's end. `None` when a
-/// jump would not fit in an 8-bit offset.
-fn tree(keys: &[u32], after: usize, out: &mut BpfProgram) -> Option<()> {
+/// instruction `after` instructions past the tree's end, `skip` more for
+/// a key not in `outright` (past the refusal that follows the tree).
+/// `None` when a jump would not fit in an 8-bit offset.
+fn tree(
+    keys: &[u32],
+    outright: &Keys,
+    skip: usize,
+    after: usize,
+    out: &mut BpfProgram,
+) -> Option<()> {
     let n = keys.len();
     if n <= LEAF {
         for (i, &k) in keys.iter().enumerate() {
             // Past the rest of the leaf and its "allow".
-            out.push(ins(JEQ_K, u8::try_from(n - i + after).ok()?, 0, k));
+            let past = if outright.contains(&k) { 0 } else { skip };
+            out.push(ins(JEQ_K, u8::try_from(n - i + after + past).ok()?, 0, k));
         }
         out.push(ins(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW));
         return Some(());
@@ -567,9 +617,36 @@ fn tree(keys: &[u32], after: usize, out: &mut BpfProgram) -> Option<()> {
     let mid = n / 2;
     let left = tree_len(mid);
     out.push(ins(JGE_K, u8::try_from(left).ok()?, 0, keys[mid]));
-    tree(&keys[..mid], tree_len(n - mid) + after, out)?;
-    tree(&keys[mid..], after, out)
+    tree(&keys[..mid], outright, skip, tree_len(n - mid) + after, out)?;
+    tree(&keys[mid..], outright, skip, after, out)
 }
+
+/// The prefix's search over `keys` (sorted), then, with `outright`, the
+/// deny list's errno for those: what follows it is the program's first
+/// instruction. `None` without a known architecture, or when it would
+/// not fit in the architecture check's 8-bit jump over it.
+fn search(keys: &[u32], outright: &Keys, errno: i32) -> Option<BpfProgram> {
+    native_arch()?;
+    if keys.is_empty() {
+        return None;
+    }
+    let refuse = !outright.is_empty();
+    let mut out = Vec::new();
+    tree(keys, outright, usize::from(refuse), 0, &mut out)?;
+    if refuse {
+        out.push(ins(
+            RET_K,
+            0,
+            0,
+            libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
+        ));
+    }
+    (PREFIX_BODY + out.len() <= 255).then_some(out)
+}
+
+/// The prefix's instructions before the search, past the architecture
+/// check: the number's load, and on x86_64 the x32 refusal.
+const PREFIX_BODY: usize = if cfg!(target_arch = "x86_64") { 3 } else { 1 };
 
 /// What goes in front of the deny list's `seccompiler` program. Every
 /// path out of it returns or falls through to the program's first
@@ -585,11 +662,13 @@ fn tree(keys: &[u32], after: usize, out: &mut BpfProgram) -> Option<()> {
 ///   `seccompiler` emits that would be most of the cost of starting a program
 ///   (`bench/seccomp_attach.c`: ~2.6 µs per instruction).
 ///
-/// The program itself still decides every listed syscall. A foreign
-/// architecture goes straight to it (it kills). With too many keys for
-/// 8-bit jumps the prefix is the x32 refusal alone; without a known
-/// architecture tag (not x86_64, so no x32), nothing.
-fn prefix(keys: &[u32], errno: i32) -> BpfProgram {
+/// The program decides every other listed syscall; those in `outright`
+/// (never given without a search: `compile_all`) the search refuses
+/// itself. A foreign architecture goes straight to the program (it
+/// kills). With too many keys for 8-bit jumps the prefix is the x32
+/// refusal alone; without a known architecture tag (not x86_64, so no
+/// x32), nothing.
+fn prefix(keys: &[u32], outright: &Keys, errno: i32) -> BpfProgram {
     let Some(arch) = native_arch() else {
         return Vec::new();
     };
@@ -605,11 +684,16 @@ fn prefix(keys: &[u32], errno: i32) -> BpfProgram {
             libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
         ));
     }
+    debug_assert_eq!(body.len(), PREFIX_BODY);
     // The architecture check jumps over the body with an 8-bit offset.
-    let mut search = Vec::new();
-    if !keys.is_empty() && tree(keys, 0, &mut search).is_some() && body.len() + search.len() <= 255
-    {
-        body.extend(search);
+    match search(keys, outright, errno) {
+        Some(search) => body.extend(search),
+        // `compile_all` kept these numbers out of the program only
+        // because the search would refuse them: never run without it.
+        None => assert!(
+            outright.is_empty(),
+            "seccomp: refusals without their search"
+        ),
     }
     out.push(ins(JEQ_K, 0, body.len() as u8, arch));
     out.extend(body);
@@ -708,31 +792,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn compiles_every_listed_syscall() {
-        assert_eq!(build(&section(false)).unwrap().len(), 1);
-        assert_eq!(build(&section(true)).unwrap().len(), 1);
-    }
-
-    /// The chained program decides as the two filters installed one after
-    /// the other would, for every syscall number (x32's too) on this and
-    /// foreign architectures, with the arguments each filter looks at.
-    #[test]
-    fn chained_program_decides_as_two_filters() {
-        let s = section(true);
-        let deny_errno = errno(&s.errno).unwrap();
-        let one = build(&s).unwrap();
-        assert_eq!(one.len(), 1);
-        let mut deny = build(&section(false)).unwrap();
-        let sock = compile(
-            socket_rules(&s.sockets.as_ref().unwrap().allow).unwrap(),
-            libc::EACCES,
-        )
-        .unwrap();
-        assert_eq!(deny.len(), 1);
-        deny.push(sock);
-        let mut args: Vec<[u64; 6]> = Vec::new();
-        // The argument rules' arguments: pids, flags and modes.
+    /// Arguments the rules look at: pids, flags and modes, socket
+    /// families, types and protocols, `ioctl`'s and `ptrace`'s requests.
+    fn arguments() -> Vec<[u64; 6]> {
+        let mut args: Vec<[u64; 6]> = vec![[0; 6], [u64::MAX; 6]];
         for i in 0..4 {
             for v in [
                 1,
@@ -770,6 +833,91 @@ mod tests {
             args.push([0, req, 0, 0, 0, 0]);
             args.push([req, 0, 0, 0, 0, 0]);
         }
+        args
+    }
+
+    /// The numbers the deny list refuses outright are answered by the
+    /// prefix's search, and the filter decides as the one that leaves
+    /// every number to `seccompiler`'s programs: plain and `listen`
+    /// variants, with and without the socket filter, every syscall
+    /// number (x32's too) on this and foreign architectures, with the
+    /// arguments the rules look at. And it is shorter by about five
+    /// instructions per number refused outright.
+    #[test]
+    fn numbers_refused_outright_decide_as_the_program() {
+        for sockets in [false, true] {
+            let s = section(sockets);
+            let (programs, keys, none, e) = compile_all(&s, false).unwrap();
+            assert!(none.is_empty());
+            let long = Section {
+                programs,
+                keys,
+                outright: none,
+                deny_errno: e,
+            };
+            let short = compile_section(&s).unwrap();
+            assert!(short.outright.len() >= 30, "{}", short.outright.len());
+            for nr in &short.outright {
+                assert!(!long.programs[..long.programs.len() - 1]
+                    .iter()
+                    .any(|p| p.iter().any(|i| i.code == JEQ_K && i.k == *nr)));
+            }
+            let pairs = [
+                (long.plain(), short.plain()),
+                (long.listen().unwrap(), short.listen().unwrap()),
+            ];
+            for (want_f, got_f) in &pairs {
+                let saved: usize = want_f.iter().map(Vec::len).sum::<usize>()
+                    - got_f.iter().map(Vec::len).sum::<usize>();
+                assert!(saved >= 4 * short.outright.len(), "{saved}");
+                let args = arguments();
+                let arches = [native_arch().unwrap(), 0x4000_0003, 0xc000_00b7, 0];
+                for arch in arches {
+                    for nr in (0..600u32).chain((0..600).map(|n| n | X32_BIT)) {
+                        for a in &args {
+                            let want = interpret(want_f, arch, nr, *a);
+                            let got = interpret(got_f, arch, nr, *a);
+                            assert_eq!(got, want, "arch {arch:#x} nr {nr:#x} args {a:x?}");
+                        }
+                    }
+                }
+            }
+            // Refused outright: the deny list's errno, whatever the
+            // arguments.
+            let native = native_arch().unwrap();
+            let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+            for nr in &short.outright {
+                for a in [[0; 6], [u64::MAX; 6]] {
+                    assert_eq!(interpret(&short.plain(), native, *nr, a), eperm, "{nr}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn compiles_every_listed_syscall() {
+        assert_eq!(build(&section(false)).unwrap().len(), 1);
+        assert_eq!(build(&section(true)).unwrap().len(), 1);
+    }
+
+    /// The chained program decides as the two filters installed one after
+    /// the other would, for every syscall number (x32's too) on this and
+    /// foreign architectures, with the arguments each filter looks at.
+    #[test]
+    fn chained_program_decides_as_two_filters() {
+        let s = section(true);
+        let deny_errno = errno(&s.errno).unwrap();
+        let one = build(&s).unwrap();
+        assert_eq!(one.len(), 1);
+        let mut deny = build(&section(false)).unwrap();
+        let sock = compile(
+            socket_rules(&s.sockets.as_ref().unwrap().allow).unwrap(),
+            libc::EACCES,
+        )
+        .unwrap();
+        assert_eq!(deny.len(), 1);
+        deny.push(sock);
+        let args = arguments();
         let arches = [native_arch().unwrap(), 0x4000_0003, 0xc000_00b7, 0];
         let mut errnos = std::collections::BTreeSet::new();
         for arch in arches {
@@ -810,7 +958,9 @@ mod tests {
         let bare = compile(deny_rules(&s).unwrap(), libc::EPERM).unwrap();
         let keys: Vec<u32> = deny_rules(&s).unwrap().keys().map(|&n| n as u32).collect();
         let full = build(&s).unwrap().remove(0);
-        assert!(full.len() > bare.len() + keys.len(), "no search tree");
+        // The search answers the numbers refused outright: the program
+        // behind it is shorter than `seccompiler`'s alone.
+        assert!(full.len() < bare.len(), "{} >= {}", full.len(), bare.len());
         let native = native_arch().unwrap();
         let x32 = cfg!(target_arch = "x86_64");
         let mut args: Vec<[u64; 6]> = vec![[0; 6], [u64::MAX; 6]];
@@ -863,7 +1013,7 @@ mod tests {
             let rules: BTreeMap<i64, Vec<SeccompRule>> =
                 keys.iter().map(|&k| (i64::from(k), vec![])).collect();
             let bare = compile(rules, libc::EPERM).unwrap();
-            let p = prefix(&keys, libc::EPERM);
+            let p = prefix(&keys, &Keys::new(), libc::EPERM);
             let base = if x32 { 5 } else { 3 };
             assert!(
                 p.len() == base || p.len() == base + tree_len(n),
@@ -889,7 +1039,7 @@ mod tests {
         for n in 1..=120usize {
             let keys: Vec<u32> = (0..n as u32).map(|k| 7 * k + 2).collect();
             let mut out = Vec::new();
-            assert!(tree(&keys, 0, &mut out).is_some(), "{n}");
+            assert!(tree(&keys, &Keys::new(), 0, 0, &mut out).is_some(), "{n}");
             assert_eq!(out.len(), tree_len(n));
         }
     }
@@ -951,7 +1101,12 @@ mod tests {
         // notification, chained as installed.
         let refuse = compile(BTreeMap::from([(libc::SYS_listen, vec![])]), libc::EPERM).unwrap();
         let keys = Keys::from([listen_nr]);
-        let chained = assemble(vec![refuse, listen_program().unwrap()], keys, libc::EPERM);
+        let chained = assemble(
+            vec![refuse, listen_program().unwrap()],
+            keys,
+            &Keys::new(),
+            libc::EPERM,
+        );
         assert_eq!(chained.len(), 1);
         assert_eq!(interpret(&chained, native, listen_nr, [3; 6]), eperm);
         assert_eq!(interpret(&chained, native, 0, [3; 6]), allow);
