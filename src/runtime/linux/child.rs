@@ -327,16 +327,31 @@ unsafe fn vfork_clone(
     extra: libc::c_int,
     arg: *mut libc::c_void,
 ) -> Result<libc::pid_t, io::Error> {
+    clone_blocked(
+        f,
+        stack,
+        libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
+        arg,
+    )
+}
+
+/// `clone(flags)` running `f(arg)` on `stack`, with every signal
+/// blocked around it: a child sharing our memory starts with them
+/// blocked, and never runs one of our handlers.
+///
+/// # Safety
+/// As `vfork_clone`'s, and `arg` and `stack` must outlive the child.
+pub(super) unsafe fn clone_blocked(
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    stack: &Stack,
+    flags: libc::c_int,
+    arg: *mut libc::c_void,
+) -> Result<libc::pid_t, io::Error> {
     let mut all: libc::sigset_t = std::mem::zeroed();
     let mut old: libc::sigset_t = std::mem::zeroed();
     libc::sigfillset(&mut all);
     libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    let pid = libc::clone(
-        f,
-        stack.top(),
-        libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | extra,
-        arg,
-    );
+    let pid = libc::clone(f, stack.top(), flags, arg);
     let error = io::Error::last_os_error();
     libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     if pid < 0 {

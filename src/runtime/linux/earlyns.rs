@@ -14,7 +14,7 @@
 //! means the setup process makes the namespaces itself, as without it,
 //! and reports what fails there.
 
-use super::child::Stack;
+use super::child::{clone_blocked, Stack};
 use super::nschild::{write_file, PATHS};
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -60,40 +60,33 @@ pub fn start(user: bool) -> Option<Early> {
     });
     // SAFETY: the helper runs `make` on its own stack and on `shared`,
     // which lives in the Box until the helper is reaped (`finish` or
-    // drop). Every signal is blocked around the clone, so the helper
-    // starts with them blocked and never runs one of sbx's handlers.
+    // drop).
     let pid = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = libc::clone(
+        clone_blocked(
             make,
-            shared.stack.top(),
+            &shared.stack,
             libc::CLONE_VM | libc::CLONE_FILES | libc::SIGCHLD,
             &*shared as *const Shared as *mut libc::c_void,
-        );
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        pid
-    };
-    (pid > 0).then_some(Early { pid, shared })
+        )
+    }
+    .ok()?;
+    Some(Early { pid, shared })
 }
 
 impl Early {
     /// Wait for the helper (it is most often done): the namespaces, or
     /// `None` when it could not make them.
+    /// (What a failed helper opened is closed by the drop.)
     pub fn finish(mut self) -> Option<Made> {
-        let ok = self.reap();
-        let take = |a: &AtomicI32| {
-            let fd = a.swap(-1, Ordering::SeqCst);
-            // SAFETY: the helper opened it in our descriptor table
-            // (CLONE_FILES), and nothing else owns it.
-            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-        };
+        if !self.reap() {
+            return None;
+        }
+        let net = take(&self.shared.net)?;
         let user = take(&self.shared.user);
-        let net = take(&self.shared.net);
-        let made = ok && net.is_some() && (user.is_some() || self.shared.maps.is_none());
-        Some(Made { user, net: net? }).filter(|_| made)
+        if user.is_none() && self.shared.maps.is_some() {
+            return None;
+        }
+        Some(Made { user, net })
     }
 
     /// Reap the helper once; whether it made everything.
@@ -118,14 +111,17 @@ impl Drop for Early {
     /// and what it made is closed.
     fn drop(&mut self) {
         self.reap();
-        for a in [&self.shared.user, &self.shared.net] {
-            let fd = a.swap(-1, Ordering::SeqCst);
-            if fd >= 0 {
-                // SAFETY: opened by the helper, owned by no one else.
-                unsafe { libc::close(fd) };
-            }
-        }
+        drop(take(&self.shared.user));
+        drop(take(&self.shared.net));
     }
+}
+
+/// The descriptor the helper left in `slot`, now ours alone.
+fn take(slot: &AtomicI32) -> Option<OwnedFd> {
+    let fd = slot.swap(-1, Ordering::SeqCst);
+    // SAFETY: the helper opened it in our descriptor table (CLONE_FILES),
+    // and nothing else owns it; the swap hands it out once.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// The helper: the namespaces, their descriptors in `Shared`, then exit

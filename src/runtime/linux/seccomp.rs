@@ -567,6 +567,16 @@ fn ins(code: u16, jt: u8, jf: u8, k: u32) -> seccompiler::sock_filter {
     seccompiler::sock_filter { code, jt, jf, k }
 }
 
+/// "Fail with `errno`".
+fn refusal(errno: i32) -> seccompiler::sock_filter {
+    ins(
+        RET_K,
+        0,
+        0,
+        libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
+    )
+}
+
 /// `seccomp_data.arch` of this build's architecture (`AUDIT_ARCH_*`).
 pub(super) fn native_arch() -> Option<u32> {
     if cfg!(target_arch = "x86_64") {
@@ -634,12 +644,7 @@ fn search(keys: &[u32], outright: &Keys, errno: i32) -> Option<BpfProgram> {
     let mut out = Vec::new();
     tree(keys, outright, usize::from(refuse), 0, &mut out)?;
     if refuse {
-        out.push(ins(
-            RET_K,
-            0,
-            0,
-            libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
-        ));
+        out.push(refusal(errno));
     }
     (PREFIX_BODY + out.len() <= 255).then_some(out)
 }
@@ -677,12 +682,7 @@ fn prefix(keys: &[u32], outright: &Keys, errno: i32) -> BpfProgram {
     let mut body = vec![ins(LD_W_ABS, 0, 0, 0)]; // seccomp_data.nr
     if x32 {
         body.push(ins(JGE_K, 0, 1, X32_BIT));
-        body.push(ins(
-            RET_K,
-            0,
-            0,
-            libc::SECCOMP_RET_ERRNO | (errno as u32 & 0xffff),
-        ));
+        body.push(refusal(errno));
     }
     debug_assert_eq!(body.len(), PREFIX_BODY);
     // The architecture check jumps over the body with an 8-bit offset.

@@ -34,10 +34,18 @@ pub(super) fn start(
 ) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
     // The network namespace, made on another core while the rest is
-    // prepared (`earlyns.rs`): the run has one exactly when this holds
-    // (`ns::wanted`: a private network or the proxy uses the layer).
-    let never = art.namespaces.mode == crate::ir::Namespaces::Never;
-    let net = !never && (ns::private_net(art) || opts.proxy.is_some() || art.proxy.is_some());
+    // prepared (`earlyns.rs`). Whether the run has one depends on the
+    // artifact and the proxy alone, not on the other needs `layer`
+    // finds (a private network or the proxy uses the layer).
+    let proxy = opts.proxy.is_some() || art.proxy.is_some();
+    let net = ns::wanted(
+        art,
+        ns::Needs {
+            proxy,
+            ..ns::Needs::default()
+        },
+    )
+    .net;
     // SAFETY: geteuid has no preconditions.
     let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0));
     let runs = earlier_runs(opts);
