@@ -37,6 +37,71 @@ fn is_executable_file(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Whether names are on `PATH` as [`resolve`] finds them, for many
+/// names: each directory is opened once, at the first question, and
+/// each name is then looked up in it alone, rather than every
+/// directory's whole path once per name (the package caches ask for a
+/// dozen tools, most of them absent, over a PATH of ten directories).
+pub struct OnPath {
+    path_var: Option<OsString>,
+    dirs: Option<Vec<std::os::fd::OwnedFd>>,
+}
+
+impl OnPath {
+    pub fn new(path_var: Option<&OsStr>) -> OnPath {
+        OnPath {
+            path_var: path_var.map(OsStr::to_os_string),
+            dirs: None,
+        }
+    }
+
+    /// `resolve(name, path_var).is_some()`.
+    pub fn has(&mut self, name: &str) -> bool {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        if name.is_empty() || name.contains('/') {
+            return resolve(OsStr::new(name), self.path_var.as_deref()).is_some();
+        }
+        let Ok(c) = std::ffi::CString::new(name) else {
+            return false;
+        };
+        let var = self.path_var.as_deref();
+        let dirs = self.dirs.get_or_insert_with(|| {
+            let mut seen: Vec<PathBuf> = Vec::new();
+            let mut out = Vec::new();
+            let all = var.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+            for d in std::env::split_paths(all).filter(|d| d.is_absolute()) {
+                if seen.contains(&d) {
+                    continue;
+                }
+                let Ok(cd) = std::ffi::CString::new(d.as_os_str().as_bytes()) else {
+                    continue;
+                };
+                seen.push(d);
+                // SAFETY: a valid C string; the descriptor is owned below.
+                let fd = unsafe {
+                    libc::open(
+                        cd.as_ptr(),
+                        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                    )
+                };
+                if fd >= 0 {
+                    // SAFETY: just opened, owned here alone.
+                    out.push(unsafe { OwnedFd::from_raw_fd(fd) });
+                }
+            }
+            out
+        });
+        dirs.iter().any(|d| {
+            // SAFETY: an all-zero stat is a valid out-parameter.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: a directory descriptor of ours, a valid name and
+            // buffer; symlinks are followed, as `resolve`'s stat does.
+            let found = unsafe { libc::fstatat(d.as_raw_fd(), c.as_ptr(), &mut st, 0) == 0 };
+            found && st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_mode & 0o111 != 0
+        })
+    }
+}
+
 /// The program and every interpreter the kernel opens to start it
 /// (`#!` chains, then `PT_INTERP`), up to the kernel's nesting limit.
 pub fn exec_chain(program: &Path) -> Vec<PathBuf> {
@@ -172,6 +237,50 @@ fn read_at(f: &File, off: u64, len: usize) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `OnPath` answers as `resolve` does: executable regular files
+    /// (through symlinks), not directories, plain files or dangling
+    /// links, the first match over absolute entries only, duplicates
+    /// and missing directories skipped, names with a slash as given.
+    #[test]
+    fn on_path_answers_as_resolve() {
+        use std::os::unix::fs::{symlink, PermissionsExt};
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(b.join("dir-tool")).unwrap();
+        let file = |p: &Path, mode: u32| {
+            std::fs::write(p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        file(&a.join("tool"), 0o755);
+        file(&b.join("plain"), 0o644);
+        file(&b.join("late"), 0o700);
+        symlink(a.join("tool"), b.join("linked")).unwrap();
+        symlink(d.path().join("none"), b.join("dangling")).unwrap();
+        let names = [
+            "tool", "plain", "late", "linked", "dangling", "dir-tool", "absent", "", "a/tool",
+        ];
+        let paths = [
+            format!("{}:{}", a.display(), b.display()),
+            format!(
+                "rel:{}:{}:{}",
+                b.display(),
+                b.display(),
+                d.path().join("gone").display()
+            ),
+            String::new(),
+        ];
+        for path in &paths {
+            let mut on = OnPath::new(Some(OsStr::new(path)));
+            for n in names {
+                let want = resolve(OsStr::new(n), Some(OsStr::new(path))).is_some();
+                assert_eq!(on.has(n), want, "{n:?} on {path:?}");
+            }
+        }
+        let mut default = OnPath::new(None);
+        assert_eq!(default.has("sh"), resolve(OsStr::new("sh"), None).is_some());
+    }
 
     #[test]
     fn finds_the_dynamic_loader_of_a_system_binary() {

@@ -340,7 +340,8 @@ fn private_caches(
             .find(|(n, _)| n == k)
             .and_then(|(_, v)| v.to_str().map(String::from))
     };
-    let caller_path = std::env::var_os("PATH");
+    let on_path =
+        std::cell::RefCell::new(program::OnPath::new(std::env::var_os("PATH").as_deref()));
     // Several caches share a tool (go, yarn, pnpm, cargo): each is
     // looked for on PATH once.
     let seen = std::cell::RefCell::new(std::collections::HashMap::new());
@@ -348,7 +349,7 @@ fn private_caches(
         *seen
             .borrow_mut()
             .entry(t.to_string())
-            .or_insert_with(|| program::resolve(OsStr::new(t), caller_path.as_deref()).is_some())
+            .or_insert_with(|| on_path.borrow_mut().has(t))
     };
     let rules: Vec<(&str, bool)> = plan
         .rules
