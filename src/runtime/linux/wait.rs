@@ -167,11 +167,16 @@ pub fn wait(
     };
     if let Some(init) = init {
         // The kernel kills every process of the PID namespace once its
-        // init dies: most often nothing is left for the walk below.
+        // init dies: the walk below then finds none left.
         // SAFETY: our own child, unreaped.
         unsafe { libc::kill(init, libc::SIGKILL) };
     }
-    kill_leftovers(not_ours);
+    // Once the init is reaped no process of the sandbox is left: every
+    // one was in its namespace. Otherwise (no init, or a failed wait)
+    // the walk finds and kills them.
+    if !init.is_some_and(reap_until) {
+        kill_leftovers(not_ours);
+    }
     if let Some(t) = tty {
         // SAFETY: getpgrp has no preconditions.
         hand_tty(t, unsafe { libc::getpgrp() });
@@ -236,6 +241,28 @@ fn stop_and_kill(group: Option<libc::pid_t>, not_ours: &[libc::pid_t]) -> Vec<li
         unsafe { libc::kill(-g, libc::SIGKILL) };
     }
     seen.into_iter().collect()
+}
+
+/// Reap children until `init` (a PID namespace's, killed) is among
+/// them; whether it was. Its end is the end of every process of its
+/// namespace: the kernel kills them all, and the init does not exit
+/// before each has been reaped, so processes the command made with
+/// `CLONE_PARENT` (ours) are reaped here as they end, whichever comes
+/// first. A process of the sandbox outside the namespace cannot exist:
+/// every process the command and its descendants make is in it.
+fn reap_until(init: libc::pid_t) -> bool {
+    loop {
+        let mut status = 0;
+        // SAFETY: reaping children of ours; the init ends once the
+        // namespace's processes have, and nothing of it outlives SIGKILL.
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if r == init {
+            return true;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
 }
 
 /// After the child has been reaped: kill and reap everything it left,
