@@ -665,18 +665,30 @@ fn work_directories_are_the_runs_own_and_cleared() {
         "{first:?}"
     );
     // A killed run's (no such process), a live one's (this test's), and
-    // an earlier version's, locked.
+    // an earlier version's, locked. In the killed run's, links to a
+    // directory and a file outside: removed as links, never followed.
     let live = format!("run-{}-1", std::process::id());
     for name in ["run-4194300-abc", &live, "work", "old-1-abc"] {
-        std::fs::create_dir_all(works[0].join(name).join("work/d")).unwrap();
+        std::fs::create_dir_all(works[0].join(name).join("work/d/e/f")).unwrap();
         std::fs::set_permissions(
             works[0].join(name).join("work"),
             std::fs::Permissions::from_mode(0o000),
         )
         .unwrap();
     }
+    let outside = env.home.join("outside");
+    std::fs::create_dir_all(outside.join("dir")).unwrap();
+    std::fs::write(outside.join("dir/kept"), "k").unwrap();
+    std::fs::write(outside.join("file"), "k").unwrap();
+    let dead = works[0].join("run-4194300-abc");
+    std::os::unix::fs::symlink(outside.join("dir"), dead.join("to-dir")).unwrap();
+    std::os::unix::fs::symlink(outside.join("file"), dead.join("to-file")).unwrap();
     let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
     assert_eq!(out.trim(), "x");
+    assert!(
+        outside.join("dir/kept").is_file() && outside.join("file").is_file(),
+        "a link in a dead work directory was followed"
+    );
     let second = listing(&works[0]);
     let own: Vec<&String> = second.iter().filter(|n| **n != live).collect();
     assert!(

@@ -462,8 +462,8 @@ const HOME: &str = "home";
 
 /// Make the key's directories and record its use; the child's mounts.
 /// `home`: the caller's home, the lower layer of every cache beneath it.
-/// Also this run's work directories for the overlays, for
-/// [`clear_dead_works`].
+/// Also this run's work directories for the overlays, beside which
+/// those of ended runs are removed ([`dead_work`]).
 pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
     use std::os::unix::fs::DirBuilderExt;
     if d.caches.is_empty() {
@@ -571,7 +571,7 @@ const STALE: &str = "stale-";
 /// believes them complete. So a key last used in another boot (the
 /// recorded boot id differs: a crash or a reboot since) has its private
 /// directories (`KEY/NAME/data`) set aside, to be removed beside a
-/// command ([`clear_dead_works`]); the run starts from the host's cache
+/// command ([`clear_stale`]); the run starts from the host's cache
 /// alone. A key of an earlier version (no boot recorded) synced its
 /// overlays: kept. `about`: the key's record as it was.
 fn stale_after_reboot(key: &Path, about: Option<&[u8]>, boot: &str) {
@@ -601,7 +601,7 @@ const RUN: &str = "run-";
 /// same key), and on a disk mounted with `discard` freeing it is a
 /// synchronous discard on the way to the command's start (0.4–3.8 ms
 /// on the bench machine). The next run of the key removes it
-/// ([`clear_dead_works`]), while its own command runs.
+/// ([`dead_work`]), beside its own preparation and command.
 fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -615,56 +615,61 @@ fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
     Ok(work)
 }
 
-/// While the command runs: beside this run's work directories
-/// (`works`), remove those of runs that have ended (their sbx is gone:
-/// a finished run leaves its own, a killed one too) and what earlier
-/// versions left (`work`, `old-*`). A live run's is kept: its process
-/// still exists. Removing a directory frees its block, which on a disk
-/// mounted with `discard` is a synchronous discard: done here, beside
-/// the command, rather than between its end and sbx's.
-///
-/// Then the private caches set aside after a reboot, with `stale` set
-/// while that goes on (a large cache may outlast the run: sbx does not
-/// wait for it, and the next run removes what is left).
-pub fn clear_dead_works(works: &[PathBuf], stale: &std::sync::atomic::AtomicBool) {
-    let alive = |name: &str| {
-        let pid = name
-            .strip_prefix(RUN)
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<libc::pid_t>().ok());
-        // SAFETY: signal 0 only checks that the process exists.
-        pid.is_some_and(|p| {
-            p > 0
-                && (unsafe { libc::kill(p, 0) } == 0
-                    || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
-        })
-    };
-    let mut parents: Vec<&Path> = works.iter().filter_map(|w| w.parent()).collect();
-    parents.sort_unstable();
-    parents.dedup();
-    for parent in &parents {
-        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let dead = name.starts_with(RUN) && !alive(name);
-            if dead || name == "work" || name.starts_with("old-") {
-                let _ = super::temp::remove_tree(&entry.path());
-            }
-        }
+/// Whether `name`, an entry beside this run's work directories, is
+/// left by a run that has ended (its sbx is gone: a finished run leaves
+/// its own, a killed one too) or by an earlier version (`work`,
+/// `old-*`): then the clearing helper removes it while the command
+/// runs (`clearing.rs`). A live run's is kept: its process still
+/// exists. No allocation: the helper calls it.
+pub fn dead_work(name: &[u8]) -> bool {
+    if name == b"work" || name.starts_with(b"old-") {
+        return true;
     }
-    // Private caches from before a reboot (`stale_after_reboot`).
-    for cache in parents.iter().filter_map(|p| p.parent()) {
+    let Some(rest) = name.strip_prefix(RUN.as_bytes()) else {
+        return false;
+    };
+    let digits = rest.split(|&b| b == b'-').next().unwrap_or_default();
+    let mut pid: libc::pid_t = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return true;
+        }
+        pid = pid
+            .saturating_mul(10)
+            .saturating_add(libc::pid_t::from(d - b'0'));
+    }
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    !alive
+}
+
+/// The private caches of this run's key set aside after a reboot
+/// (`stale_after_reboot`), beside `works`: a large one may outlast the
+/// run, and sbx does not wait for it (the next run removes what is left).
+pub fn clear_stale(works: &[PathBuf]) {
+    for cache in work_parents(works).iter().filter_map(|p| p.parent()) {
         for entry in std::fs::read_dir(cache).into_iter().flatten().flatten() {
             if entry
                 .file_name()
                 .to_str()
                 .is_some_and(|n| n.starts_with(STALE))
             {
-                stale.store(true, Ordering::SeqCst);
                 let _ = super::temp::remove_tree(&entry.path());
             }
         }
     }
+}
+
+/// The directories holding `works`, each once.
+pub fn work_parents(works: &[PathBuf]) -> Vec<&Path> {
+    let mut parents: Vec<&Path> = works.iter().filter_map(|w| w.parent()).collect();
+    parents.sort_unstable();
+    parents.dedup();
+    parents
 }
 
 /// `path`'s place beneath `home` (`.npm`), if it lies strictly beneath
@@ -1043,6 +1048,26 @@ mod tests {
                 );
                 std::fs::remove_dir_all(key.join(dir)).unwrap();
             }
+        }
+    }
+
+    #[test]
+    fn dead_work_directories() {
+        let live = format!("run-{}-1f", std::process::id());
+        assert!(!dead_work(live.as_bytes()), "this process's own");
+        for dead in [
+            "run-4194300-abc", // above any pid_max: no such process
+            "run-99999999999999999999-a",
+            "run-x1-a",
+            "run-",
+            "run--1",
+            "work",
+            "old-1-abc",
+        ] {
+            assert!(dead_work(dead.as_bytes()), "{dead}");
+        }
+        for other in ["data", "runner", "stale-1", "Work"] {
+            assert!(!dead_work(other.as_bytes()), "{other}");
         }
     }
 

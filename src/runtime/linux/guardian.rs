@@ -134,10 +134,12 @@ pub fn start(tree: libc::pid_t, work: Work) -> Result<Guardian, Work> {
 impl Guardian {
     /// The tree has ended: sbx does the work, with SIGINT, SIGTERM and
     /// SIGHUP held off so that the shell's prompt comes after the
-    /// warnings, then tells the guardian it is done and reaps it. Killed
-    /// before that, sbx leaves the work to the guardian, which repeats
-    /// what was done already without changing it (`AfterRun::work`).
-    pub fn finish(self) {
+    /// warnings, then tells the guardian it is done, runs `meanwhile`
+    /// (what sbx waits for anyway: the guardian exits beside it) and
+    /// reaps the guardian. Killed before the word, sbx leaves the work
+    /// to the guardian, which repeats what was done already without
+    /// changing it (`AfterRun::work`).
+    pub fn finish(self, meanwhile: impl FnOnce()) {
         // Held over the word to the guardian and its reaping too: killed
         // between the work and the word, sbx would have the work done twice.
         let held = Held::signals();
@@ -145,6 +147,7 @@ impl Guardian {
         // SAFETY: one byte to our own pipe.
         unsafe { libc::write(self.done.as_raw_fd(), b"D".as_ptr().cast(), 1) };
         drop(self.done);
+        meanwhile();
         let mut status = 0;
         // SAFETY: reaping our own child, which exits on the byte.
         while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0

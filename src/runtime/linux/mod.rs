@@ -4,8 +4,10 @@
 mod after;
 mod agent;
 mod beneath;
+mod beside;
 mod caches;
 mod child;
+mod clearing;
 mod earlyns;
 mod guardian;
 mod identity;

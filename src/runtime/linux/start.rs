@@ -8,9 +8,9 @@
 //! what happened and hands the after-run work to the guardian.
 
 use super::{
-    after, agent, caches, check_artifact, child, earlyns, guardian, journal, kernel, kernel_abi,
-    limits, listen, ns, nschild, passfd, pins, plan, program, pts, report, seccomp, sockets, temp,
-    wait, ProxyHook, RunOptions,
+    after, agent, beside, caches, check_artifact, child, clearing, earlyns, guardian, journal,
+    kernel, kernel_abi, limits, listen, ns, nschild, passfd, pins, plan, program, pts, report,
+    seccomp, sockets, temp, wait, ProxyHook, RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
 use crate::ir::{Enforcement, Precision, Status};
@@ -602,19 +602,21 @@ struct SetUp {
     served: ServedProxy,
     hook: Option<ProxyHook>,
     proxy_sock: Option<OwnedFd>,
-    /// Where the setup process sends its mount namespace, then that
-    /// namespace (`NsPrep::keep`), taken after the guardian's fork so
-    /// that the guardian never holds it.
+    /// Where the setup process sends its mount namespace
+    /// (`NsPrep::keep`), taken after the guardian's fork so that the
+    /// guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
-    mount_ns: Option<OwnedFd>,
     /// The caches' overlays' work directories of this run; those of
-    /// ended runs beside them are removed while the command runs
-    /// (`caches::clear_dead_works`), by `clearing`.
+    /// ended runs beside them are removed by `clearing`, which is
+    /// waited for at the end.
     cache_works: Vec<PathBuf>,
-    clearing: Option<(
-        std::thread::JoinHandle<()>,
-        std::sync::Arc<std::sync::atomic::AtomicBool>,
-    )>,
+    clearing: Option<clearing::Clearing>,
+    beside: beside::Beside,
+    /// The network namespace, where the helper made it: its last
+    /// reference goes last, once the after-run work and the mount
+    /// namespace's teardown are done. Freeing it is a kernel worker's
+    /// millisecond on a core, which would otherwise compete with them.
+    net_ns: Option<OwnedFd>,
     carve_outs: Vec<String>,
     user_ns: bool,
     new_root: bool,
@@ -698,6 +700,8 @@ fn set_up(
         }),
         _ => (Vec::new(), Vec::new()),
     };
+    // Ended runs' work directories go beside the rest (`clearing.rs`).
+    let clearing = clearing::start(&cache_works);
     let cache_rights = caches::rights(plan.handled_fs);
     let cache_rules = caches
         .iter()
@@ -818,9 +822,10 @@ fn set_up(
         hook,
         proxy_sock,
         mount_ns_sock,
-        mount_ns: None,
         cache_works,
-        clearing: None,
+        clearing,
+        beside: beside::Beside::default(),
+        net_ns: None,
         carve_outs,
         user_ns,
         new_root,
@@ -1116,8 +1121,13 @@ fn serve(
     // fork, so that neither the guardian's exit nor sbx's own drop
     // holds the last reference to a removed temp directory (freeing its
     // block is a synchronous discard on disks mounted with `discard`),
-    // and the mount namespace lives on only in `mount_ns`.
-    s.prepared.ns = None;
+    // and the mount namespace lives on only in a thread beside.
+    s.net_ns = s
+        .prepared
+        .ns
+        .take()
+        .and_then(|ns| ns.early)
+        .map(|made| made.net);
     s.prepared.ruleset = None;
     s.private_temp = None;
     let work = s
@@ -1128,23 +1138,12 @@ fn serve(
     if let Ok(g) = &guardian {
         s.not_ours.push(g.pid);
     }
-    // Threads may start now. Ended runs' work directories go while the
-    // command runs: freeing their blocks is a synchronous discard on
-    // some disks.
-    if !s.cache_works.is_empty() {
-        let works = std::mem::take(&mut s.cache_works);
-        let stale = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stale.clone();
-        s.clearing = std::thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || caches::clear_dead_works(&works, &flag))
-            .ok()
-            .map(|t| (t, stale));
-    }
-    s.mount_ns = s
+    // Threads may start now: those beside the command first.
+    let mount_ns = s
         .mount_ns_sock
         .take()
         .and_then(|k| ns::receive_mount_ns(&k));
+    s.beside = beside::Beside::start(std::mem::take(&mut s.cache_works), mount_ns);
     // The listener, if the command got the listen check: sbx answers it.
     if let Some(l) = s.prepared.listen.take() {
         if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
@@ -1188,17 +1187,10 @@ fn finish(
     guardian: Result<guardian::Guardian, guardian::Work>,
 ) -> i32 {
     // The init was killed and reaped with the leftovers: no process of
-    // the sandbox is left, and the mount namespace lives on only in
-    // `mount_ns`. Its teardown (unmounting the new root and the caches'
-    // overlay, RCU grace periods) runs on a thread of its own beside the
-    // after-run work, which needs nothing of it.
+    // the sandbox is left, and the mount namespace lives on only in a
+    // thread beside, which lets it go now.
+    s.beside.tree_ended();
     spawned.finish();
-    let teardown = s.mount_ns.take().and_then(|fd| {
-        std::thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || drop(fd))
-            .ok()
-    });
     if out.timed_out {
         eprintln!(
             "sbx: wall_time_s = {} reached: killed the process tree",
@@ -1207,22 +1199,19 @@ fn finish(
     }
     // What the proxy refused, with the rules that would allow it.
     eprint!("{}", s.served.finish());
-    // Nothing re-creates what is moved aside now.
+    // Nothing re-creates what is moved aside now. The threads beside are
+    // waited for while the guardian exits.
+    let beside = std::mem::take(&mut s.beside);
+    let clearing = s.clearing.take();
+    let waited = || {
+        beside.finish();
+        drop(clearing);
+    };
     match guardian {
-        Ok(g) => g.finish(),
+        Ok(g) => g.finish(waited),
         Err(work) => {
             work.finish();
-        }
-    }
-    if let Some(t) = teardown {
-        let _ = t.join();
-    }
-    // Ended runs' work directories are waited for; a private cache set
-    // aside after a reboot may take longer to remove: what is left of
-    // it is the next run's to remove.
-    if let Some((t, stale)) = s.clearing.take() {
-        if t.is_finished() || !stale.load(std::sync::atomic::Ordering::SeqCst) {
-            let _ = t.join();
+            waited();
         }
     }
     drop(s);
