@@ -764,8 +764,6 @@ fn set_up(
     let proxy_ports: &[u16] = hook.as_ref().map_or(&[], |h| &h.ports);
     let mut proxy_sock = None;
     let mut mount_ns_sock = None;
-    // Reaped here, before the snapshot of our children below.
-    let early = early.and_then(earlyns::Early::finish);
     if wanted.any() {
         let root = if new_root {
             make_root(
@@ -793,18 +791,10 @@ fn set_up(
             root,
         )
         .map_err(fail)?;
-        let mut prep = prep;
-        prep.early = early.filter(|_| wanted.net);
         prepared.ns = Some(prep);
         proxy_sock = back.proxy;
         mount_ns_sock = Some(back.mount_ns);
     }
-
-    // Orphaned descendants come back to us, so the tree is found and
-    // killed when the child exits, also processes that left its group.
-    // SAFETY: plain prctl on ourselves.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    let not_ours = wait::own_children();
     let after = after::AfterRun::launch(&writable, &protections, repo_tops, &values.home);
     let temp_base = private_temp.as_mut().and_then(temp::PrivateTemp::hand_over);
     let entry = if after.is_empty() && temp_base.is_none() {
@@ -812,6 +802,19 @@ fn set_up(
     } else {
         journal_entry(runs, &after, temp_base.as_deref(), opts.quiet)
     };
+    // The network namespace's helper, as late as can be: it works on
+    // another core meanwhile, where the previous run's namespace may
+    // still be being freed. Reaped before the snapshot of our children.
+    let early = early.and_then(earlyns::Early::finish);
+    if let Some(prep) = prepared.ns.as_mut() {
+        prep.early = early.filter(|_| wanted.net);
+    }
+
+    // Orphaned descendants come back to us, so the tree is found and
+    // killed when the child exits, also processes that left its group.
+    // SAFETY: plain prctl on ourselves.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let not_ours = wait::own_children();
     Ok(SetUp {
         prepared,
         program,
