@@ -540,6 +540,32 @@ fn another_keys_cache_is_out_of_reach() {
 #[test]
 fn home_overlay_shows_only_the_caches() {
     let Some(env) = setup() else { return };
+    home_overlay_is_out_of_reach(&env, &["run", "--report", "--"]);
+}
+
+/// The same with home in the host's `/tmp`, where the new root is
+/// attached while it is built (home's overlay is left in the host's
+/// tree, to be detached with it: `caches::leave_home_overlays`), and no
+/// temp preset (which would make home writable, and so leave its
+/// caches alone).
+#[test]
+fn home_overlay_shows_only_the_caches_with_home_in_tmp() {
+    let Some(env) = setup_in(PathBuf::from("/tmp")) else {
+        return;
+    };
+    let policy = env.root.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n\n[process]\npresets = [\"system_runtime\", \"developer_toolchains\"]\n\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+    home_overlay_is_out_of_reach(&env, &["run", "--report", policy, "--"]);
+}
+
+/// `run`: `sbx` up to the command.
+fn home_overlay_is_out_of_reach(env: &Env, run: &[&str]) {
     if !common::on_path("python3") {
         println!("SKIPPED: python3 not installed");
         return;
@@ -573,7 +599,9 @@ for p in [home + '/.npm/../secret', home + '/.cache/pip/../../secret', home + '/
         print('refused', e.errno)
 "#;
     std::fs::write(env.ws.join("probe.py"), script).unwrap();
-    let (out, err) = ok_in(&env, &env.ws, "python3 probe.py", &[]);
+    let args: Vec<&str> = run.iter().copied().chain(["python3", "probe.py"]).collect();
+    let (code, out, err) = sbx_in(env, &env.ws, &args, &[]);
+    assert_eq!(code, 0, "{out}{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "n p", "{err}");
     assert_eq!(lines[1], "same overlay True", "{out}\n{err}");

@@ -586,6 +586,9 @@ unsafe fn build_root(r: &NewRoot, wr: RawFd) {
             failed(i);
         }
     }
+    // Every path is cloned: what is mounted in the host's tree from now
+    // on reaches none of the clones.
+    super::caches::leave_home_overlays(&r.caches, &r.attach);
     let t = r.tmpfs.load(Ordering::SeqCst);
     let broken = || child::fail(wr, Step::Root);
     // Everything is created in the fresh tmpfs before any bind mount is
