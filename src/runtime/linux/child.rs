@@ -375,10 +375,18 @@ fn failure(rd: &OwnedFd) -> Option<SpawnError> {
     })
 }
 
-fn reap(pid: libc::pid_t) {
+/// Reap our own child `pid` (one `clone`d without `SIGCHLD` too:
+/// `__WALL`), waiting for it; its wait status, or `None` when it is not
+/// ours to reap (reaped already).
+pub(super) fn reap(pid: libc::pid_t) -> Option<libc::c_int> {
     let mut status = 0;
-    // SAFETY: reap our own child, which has _exit'ed or is about to.
-    unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+    // SAFETY: waiting for our own child.
+    while unsafe { libc::waitpid(pid, &mut status, libc::__WALL) } < 0 {
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+    Some(status)
 }
 
 /// Start the child and exec, through the namespace layer when

@@ -70,11 +70,7 @@ impl Drop for Clearing {
     /// Wait for the helper (most often it is done). It may have been
     /// reaped already, with the PID namespace's init: then ECHILD.
     fn drop(&mut self) {
-        let mut status = 0;
-        // SAFETY: our own child, which ends on its own.
-        while unsafe { libc::waitpid(self.pid, &mut status, libc::__WALL) } < 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-        {}
+        super::child::reap(self.pid);
     }
 }
 

@@ -14,7 +14,7 @@
 //! means the setup process makes the namespaces itself, as without it,
 //! and reports what fails there.
 
-use super::child::{clone_blocked, Stack};
+use super::child::{clone_blocked, reap, Stack};
 use super::nschild::{write_file, PATHS};
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -94,15 +94,9 @@ impl Early {
         if self.pid <= 0 {
             return false;
         }
-        let mut status = 0;
-        // SAFETY: our own child, which ends on its own.
-        while unsafe { libc::waitpid(self.pid, &mut status, libc::__WALL) } < 0 {
-            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break;
-            }
-        }
+        let status = reap(self.pid);
         self.pid = 0;
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        status.is_some_and(|s| libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0)
     }
 }
 

@@ -148,11 +148,8 @@ impl Guardian {
         unsafe { libc::write(self.done.as_raw_fd(), b"D".as_ptr().cast(), 1) };
         drop(self.done);
         meanwhile();
-        let mut status = 0;
-        // SAFETY: reaping our own child, which exits on the byte.
-        while unsafe { libc::waitpid(self.pid, &mut status, 0) } < 0
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {}
+        // Our own child, which exits on the byte.
+        super::child::reap(self.pid);
         drop(held);
     }
 }

@@ -11,6 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+/// The directories looked in when the environment has no `PATH`.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// `execvp`-style lookup: a name with a `/` is taken as is (made absolute
 /// against the current directory), otherwise the first executable regular
 /// file in `path_var`. `None` if there is none.
@@ -26,7 +29,7 @@ pub fn resolve(name: &OsStr, path_var: Option<&OsStr>) -> Option<PathBuf> {
             std::env::current_dir().ok()?.join(p)
         });
     }
-    let dirs = path_var.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+    let dirs = path_var.unwrap_or(OsStr::new(DEFAULT_PATH));
     std::env::split_paths(dirs)
         .filter(|d| d.is_absolute())
         .map(|d| d.join(name))
@@ -68,7 +71,7 @@ impl OnPath {
         let dirs = self.dirs.get_or_insert_with(|| {
             let mut seen: Vec<PathBuf> = Vec::new();
             let mut out = Vec::new();
-            let all = var.unwrap_or(OsStr::new("/usr/local/bin:/usr/bin:/bin"));
+            let all = var.unwrap_or(OsStr::new(DEFAULT_PATH));
             for d in std::env::split_paths(all).filter(|d| d.is_absolute()) {
                 if seen.contains(&d) {
                     continue;
