@@ -159,7 +159,7 @@ impl Drop for Staged {
 /// anywhere.
 fn follow(path: &Path) -> io::Result<PathBuf> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+        Ok(m) if m.file_type().is_symlink() => match crate::canonical::canonicalize(path) {
             Ok(p) => Ok(p),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(path.to_path_buf()),
             Err(e) => Err(e),

@@ -67,8 +67,10 @@ mod allocator;
 pub mod approvals;
 pub mod atomic;
 pub mod back;
+pub mod canonical;
 pub mod compile;
 pub mod diag;
+pub mod dirents;
 pub mod explain;
 pub mod external;
 #[doc(hidden)]

@@ -134,7 +134,7 @@ pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<Strin
 }
 
 fn certificate(value: &str, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Result<String, String> {
-    let canon = std::fs::canonicalize(value).map_err(|e| format!("cannot be read ({e})"))?;
+    let canon = sbx::canonical::canonicalize(value).map_err(|e| format!("cannot be read ({e})"))?;
     let canon = canon.to_str().ok_or("is not UTF-8")?.to_string();
     if !std::fs::metadata(&canon).is_ok_and(|m| m.is_file()) {
         return Err("is not a regular file".into());
@@ -204,7 +204,10 @@ fn usable(
     let canon = if resolved {
         dir.to_string()
     } else {
-        std::fs::canonicalize(dir).ok()?.to_str()?.to_string()
+        sbx::canonical::canonicalize(dir)
+            .ok()?
+            .to_str()?
+            .to_string()
     };
     let meta = std::fs::metadata(&canon).ok()?;
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {

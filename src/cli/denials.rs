@@ -75,7 +75,7 @@ pub fn run(
         Some(w) => cwd.join(w.as_std_path()),
         None => cwd.clone(),
     };
-    let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
+    let workspace = sbx::canonical::canonicalize(&workspace).unwrap_or(workspace);
     let home = home
         .map(|h| PathBuf::from(h.as_std_path()))
         .or_else(|| std::env::var_os("HOME").map(PathBuf::from))

@@ -15,8 +15,8 @@ pub mod include;
 pub mod inert;
 
 use super::paths::join;
+use crate::dirents::Kind;
 use std::ffi::OsString;
-use std::fs::FileType;
 use std::path::Path;
 
 /// Nested repositories are looked for this many directories below a
@@ -196,14 +196,14 @@ pub fn repo(
         if *budget == 0 {
             break;
         }
-        let Ok(rd) = std::fs::read_dir(&d) else {
+        let Ok(rd) = crate::dirents::read_dir(&d) else {
             continue;
         };
         *budget -= 1;
         let mut names: Vec<String> = rd
             .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|e| e.is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .collect();
         names.sort();
         for n in names {
@@ -235,7 +235,7 @@ pub fn repo(
 /// already. Returns false when the budget ran out first.
 pub fn nested(
     root: &str,
-    top: Option<&[(OsString, FileType)]>,
+    top: Option<&[(OsString, Kind)]>,
     budget: &mut usize,
     out: &mut Vec<String>,
 ) -> bool {
@@ -249,8 +249,11 @@ pub fn nested(
             *budget -= 1;
             let entries: Box<dyn Iterator<Item = _>> = match top.filter(|_| depth == 0) {
                 Some(l) => Box::new(l.iter().map(|(n, t)| (n.clone(), Some(*t)))),
-                None => match std::fs::read_dir(d) {
-                    Ok(rd) => Box::new(rd.flatten().map(|e| (e.file_name(), e.file_type().ok()))),
+                None => match crate::dirents::read_dir(d) {
+                    Ok(rd) => Box::new(
+                        rd.flatten()
+                            .map(|e| (e.file_name().to_os_string(), e.kind().ok())),
+                    ),
                     Err(_) => continue,
                 },
             };
@@ -262,7 +265,7 @@ pub fn nested(
                 };
                 if name == ".git" {
                     repo = true;
-                } else if depth < NESTED_DEPTH && kind.is_some_and(|t| t.is_dir()) {
+                } else if depth < NESTED_DEPTH && kind == Some(Kind::Dir) {
                     dirs.push(join(d, &name));
                 }
             }

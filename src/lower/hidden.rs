@@ -95,7 +95,7 @@ pub fn run_files(ir: &mut crate::ir::Ir, files: &[String]) {
         {
             names.push(super::paths::normalise(&a));
         }
-        if let Ok(c) = std::fs::canonicalize(f) {
+        if let Ok(c) = crate::canonical::canonicalize(f) {
             if let Some(c) = c.to_str() {
                 names.push(c.to_string());
             }

@@ -115,7 +115,7 @@ pub fn canonicalise(path: &str) -> (String, bool) {
 /// means the same without it, so resolved paths compare equal to the
 /// drive paths in policies, approvals and explain queries.
 pub fn realpath(p: &Path) -> std::io::Result<PathBuf> {
-    std::fs::canonicalize(p).map(|c| match c.to_str().and_then(plain_windows) {
+    crate::canonical::canonicalize(p).map(|c| match c.to_str().and_then(plain_windows) {
         Some(s) => PathBuf::from(s),
         None => c,
     })

@@ -18,6 +18,7 @@ use super::lookup::{locate, parent, written, Lookup};
 use super::paths::{is_normal, join};
 use super::Ctx;
 use crate::diag::{codes, Diagnostic};
+use crate::dirents::Kind;
 use crate::hashed::Set;
 use crate::ir::{Grant, PathKind, Precision, Source, Status};
 use crate::policy::Policy;
@@ -138,19 +139,19 @@ struct Want {
 /// [`LISTED`]: one `readdir` answers the first component of each
 /// protected name (nine, most of them absent) where an `lstat` each
 /// cost twice as much.
-type Listing = Vec<(std::ffi::OsString, std::fs::FileType)>;
+type Listing = Vec<(std::ffi::OsString, Kind)>;
 
 const LISTED: usize = 64;
 
 fn listing(dir: &str) -> Option<Listing> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).ok()? {
+    for e in crate::dirents::read_dir(dir).ok()? {
         let e = e.ok()?;
         if out.len() == LISTED {
             return None;
         }
         // The type `readdir` gave, or an `lstat` where it gave none.
-        out.push((e.file_name(), e.file_type().ok()?));
+        out.push((e.file_name().to_os_string(), e.kind().ok()?));
     }
     Some(out)
 }
@@ -183,13 +184,13 @@ fn under_root(root: &str, path: &str, listed: Option<&Listing>) -> Option<PathKi
                 .map(|&(_, t)| t)
                 .ok_or(std::io::ErrorKind::NotFound),
             None => std::fs::symlink_metadata(&path[..end])
-                .map(|m| m.file_type())
+                .map(|m| Kind::from(m.file_type()))
                 .map_err(|e| e.kind()),
         };
         match found {
-            Ok(t) if t.is_symlink() => return None,
-            Ok(t) if t.is_dir() && last => return Some(PathKind::Dir),
-            Ok(t) if t.is_dir() => {}
+            Ok(Kind::Symlink | Kind::Unknown) => return None,
+            Ok(Kind::Dir) if last => return Some(PathKind::Dir),
+            Ok(Kind::Dir) => {}
             Ok(_) if last => return Some(PathKind::File),
             Err(std::io::ErrorKind::NotFound) => return Some(PathKind::Missing),
             _ => return None,

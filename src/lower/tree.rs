@@ -13,7 +13,7 @@ impl Tree {
     /// A new tree holding the directories `dirs`.
     pub fn new(dirs: &[&str]) -> Tree {
         let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path())
+        let root = crate::canonical::canonicalize(dir.path())
             .unwrap()
             .to_str()
             .unwrap()

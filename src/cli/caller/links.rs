@@ -223,11 +223,11 @@ impl Scans {
 
 fn scan(dir: &str, limit: usize, links: &mut Links) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let Ok(list) = std::fs::read_dir(dir) else {
+    let Ok(list) = sbx::dirents::read_dir(dir) else {
         return out;
     };
     for e in list.flatten().take(limit) {
-        if !e.file_type().is_ok_and(|t| t.is_symlink()) {
+        if !e.is_symlink() {
             continue;
         }
         let Ok(to) = std::fs::read_link(e.path()) else {

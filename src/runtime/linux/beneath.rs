@@ -188,25 +188,10 @@ impl Top {
     /// The names in directory `rel` (not `.` and `..`).
     pub fn list(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
         let fd = self.open(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let mut list = crate::dirents::ReadDirFd::new(fd);
         let mut names = Vec::new();
-        // SAFETY: fdopendir takes the descriptor over; closedir closes it.
-        unsafe {
-            let dir = libc::fdopendir(fd.as_raw_fd());
-            if dir.is_null() {
-                return Err(io::Error::last_os_error());
-            }
-            std::mem::forget(fd);
-            loop {
-                let e = libc::readdir(dir);
-                if e.is_null() {
-                    break;
-                }
-                let name = std::ffi::CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
-                if name != b"." && name != b".." {
-                    names.push(name.to_vec());
-                }
-            }
-            libc::closedir(dir);
+        while let Some(entry) = list.next_entry() {
+            names.push(entry?.0.to_vec());
         }
         names.sort();
         Ok(names)

@@ -334,7 +334,7 @@ fn foreign_owner(dir: &Path) -> Option<String> {
         if !m.is_dir() {
             continue;
         }
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+        for e in crate::dirents::read_dir(&d).into_iter().flatten().flatten() {
             let m = match e.metadata() {
                 Ok(m) => m,
                 Err(_) => continue,
@@ -348,7 +348,7 @@ fn foreign_owner(dir: &Path) -> Option<String> {
                 ));
             }
             if m.is_dir() {
-                stack.push(e.path());
+                stack.push(e.into_path());
             }
         }
     }
@@ -581,9 +581,13 @@ fn stale_after_reboot(key: &Path, about: Option<&[u8]>, boot: &str) {
     if recorded.is_none_or(|r| r == boot) {
         return;
     }
-    for entry in std::fs::read_dir(key).into_iter().flatten().flatten() {
+    for entry in crate::dirents::read_dir(key)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let data = entry.path().join("data");
-        if entry.file_type().is_ok_and(|t| t.is_dir()) && data.is_dir() {
+        if entry.is_dir() && data.is_dir() {
             let aside = entry.path().join(format!("{STALE}{}", super::run_tag()));
             let _ = std::fs::rename(&data, aside);
         }
@@ -652,13 +656,17 @@ pub fn dead_work(name: &[u8]) -> bool {
 /// run, and sbx does not wait for it (the next run removes what is left).
 pub fn clear_stale(works: &[PathBuf]) {
     for cache in work_parents(works).iter().filter_map(|p| p.parent()) {
-        for entry in std::fs::read_dir(cache).into_iter().flatten().flatten() {
+        for entry in crate::dirents::read_dir(cache)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if entry
                 .file_name()
                 .to_str()
                 .is_some_and(|n| n.starts_with(STALE))
             {
-                let _ = super::temp::remove_tree(&entry.path());
+                let _ = super::temp::remove_tree(entry.path());
             }
         }
     }
@@ -884,14 +892,14 @@ pub struct Listed {
 /// Every key's caches under `state`.
 pub fn list(state: &Path) -> io::Result<Vec<Listed>> {
     let mut out = Vec::new();
-    let entries = match std::fs::read_dir(home(state)) {
+    let entries = match crate::dirents::read_dir(home(state)) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
         Err(e) => return Err(e),
     };
     for e in entries.flatten() {
-        let dir = e.path();
-        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+        let dir = e.path().to_path_buf();
+        if !e.is_dir() {
             continue;
         }
         let about = std::fs::read_to_string(dir.join(ABOUT))
@@ -929,11 +937,11 @@ fn size(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+        for e in crate::dirents::read_dir(&d).into_iter().flatten().flatten() {
             if let Ok(m) = e.metadata() {
                 total += m.blocks() * 512;
                 if m.is_dir() {
-                    stack.push(e.path());
+                    stack.push(e.into_path());
                 }
             }
         }
@@ -951,7 +959,7 @@ pub fn remove(l: &Listed) -> io::Result<()> {
 
 /// The workspace as keys record it.
 pub fn workspace_name(dir: &OsStr) -> String {
-    std::fs::canonicalize(dir)
+    crate::canonical::canonicalize(dir)
         .unwrap_or_else(|_| PathBuf::from(dir))
         .to_string_lossy()
         .into_owned()

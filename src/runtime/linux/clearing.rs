@@ -106,26 +106,9 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
 /// System calls only; `fd` is an open directory.
 unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr)) {
     let mut buf = [0u8; 1024];
-    loop {
-        let n = libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len());
-        let Ok(n) = usize::try_from(n) else { return };
-        if n == 0 {
-            return;
-        }
-        let mut at = 0;
-        // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2),
-        // d_type (1), then the name, NUL-terminated.
-        while at + 19 <= n {
-            let len = usize::from(u16::from_ne_bytes([buf[at + 16], buf[at + 17]]));
-            if len == 0 || at + len > n {
-                return;
-            }
-            if let Ok(name) = CStr::from_bytes_until_nul(&buf[at + 19..at + len]) {
-                if name != c"." && name != c".." {
-                    f(name);
-                }
-            }
-            at += len;
+    while let Ok(n @ 1..) = crate::dirents::getdents(fd, &mut buf) {
+        for (name, _) in crate::dirents::records(&buf[..n]) {
+            f(name);
         }
     }
 }

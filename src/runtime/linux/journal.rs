@@ -274,11 +274,11 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
     let Some(runs) = own.parent() else {
         return Vec::new();
     };
-    let Ok(list) = std::fs::read_dir(runs) else {
+    let Ok(list) = crate::dirents::read_dir(runs) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for path in list.flatten().map(|e| e.path()) {
+    for path in list.flatten().map(crate::dirents::Entry::into_path) {
         if path == own || !is_entry_name(&path) {
             continue;
         }
@@ -386,11 +386,11 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
 /// entry unlocked). Returns the warnings to show, each run's introduced.
 pub fn finish_dead(runs: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(list) = std::fs::read_dir(runs) else {
+    let Ok(list) = crate::dirents::read_dir(runs) else {
         return out;
     };
     let mut names: Vec<PathBuf> = Vec::new();
-    for p in list.flatten().map(|e| e.path()) {
+    for p in list.flatten().map(crate::dirents::Entry::into_path) {
         match p.extension().and_then(|x| x.to_str()) {
             Some("json" | "slot") => names.push(p),
             // An earlier version's writer killed before its rename left

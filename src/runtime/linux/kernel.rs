@@ -122,7 +122,7 @@ pub(super) fn open_nofollow_checked(c: &CString, path: &str) -> io::Result<File>
 /// The canonical form of `path` (every symlink resolved), for a rule
 /// whose path has a symlink on the way.
 pub fn realpath(path: &str) -> Option<String> {
-    std::fs::canonicalize(path)
+    crate::canonical::canonicalize(path)
         .ok()
         .and_then(|p| p.to_str().map(String::from))
 }

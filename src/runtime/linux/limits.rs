@@ -81,7 +81,11 @@ fn user_tasks() -> u64 {
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() }.to_string();
     let mut total = 0u64;
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+    for e in crate::dirents::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let Ok(s) = std::fs::read_to_string(e.path().join("status")) else {
             continue;
         };

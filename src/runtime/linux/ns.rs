@@ -163,7 +163,7 @@ pub fn run_file_mounts<F>(
 ) -> Vec<MountRule> {
     let mut out: Vec<MountRule> = Vec::new();
     for f in files {
-        let Some(path) = std::fs::canonicalize(f)
+        let Some(path) = crate::canonical::canonicalize(f)
             .ok()
             .and_then(|c| c.to_str().map(String::from))
         else {
@@ -718,11 +718,11 @@ pub fn new_root(
             }
         }
     }
-    for e in std::fs::read_dir("/")
+    for e in crate::dirents::read_dir("/")
         .map_err(|e| format!("/: {e}"))?
         .flatten()
     {
-        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+        if e.is_symlink() {
             if let Ok(target) = std::fs::read_link(e.path()) {
                 links.push((
                     c(e.file_name().as_bytes())?,

@@ -42,7 +42,7 @@ impl RelayPrep {
     /// `/etc/resolv.conf`, or over where it links to (often a file in
     /// `/run`): a mount does not follow the link in the new root.
     pub fn new(attach: Option<&str>, ipv6: bool) -> Result<RelayPrep, String> {
-        let target = std::fs::canonicalize("/etc/resolv.conf")
+        let target = crate::canonical::canonicalize("/etc/resolv.conf")
             .ok()
             .and_then(|p| p.to_str().map(String::from))
             .unwrap_or_else(|| "/etc/resolv.conf".into());

@@ -63,7 +63,7 @@ pub fn hide(rules: &[&str], home: &str, runtime_dir: Option<&str>) -> Vec<MountR
         if std::fs::symlink_metadata(&place).is_err() {
             continue;
         }
-        let Some(path) = std::fs::canonicalize(&place)
+        let Some(path) = crate::canonical::canonicalize(&place)
             .ok()
             .and_then(|p| p.to_str().map(String::from))
         else {

@@ -132,7 +132,7 @@ fn values(opts: &RunOptions) -> Result<Values, Fail> {
 
 /// `dir` (a canonical current directory) is the workspace or inside it.
 fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
-    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| PathBuf::from(workspace));
+    let ws = crate::canonical::canonicalize(workspace).unwrap_or_else(|_| PathBuf::from(workspace));
     dir.starts_with(ws)
 }
 

@@ -255,10 +255,10 @@ fn open_up(dir: &Path) {
         return;
     }
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    if let Ok(entries) = std::fs::read_dir(dir) {
+    if let Ok(entries) = crate::dirents::read_dir(dir) {
         for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                open_up(&e.path());
+            if e.is_dir() {
+                open_up(e.path());
             }
         }
     }

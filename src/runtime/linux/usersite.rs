@@ -66,7 +66,7 @@ impl Snapshot {
         }
         // Tops are canonical paths; a home reached through a link is
         // looked for where it lies.
-        let home = std::fs::canonicalize(home)
+        let home = crate::canonical::canonicalize(home)
             .ok()
             .and_then(|p| p.to_str().map(String::from))
             .unwrap_or_else(|| home.to_string());

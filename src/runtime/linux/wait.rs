@@ -192,7 +192,11 @@ fn children(pid: libc::pid_t) -> Vec<libc::pid_t> {
         format!("/proc/{pid}/task")
     };
     let mut out = Vec::new();
-    for task in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+    for task in crate::dirents::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(s) = std::fs::read_to_string(task.path().join("children")) {
             out.extend(
                 s.split_whitespace()

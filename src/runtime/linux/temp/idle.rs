@@ -115,13 +115,13 @@ pub fn park(base: &Path) -> bool {
     let Ok(mut pool) = Pool::open(base) else {
         return false;
     };
-    for entry in std::fs::read_dir(base).into_iter().flatten() {
+    for entry in crate::dirents::read_dir(base).into_iter().flatten() {
         let Ok(entry) = entry else { return false };
         if entry.file_name() == POOL {
             continue;
         }
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if !is_dir || !empty_private(&entry.path(), &mut pool) {
+        let is_dir = entry.is_dir();
+        if !is_dir || !empty_private(entry.path(), &mut pool) {
             return false;
         }
     }
@@ -168,20 +168,20 @@ fn empty_private(dir: &Path, pool: &mut Pool) -> bool {
 /// removed. What cannot be read or emptied (a directory the command
 /// locked) is removed as a whole, opened up first.
 fn empty_into(dir: &Path, depth: usize, pool: &mut Pool) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
+    for entry in crate::dirents::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
         // Not followed: a symlink is a file here.
-        if !entry.file_type()?.is_dir() {
-            std::fs::remove_file(&path)?;
+        if !(entry.kind()? == crate::dirents::Kind::Dir) {
+            std::fs::remove_file(path)?;
             continue;
         }
         let kept = depth < POOL_DEPTH
             && pool.has_room()
-            && empty_into(&path, depth + 1, pool).is_ok()
-            && pool.take_in(&path);
+            && empty_into(path, depth + 1, pool).is_ok()
+            && pool.take_in(path);
         if !kept {
-            super::remove_tree(&path)?;
+            super::remove_tree(path)?;
         }
     }
     Ok(())
@@ -229,9 +229,12 @@ impl Pool {
             return Err(bad());
         }
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(&dir)? {
-            let name = entry?.file_name();
-            let n = name.to_str().and_then(|n| n.parse::<u32>().ok());
+        for entry in crate::dirents::read_dir(&dir)? {
+            let entry = entry?;
+            let n = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok());
             names.push(n.ok_or_else(bad)?);
         }
         if names.len() > POOL_KEEP {
@@ -282,7 +285,7 @@ impl Pool {
             }
             let meta = std::fs::symlink_metadata(to);
             let good = meta.as_ref().is_ok_and(|m| owned_dir(m, 0o755))
-                && std::fs::read_dir(to).is_ok_and(|mut d| d.next().is_none())
+                && crate::dirents::read_dir(to).is_ok_and(|mut d| d.next().is_none())
                 && matches!(foreign_xattrs(to), Ok(false));
             if good {
                 return true;
@@ -313,16 +316,16 @@ fn private_dirs(base: &Path) -> io::Result<usize> {
         return Err(bad());
     }
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(base)? {
+    for entry in crate::dirents::read_dir(base)? {
         let entry = entry?;
-        let name = entry.file_name().into_string().map_err(|_| bad())?;
+        let name = entry.file_name().to_str().ok_or_else(bad)?;
         if name == POOL {
             continue;
         }
         let path = entry.path();
-        if !owned_dir(&std::fs::symlink_metadata(&path)?, 0o1777)
-            || std::fs::read_dir(&path)?.next().is_some()
-            || foreign_xattrs(&path)?
+        if !owned_dir(&std::fs::symlink_metadata(path)?, 0o1777)
+            || crate::dirents::read_dir(path)?.next().is_some()
+            || foreign_xattrs(path)?
         {
             return Err(bad());
         }
