@@ -2,7 +2,8 @@
 //! is made between the tree's end and sbx's:
 //! - one removes the private caches set aside after a reboot (a large
 //!   one may outlast the run: sbx does not wait for it, and the next run
-//!   removes what is left);
+//!   removes what is left), where the clearing helper saw some or could
+//!   not say;
 //! - one holds the mount namespace's last reference and lets it go once
 //!   the tree has ended: the teardown (unmounting the new root and the
 //!   caches' overlay, and the RCU grace periods that takes) goes on
@@ -39,11 +40,12 @@ fn thread(f: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
 
 impl Beside {
     /// Start them for this run's work directories (`works`, beside
-    /// which the caches lie) and mount namespace, where there are any.
-    /// Without a thread the namespace's reference is dropped at once, and
-    /// the init's exit tears it down.
-    pub fn start(works: Vec<PathBuf>, mount_ns: Option<OwnedFd>) -> Beside {
-        let stale = (!works.is_empty())
+    /// which the caches lie) and mount namespace, where there are any;
+    /// the removal only if the caches may hold something to remove
+    /// (`stale`). Without a thread the namespace's reference is dropped
+    /// at once, and the init's exit tears it down.
+    pub fn start(works: Vec<PathBuf>, stale: bool, mount_ns: Option<OwnedFd>) -> Beside {
+        let stale = (stale && !works.is_empty())
             .then(|| thread(move || super::caches::clear_stale(&works)))
             .flatten();
         let teardown = mount_ns.and_then(|ns| {

@@ -563,7 +563,7 @@ fn boot_id() -> String {
 }
 
 /// Private caches set aside for removal: `KEY/NAME/stale-…`.
-const STALE: &str = "stale-";
+pub const STALE: &str = "stale-";
 
 /// The overlays are `volatile`: what a run writes to a private cache
 /// reaches the disk when the kernel writes it back, not when the run

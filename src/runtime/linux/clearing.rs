@@ -11,12 +11,20 @@
 //! system calls only, on data prepared here; it has its own descriptor
 //! table. sbx reaps it at the end, waiting for what is left of its work.
 //!
+//! It first looks, in each cache beside those directories, for private
+//! caches set aside after a reboot (`stale-*`, [`caches::clear_stale`]),
+//! and says whether it saw any: their removal may outlast the run, so a
+//! thread of sbx's does it, started only when there is something to
+//! remove (there almost never is).
+//!
 //! [`caches::dead_work`]: super::caches::dead_work
+//! [`caches::clear_stale`]: super::caches::clear_stale
 
 use super::child::{clone_blocked, Stack};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Directories below a dead work directory this deep are left (the
 /// overlay's scratch tree is four deep); what is left of it then stays.
@@ -32,22 +40,32 @@ pub struct Clearing {
 struct Shared {
     stack: Stack,
     parents: Vec<CString>,
+    /// Each parent's parent: the caches, where `stale-*` entries lie.
+    caches: Vec<CString>,
+    /// [`LOOKING`], [`NONE_STALE`] or [`STALE_SEEN`].
+    stale: AtomicU8,
 }
+
+const LOOKING: u8 = 0;
+const NONE_STALE: u8 = 1;
+const STALE_SEEN: u8 = 2;
 
 /// Start the helper for the directories holding `works` (this run's
 /// work directories); `None` when there are none or it cannot start
 /// (then the next run removes them).
 pub fn start(works: &[PathBuf]) -> Option<Clearing> {
-    let parents: Vec<CString> = super::caches::work_parents(works)
-        .into_iter()
-        .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
-        .collect();
-    if parents.is_empty() {
+    let dirs = super::caches::work_parents(works);
+    let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).ok();
+    let parents: Vec<CString> = dirs.iter().filter_map(|p| c(p)).collect();
+    let caches: Vec<CString> = dirs.iter().filter_map(|p| c(p.parent()?)).collect();
+    if parents.is_empty() || caches.len() != dirs.len() {
         return None;
     }
     let shared = Box::new(Shared {
         stack: Stack::new().ok()?,
         parents,
+        caches,
+        stale: AtomicU8::new(LOOKING),
     });
     // SAFETY: the helper runs `clear` on its own stack and on `shared`,
     // which lives in the Box until the helper is reaped (drop).
@@ -66,6 +84,18 @@ pub fn start(works: &[PathBuf]) -> Option<Clearing> {
     })
 }
 
+impl Clearing {
+    /// Whether the caches hold private caches set aside for removal:
+    /// `None` while the helper is still looking.
+    pub fn stale(&self) -> Option<bool> {
+        match self._shared.stale.load(Ordering::Acquire) {
+            NONE_STALE => Some(false),
+            STALE_SEEN => Some(true),
+            _ => None,
+        }
+    }
+}
+
 impl Drop for Clearing {
     /// Wait for the helper (most often it is done). It may have been
     /// reaped already, with the PID namespace's init: then ECHILD.
@@ -80,11 +110,23 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
     // only system calls follow, on this stack.
     unsafe {
         let s = &*(arg as *const Shared);
+        let mut seen = false;
+        for cache in &s.caches {
+            let fd = open_dir(cache);
+            if fd < 0 {
+                // Not known: sbx looks itself.
+                seen = true;
+                continue;
+            }
+            each_entry(fd, &mut |name| {
+                seen |= name.to_bytes().starts_with(super::caches::STALE.as_bytes());
+            });
+            libc::close(fd);
+        }
+        let said = if seen { STALE_SEEN } else { NONE_STALE };
+        s.stale.store(said, Ordering::Release);
         for parent in &s.parents {
-            let fd = libc::open(
-                parent.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            );
+            let fd = open_dir(parent);
             if fd < 0 {
                 continue;
             }
@@ -97,6 +139,17 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
         }
         libc::_exit(0)
     }
+}
+
+/// Open the directory `path`, not through a symlink; -1 on failure.
+///
+/// # Safety
+/// A system call only.
+unsafe fn open_dir(path: &CStr) -> libc::c_int {
+    libc::open(
+        path.as_ptr(),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )
 }
 
 /// Call `f` with the name of each entry of the directory `fd` but `.`

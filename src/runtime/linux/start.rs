@@ -1146,7 +1146,10 @@ fn serve(
         .mount_ns_sock
         .take()
         .and_then(|k| ns::receive_mount_ns(&k));
-    s.beside = beside::Beside::start(std::mem::take(&mut s.cache_works), mount_ns);
+    // The clearing helper has most often looked for caches set aside
+    // by now; where it has not, or could not, the thread looks.
+    let stale = s.clearing.as_ref().and_then(|c| c.stale()) != Some(false);
+    s.beside = beside::Beside::start(std::mem::take(&mut s.cache_works), stale, mount_ns);
     // The listener, if the command got the listen check: sbx answers it.
     if let Some(l) = s.prepared.listen.take() {
         if let Some(fd) = passfd::receive(&l.mine, 1, false).pop() {
