@@ -528,11 +528,28 @@ pub(super) struct Stack {
     len: usize,
 }
 
+/// Stacks given back, kept for the next child rather than unmapped (the
+/// process's exit unmaps them). A run makes five children on stacks of
+/// their own, most sharing sbx's memory, and an `munmap` once they have
+/// run on the other core interrupts it to flush its TLB. Held as
+/// addresses: a stack is plain memory once its child is done with it.
+static SPARE: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+
+fn spare() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    SPARE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Stack {
     /// The child's frames and the libc calls it makes need a few KiB.
     const SIZE: usize = 64 * 1024;
 
     pub(super) fn new() -> io::Result<Stack> {
+        if let Some((base, len)) = spare().pop() {
+            return Ok(Stack {
+                base: base as *mut libc::c_void,
+                len,
+            });
+        }
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
             .unwrap_or(4096)
@@ -551,11 +568,13 @@ impl Stack {
             if base == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
             }
-            let stack = Stack { base, len };
             if libc::mprotect(base, page, libc::PROT_NONE) != 0 {
-                return Err(io::Error::last_os_error());
+                // Unmapped here: a stack without its guard is not kept.
+                let e = io::Error::last_os_error();
+                libc::munmap(base, len);
+                return Err(e);
             }
-            Ok(stack)
+            Ok(Stack { base, len })
         }
     }
 
@@ -567,9 +586,10 @@ impl Stack {
 }
 
 impl Drop for Stack {
+    /// Kept for the next child: no longer used by this one (it has been
+    /// reaped, or has exec'd).
     fn drop(&mut self) {
-        // SAFETY: our own mapping, no longer used by the child.
-        unsafe { libc::munmap(self.base, self.len) };
+        spare().push((self.base as usize, self.len));
     }
 }
 
@@ -816,4 +836,42 @@ pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
     libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
     libc::execve(p.path.as_ptr(), p.argv_ptrs.as_ptr(), p.envp_ptrs.as_ptr());
     fail(wr, Step::Exec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stack;
+
+    /// The permissions `/proc/self/maps` gives the page at `addr`.
+    fn perms(addr: usize) -> String {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for line in maps.lines() {
+            let (range, rest) = line.split_once(' ').unwrap();
+            let (a, b) = range.split_once('-').unwrap();
+            let (a, b) = (
+                usize::from_str_radix(a, 16).unwrap(),
+                usize::from_str_radix(b, 16).unwrap(),
+            );
+            if (a..b).contains(&addr) {
+                return rest[..4].to_string();
+            }
+        }
+        panic!("{addr:#x} is not mapped");
+    }
+
+    /// Every stack handed out, new or kept from an earlier child, has its
+    /// guard page and is writable above it.
+    #[test]
+    fn stacks_kept_for_reuse_keep_their_guard() {
+        for _ in 0..3 {
+            let stacks: Vec<Stack> = (0..4).map(|_| Stack::new().unwrap()).collect();
+            for s in &stacks {
+                let base = s.base as usize;
+                assert_eq!(perms(base), "---p");
+                assert_eq!(perms(base + 4096), "rw-p");
+                assert_eq!(perms(s.top() as usize - 1), "rw-p");
+            }
+            drop(stacks);
+        }
+    }
 }
