@@ -103,7 +103,18 @@ const IGNORED: [libc::c_int; 8] = [
 /// sbx has no other thread (the guardian runs on after the fork), and
 /// while `tree` is unreaped (its pidfd is opened here). On failure the
 /// work comes back, for sbx to do itself.
-pub fn start(tree: libc::pid_t, work: Work) -> Result<Guardian, Work> {
+/// `not_kept`: descriptors of sbx's the guardian closes at once, the
+/// sockets on which sbx receives what the sandbox's side sends it. A
+/// descriptor still in flight on one (the `listen` check's listener,
+/// sent as the command starts) would otherwise live on in the
+/// guardian's copy of the socket if sbx died before taking it: with
+/// the listener alive and no one to answer it, the command's `listen`
+/// would wait for ever, and the guardian with it, for the tree's end.
+pub fn start(
+    tree: libc::pid_t,
+    work: Work,
+    not_kept: &[std::os::fd::RawFd],
+) -> Result<Guardian, Work> {
     // SAFETY: pidfd_open on our own unreaped child.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tree, 0) };
     // SAFETY: a new descriptor, owned here.
@@ -121,6 +132,12 @@ pub fn start(tree: libc::pid_t, work: Work) -> Result<Guardian, Work> {
         -1 => Err(work),
         0 => {
             drop(wr);
+            for &fd in not_kept {
+                // SAFETY: this process's copy of sbx's descriptor; what
+                // owns it in sbx's memory is never dropped here (`guard`
+                // ends in `_exit`).
+                unsafe { libc::close(fd) };
+            }
             guard(rd, pidfd, tree, work)
         }
         pid => Ok(Guardian {

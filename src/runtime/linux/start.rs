@@ -603,8 +603,8 @@ struct SetUp {
     hook: Option<ProxyHook>,
     proxy_sock: Option<OwnedFd>,
     /// Where the setup process sends its mount namespace
-    /// (`NsPrep::keep`), taken after the guardian's fork so that the
-    /// guardian never holds it.
+    /// (`NsPrep::keep`), taken after the guardian's fork (which closes
+    /// its copy of the socket) so that the guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
     /// The caches' overlays' work directories of this run; those of
     /// ended runs beside them are removed by `clearing`, which is
@@ -1137,7 +1137,19 @@ fn serve(
         .work
         .take()
         .expect("the after-run work is handed over once");
-    let guardian = guardian::start(spawned.init.unwrap_or(pid), work);
+    // The sockets that bring sbx descriptors from the sandbox's side:
+    // none of them, nor what is in flight on them, stays in the guardian.
+    use std::os::fd::AsRawFd;
+    let receiving: Vec<std::os::fd::RawFd> = [
+        s.prepared.listen.as_ref().map(|l| &l.mine),
+        s.mount_ns_sock.as_ref(),
+        s.proxy_sock.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|fd| fd.as_raw_fd())
+    .collect();
+    let guardian = guardian::start(spawned.init.unwrap_or(pid), work, &receiving);
     if let Ok(g) = &guardian {
         s.not_ours.push(g.pid);
     }
