@@ -12,7 +12,10 @@
 //! The child is created with `clone(CLONE_VM | CLONE_VFORK)` on a stack of
 //! its own, as `posix_spawn` does: it shares the parent's memory until
 //! `execve` (no page tables to copy, which a `fork` of this process costs
-//! about 0.25 ms), and the calling thread waits until then. So it also
+//! about 0.25 ms), and the calling thread waits until then. (With the
+//! namespace layer the setup process clones the command without
+//! `CLONE_VFORK` and ends; the calling thread then waits on the failure
+//! pipe, whose last end the command's `execve` closes.) So it also
 //! writes nothing but its own stack, and it runs with every signal blocked
 //! until its handlers are back to the default: a handler of the parent
 //! running in the child would run on the parent's memory. Failures still
@@ -464,10 +467,11 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
         init_stack: init_stack.as_ref().map_or(std::ptr::null_mut(), Stack::top),
         cmd_stack: cmd_stack.top(),
     };
-    // SAFETY: as in `spawn`; the setup process and the command it
-    // clones (with CLONE_VFORK) are done with `args` and the stacks when
-    // this returns. The init keeps running on `init_stack`, which
-    // `Spawned` keeps mapped.
+    // SAFETY: as in `spawn`; the setup process is done with `args` and
+    // its stack when this returns, and the command it clones (sharing
+    // our memory, on `cmd_stack`) once `failure` below has seen the
+    // pipe's last end close: the command's `execve` closes it, or its
+    // exit. The init keeps running on `init_stack`, which `Spawned` keeps.
     // With namespaces made early, the setup process joins them and makes
     // its mount namespace itself (`nschild::setup`).
     let flags = if ns.early.is_some() { 0 } else { ns.flags };
@@ -487,14 +491,16 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
     drop(wr);
     reap(setup);
     drop(setup_stack);
-    drop(cmd_stack);
     let cmd = pids.cmd.load(Ordering::SeqCst);
     let init = pids.init.load(Ordering::SeqCst);
     if cmd > 0 {
         // SAFETY: cmd is our child (CLONE_PARENT).
         unsafe { libc::setpgid(cmd, cmd) };
     }
+    // Until the command has exec'd or exited: it reads `args` and runs
+    // on `cmd_stack` until then.
     let failed = failure(&rd);
+    drop(cmd_stack);
     if failed.is_some() || cmd <= 0 {
         for pid in [cmd, init] {
             if pid > 0 {

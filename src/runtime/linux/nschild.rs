@@ -1035,10 +1035,14 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
         }
         a.pids.init.store(init, Ordering::SeqCst);
     }
+    // Not CLONE_VFORK: this process ends now, and sbx, which waits for
+    // it, goes on to wait on the pipe, whose last end the command's
+    // `execve` closes (or its exit). One wake-up between the command's
+    // `execve` and sbx, not two (this process's, then sbx's).
     let cmd = libc::clone(
         cmd_main,
         a.cmd_stack,
-        libc::CLONE_PARENT | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+        libc::CLONE_PARENT | libc::CLONE_VM | libc::SIGCHLD,
         a as *const SetupArgs as *mut libc::c_void,
     );
     if cmd < 0 {
@@ -1071,8 +1075,9 @@ extern "C" fn init_main(_: *mut libc::c_void) -> libc::c_int {
 /// PID 2: a fresh `/proc` for the new PID namespace, then the usual
 /// child steps and exec.
 extern "C" fn cmd_main(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the setup process's `SetupArgs`, alive while it
-    // waits for this exec (CLONE_VFORK).
+    // SAFETY: `arg` is the setup process's `SetupArgs`, which lives in
+    // sbx's `spawn_ns` until this process has exec'd or exited: sbx waits
+    // there for the pipe's end this process holds to close.
     unsafe {
         let a = &*(arg as *const SetupArgs);
         match &a.ns.root {
