@@ -273,8 +273,8 @@ pub struct Seccomp {
 /// tests: always). Written as one line, `openat(arg2 has O_CREAT, arg3
 /// has S_ISUID) -> EPERM` or `openat2 -> ENOSYS`, so the artifact stays
 /// short and reads like the rule.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(try_from = "String")]
 pub struct ArgRule {
     pub syscall: String,
     pub errno: String,
@@ -313,18 +313,27 @@ impl ArgOp {
     }
 }
 
-impl From<ArgRule> for String {
-    fn from(r: ArgRule) -> String {
-        let tests: Vec<String> = r
-            .when
-            .iter()
-            .map(|t| format!("arg{} {} {}", t.arg, t.op.word(), t.value))
-            .collect();
-        if tests.is_empty() {
-            format!("{} -> {}", r.syscall, r.errno)
-        } else {
-            format!("{}({}) -> {}", r.syscall, tests.join(", "), r.errno)
+/// The rule's one line. Written straight into the output (serde's
+/// `collect_str`): `sbx run POLICY` serialises its artifact for the
+/// caches' key at every run, and a copy of each rule made into a string
+/// of its own cost more than the rest of the seccomp section.
+impl std::fmt::Display for ArgRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.syscall)?;
+        for (i, t) in self.when.iter().enumerate() {
+            f.write_str(if i == 0 { "(" } else { ", " })?;
+            write!(f, "arg{} {} {}", t.arg, t.op.word(), t.value)?;
         }
+        if !self.when.is_empty() {
+            f.write_str(")")?;
+        }
+        write!(f, " -> {}", self.errno)
+    }
+}
+
+impl Serialize for ArgRule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -661,7 +661,7 @@ fn memfd_and_user_namespace_rules_follow_the_settings() {
     for s in ["memfd_create", "clone", "clone3", "setns", "unshare"] {
         assert!(has(&art, s), "{s}");
     }
-    let lines: Vec<String> = userns_rules().into_iter().map(String::from).collect();
+    let lines: Vec<String> = userns_rules().into_iter().map(|r| r.to_string()).collect();
     assert_eq!(
         lines,
         [
@@ -737,10 +737,10 @@ fn memfd_exec_under_commands_is_reported() {
 #[test]
 fn argument_rules_round_trip_as_lines() {
     for r in arg_rules(true) {
-        let line = String::from(r.clone());
+        let line = r.to_string();
         assert_eq!(ArgRule::try_from(line.clone()).unwrap(), r, "{line}");
     }
-    let line = String::from(arg_rules(true).remove(0));
+    let line = arg_rules(true).remove(0).to_string();
     assert_eq!(line, "prlimit64(arg0 != 0) -> EPERM");
     for bad in [
         "prlimit64(arg0 != 0)",
