@@ -34,7 +34,7 @@ const MAX_DEPTH: usize = 16;
 pub struct Clearing {
     pid: libc::pid_t,
     /// Its stack and the directories it reads, until it is reaped.
-    _shared: Box<Shared>,
+    shared: Box<Shared>,
 }
 
 struct Shared {
@@ -78,17 +78,14 @@ pub fn start(works: &[PathBuf]) -> Option<Clearing> {
         )
     }
     .ok()?;
-    Some(Clearing {
-        pid,
-        _shared: shared,
-    })
+    Some(Clearing { pid, shared })
 }
 
 impl Clearing {
     /// Whether the caches hold private caches set aside for removal:
     /// `None` while the helper is still looking.
     pub fn stale(&self) -> Option<bool> {
-        match self._shared.stale.load(Ordering::Acquire) {
+        match self.shared.stale.load(Ordering::Acquire) {
             NONE_STALE => Some(false),
             STALE_SEEN => Some(true),
             _ => None,
@@ -118,9 +115,11 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
                 seen = true;
                 continue;
             }
-            each_entry(fd, &mut |name| {
+            let whole = each_entry(fd, &mut |name| {
                 seen |= name.to_bytes().starts_with(super::caches::STALE.as_bytes());
             });
+            // A listing cut short says nothing of the rest.
+            seen |= !whole;
             libc::close(fd);
         }
         let said = if seen { STALE_SEEN } else { NONE_STALE };
@@ -153,15 +152,22 @@ unsafe fn open_dir(path: &CStr) -> libc::c_int {
 }
 
 /// Call `f` with the name of each entry of the directory `fd` but `.`
-/// and `..`. Entries `f` removes meanwhile do not hide the others.
+/// and `..`; false if reading it failed before its end. Entries `f`
+/// removes meanwhile do not hide the others.
 ///
 /// # Safety
 /// System calls only; `fd` is an open directory.
-unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr)) {
+unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr)) -> bool {
     let mut buf = [0u8; 1024];
-    while let Ok(n @ 1..) = crate::dirents::getdents(fd, &mut buf) {
-        for (name, _) in crate::dirents::records(&buf[..n]) {
-            f(name);
+    loop {
+        match crate::dirents::getdents(fd, &mut buf) {
+            Ok(0) => return true,
+            Ok(n) => {
+                for (name, _) in crate::dirents::records(&buf[..n]) {
+                    f(name);
+                }
+            }
+            Err(_) => return false,
         }
     }
 }
