@@ -898,10 +898,10 @@ pub fn list(state: &Path) -> io::Result<Vec<Listed>> {
         Err(e) => return Err(e),
     };
     for e in entries.flatten() {
-        let dir = e.path().to_path_buf();
         if !e.is_dir() {
             continue;
         }
+        let dir = e.path().to_path_buf();
         let about = std::fs::read_to_string(dir.join(ABOUT))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());

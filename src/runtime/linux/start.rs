@@ -20,7 +20,7 @@ use crate::runtime::proxy::Echo;
 use crate::runtime::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SBX_FAILED};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -1139,8 +1139,7 @@ fn serve(
         .expect("the after-run work is handed over once");
     // The sockets that bring sbx descriptors from the sandbox's side:
     // none of them, nor what is in flight on them, stays in the guardian.
-    use std::os::fd::AsRawFd;
-    let receiving: Vec<std::os::fd::RawFd> = [
+    let receiving: Vec<RawFd> = [
         s.prepared.listen.as_ref().map(|l| &l.mine),
         s.mount_ns_sock.as_ref(),
         s.proxy_sock.as_ref(),

@@ -172,7 +172,7 @@ fn empty_into(dir: &Path, depth: usize, pool: &mut Pool) -> io::Result<()> {
         let entry = entry?;
         let path = entry.path();
         // Not followed: a symlink is a file here.
-        if !(entry.kind()? == crate::dirents::Kind::Dir) {
+        if entry.kind()? != crate::dirents::Kind::Dir {
             std::fs::remove_file(path)?;
             continue;
         }
