@@ -531,6 +531,66 @@ fn another_keys_cache_is_out_of_reach() {
     assert!(free.exists());
 }
 
+/// The key names what the run grants, not the state of the workspace:
+/// `--allow-*` flags, another `PATH` or a certificate bundle make a key
+/// of their own (a narrower run cannot fill a wider one's cache), while a
+/// repeated run, or one after a repository appeared in the workspace,
+/// finds its cache again. Each run writes an entry that only later runs
+/// of its key see.
+#[test]
+fn keys_follow_what_the_run_grants() {
+    let Some(env) = with_npm_entry() else { return };
+    let keys = || {
+        let mut k: Vec<String> = std::fs::read_dir(env.state.join("sbx/caches"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()))
+            .collect();
+        k.sort();
+        k
+    };
+    let path = std::env::var("PATH").unwrap();
+    let run = |extra: &[&str], vars: &[(&str, &str)], mark: &str| {
+        let script = format!("ls ~/.npm | tr '\\n' ' '; echo; touch ~/.npm/{mark}");
+        let mut args = vec!["run"];
+        args.extend_from_slice(extra);
+        args.extend(["--", "sh", "-c", &script]);
+        let (code, out, err) = sbx_in(&env, &env.ws, &args, vars);
+        assert_eq!(code, 0, "{out}{err}");
+        out
+    };
+    assert_eq!(run(&[], &[], "a"), "n \n");
+    assert_eq!(keys().len(), 1);
+    assert_eq!(run(&[], &[], "b"), "a n \n", "the same run finds its cache");
+    // A repository made in the workspace changes the lowered policy
+    // (its files are protected), not what the run grants.
+    std::fs::create_dir_all(env.ws.join("sub/.git/hooks")).unwrap();
+    assert_eq!(run(&[], &[], "c"), "a b n \n");
+    assert_eq!(keys().len(), 1);
+
+    let extra = env.root.join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let extra = extra.to_str().unwrap();
+    assert_eq!(run(&["--allow-read", extra], &[], "d"), "n \n");
+    assert_eq!(keys().len(), 2);
+    let bin = env.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let longer = format!("{}:{path}", bin.display());
+    assert_eq!(run(&[], &[("PATH", &longer)], "e"), "n \n");
+    assert_eq!(keys().len(), 3);
+    let bundle = env.root.join("ca.pem");
+    std::fs::write(&bundle, "-----BEGIN CERTIFICATE-----\n").unwrap();
+    let bundle = bundle.to_str().unwrap();
+    assert_eq!(run(&[], &[("SSL_CERT_FILE", bundle)], "f"), "n \n");
+    assert_eq!(keys().len(), 4);
+    // Each of them again: its own entries only.
+    assert_eq!(run(&["--allow-read", extra], &[], "g"), "d n \n");
+    assert_eq!(run(&[], &[("PATH", &longer)], "h"), "e n \n");
+    assert_eq!(run(&[], &[], "i"), "a b c n \n");
+    assert_eq!(keys().len(), 4);
+}
+
 /// Caches under home are directories of one overlay of home: the rest
 /// of home is not reachable through them. No descriptor of the overlay
 /// reaches the command, the mount table shows only the caches' own

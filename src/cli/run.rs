@@ -275,8 +275,11 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     let learning = learning_ir(&h.ir);
     match sbx::back::landlock::build(learning.as_ref().unwrap_or(&h.ir)) {
         Ok(mut art) => {
+            art.policy_hash = h.key.clone();
             if let Some(ir) = &learning {
                 art.proxy = Some(learning_spec(ir));
+                // Any host through the proxy: a wider run, its own key.
+                art.policy_hash = sbx::policy::hash::sha256(format!("{}\0learn", h.key).as_bytes());
             }
             if !a.quiet {
                 // What `check` warns about the rules Landlock drops or narrows.
@@ -298,6 +301,43 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
             None
         }
     }
+}
+
+/// The hash that stands for the policy in the package caches' key
+/// (docs/presets.md) when `sbx run POLICY` lowers it: whatever makes this
+/// run's grants differ from another's of the same workspace. That is
+/// the merged policy (its `--allow-*` layer too), the approvals, the
+/// roots, the caller's variables that add grants (`PATH`, certificate
+/// bundles) and sbx's version (its presets). Hashing these few inputs
+/// instead of the lowered artifact keeps a serialisation of every rule
+/// off each run's start.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn run_key(
+    policy: &sbx::policy::Policy,
+    approvals: &[sbx::lower::Approval],
+    roots: &sbx::ir::Roots,
+    vars: &[(String, String)],
+) -> String {
+    #[derive(serde::Serialize)]
+    struct Inputs<'a> {
+        sbx: &'a str,
+        policy: String,
+        approvals: &'a [sbx::lower::Approval],
+        roots: &'a sbx::ir::Roots,
+        vars: Vec<&'a (String, String)>,
+    }
+    let mut vars: Vec<_> = vars
+        .iter()
+        .filter(|(k, _)| k == "PATH" || super::caller::CERTIFICATE_VARS.contains(&k.as_str()))
+        .collect();
+    vars.sort();
+    sbx::policy::hash::sha256_json(&Inputs {
+        sbx: env!("CARGO_PKG_VERSION"),
+        policy: sbx::policy::hash::policy_hash(policy),
+        approvals,
+        roots,
+        vars,
+    })
 }
 
 /// `sbx learn`'s session (it sets [`sbx::runtime::proxy::LEARN_NET`]):
@@ -353,6 +393,9 @@ struct Host {
     policy: sbx::policy::Policy,
     layers: Vec<sbx::policy::LoadedLayer>,
     files: sbx::diag::Files,
+    /// What names this run's grants for the package caches' key
+    /// ([`run_key`]).
+    key: String,
 }
 
 /// The policy lowered for this host (resolved paths, `[commands]` found
@@ -416,6 +459,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect();
             let made = super::caller::add(&mut ir, &policy, &vars);
+            let key = run_key(&policy, &opts.approvals, &ir.roots, &vars);
             if a.report && !a.silent {
                 // Where these grants come from: the report's own lines
                 // name paths and rights only.
@@ -436,6 +480,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
                 policy,
                 layers,
                 files,
+                key,
             })
         }
         Err(f) => {

@@ -72,7 +72,7 @@ pub fn sha256_json(value: &impl Serialize) -> String {
     let mut h = Sha256::new();
     // serde_json writes a few bytes at a time; `update` per piece cost
     // more than the hashing itself.
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut h);
+    let mut w = std::io::BufWriter::with_capacity(1 << 13, &mut h);
     serde_json::to_writer(&mut w, value).expect("the value serialises");
     w.flush().expect("a hash takes everything");
     drop(w);
