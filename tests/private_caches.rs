@@ -359,6 +359,48 @@ fn cargo_home_caches_are_private_and_bin_is_not_writable() {
     assert_eq!(out, "xx");
 }
 
+/// Every cache is mounted `nosuid`, `nodev` and `noexec`, whether it is
+/// a directory of home's overlay (npm, with a host cache), its own
+/// private directory (maven, none on the host) or beside home (cargo's
+/// registry under a `CARGO_HOME` elsewhere): a program the command puts in
+/// a cache cannot be run from there. Positive control: the same script
+/// runs from the workspace.
+#[test]
+fn caches_are_mounted_without_exec_suid_or_devices() {
+    let Some(env) = with_npm_entry() else { return };
+    let cargo_home = env.root.join("cargo-home");
+    std::fs::create_dir_all(cargo_home.join("registry")).unwrap();
+    let ch = cargo_home.to_str().unwrap();
+    let home = env.home.to_str().unwrap();
+    let script = format!(
+        "for d in {home}/.npm {home}/.m2/repository {ch}/registry; do \
+           awk -v d=$d '$5 == d {{ print d, $6 }}' /proc/self/mountinfo; \
+           printf '#!/bin/sh\\necho ran\\n' > $d/x.sh; chmod +x $d/x.sh; \
+           $d/x.sh 2>/dev/null || echo \"refused $?\"; \
+         done; cp {ch}/registry/x.sh ./x.sh; ./x.sh"
+    );
+    let (out, err) = ok_in(&env, &env.ws, &script, &[("CARGO_HOME", ch)]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{out}\n{err}");
+    for (i, d) in [
+        format!("{home}/.npm"),
+        format!("{home}/.m2/repository"),
+        format!("{ch}/registry"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (path, opts) = lines[2 * i].split_once(' ').unwrap();
+        assert_eq!(path, d, "{out}");
+        let opts: Vec<&str> = opts.split(',').collect();
+        for want in ["nosuid", "nodev", "noexec"] {
+            assert!(opts.contains(&want), "{d}: {opts:?}");
+        }
+        assert_eq!(lines[2 * i + 1], "refused 126", "{d}: {out}");
+    }
+    assert_eq!(lines[6], "ran", "{out}");
+}
+
 /// A rule that names the cache path decides it: no private cache there.
 #[test]
 fn a_rule_on_the_cache_path_wins() {

@@ -708,11 +708,9 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
     for m in mounts {
         let mut fd: RawFd = -1;
         if let Some((home, rel)) = &m.shared {
+            // A clone keeps the overlay's mount attributes (`attrs`):
+            // nothing to set again.
             fd = beneath(home_overlay(home, attrs, m.volatile), rel);
-            if fd >= 0 && !set_attr(fd, attrs) {
-                libc::close(fd);
-                fd = -1;
-            }
         }
         if fd < 0 {
             if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
