@@ -363,7 +363,23 @@ impl Ctx<'_> {
             // dotfiles repository linked into home, by stow or by hand)
             // runs later as surely as one in a writable home: its target
             // is protected.
-            for e in IN_HOME {
+            // Home's own entries, where they are few: a name whose first
+            // component home lacks, or holds as a plain entry when the
+            // name has no other, leads nowhere else (home is canonical).
+            let entries = listing(&home);
+            let plain = |e: &str| {
+                let (first, rest) = e.split_once('/').unwrap_or((e, ""));
+                entries.as_ref().is_some_and(|l| {
+                    match l
+                        .iter()
+                        .find(|(n, _)| n.as_encoded_bytes() == first.as_bytes())
+                    {
+                        None => true,
+                        Some((_, k)) => rest.is_empty() && *k != Kind::Symlink,
+                    }
+                })
+            };
+            for e in IN_HOME.iter().filter(|e| !plain(e)) {
                 let link = join(&home, e);
                 let canon = self.resolver.resolve(&link).0;
                 if canon != link {

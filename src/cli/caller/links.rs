@@ -144,6 +144,9 @@ pub struct Scans {
     changed: bool,
     links: Links,
     now: i64,
+    /// The stamps taken for comparison in this run: every PATH
+    /// directory's entry names `/` and home, read once.
+    seen: HashMap<String, Stamp>,
 }
 
 impl Scans {
@@ -168,6 +171,7 @@ impl Scans {
             changed: false,
             links: Links::default(),
             now,
+            seen: HashMap::new(),
         }
     }
 
@@ -176,7 +180,13 @@ impl Scans {
     /// adds nothing: that entry is looked at on its own.
     pub fn targets(&mut self, dir: &str, limit: usize) -> Vec<String> {
         if let Some(e) = self.record.dirs.get(dir) {
-            if e.stamps.iter().all(|(d, s)| Stamp::of(Path::new(d)) == *s) {
+            let seen = &mut self.seen;
+            if e.stamps.iter().all(|(d, s)| {
+                *seen
+                    .entry(d.clone())
+                    .or_insert_with(|| Stamp::of(Path::new(d)))
+                    == *s
+            }) {
                 return e.targets.clone();
             }
         }

@@ -414,6 +414,34 @@ fn start_up_files_linked_into_a_writable_tree() {
     assert!(ir.access_at(&h.p("ws/dotfiles/other")).create);
 }
 
+/// A directory of home that links into the writable tree (`~/.local`
+/// kept in a dotfiles repository): the names beneath it are protected at
+/// their targets, and names home lacks, or holds as plain entries, add
+/// nothing.
+#[cfg(unix)]
+#[test]
+fn a_home_directory_linked_into_a_writable_tree() {
+    let h = Host::new();
+    h.write("ws/local/bin/tool", "#!/bin/sh\n");
+    h.write("ws/notes", "x\n");
+    h.write("home/.profile", "# plain\n");
+    std::os::unix::fs::symlink(h.p("ws/local"), h.p("home/.local")).unwrap();
+    let (ir, _) = h.lower(RW);
+    assert!(protected(&ir, &h.p("ws/local/bin")), "{:#?}", ir.fs);
+    assert!(protected(&ir, &h.p("ws/local/share/applications")));
+    assert!(ir.access_at(&h.p("ws/notes")).update);
+    assert!(ir.access_at(&h.p("ws/local/other")).create);
+    // Nothing was added for what lies in home itself.
+    assert!(
+        ir.fs
+            .iter()
+            .all(|g| !g.path.starts_with(&h.p("home"))
+                || !matches!(g.source, Source::Protected { .. })),
+        "{:#?}",
+        ir.fs
+    );
+}
+
 #[test]
 fn naming_a_protected_path_lifts_it() {
     let h = Host::new();
