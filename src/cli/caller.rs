@@ -158,11 +158,18 @@ fn path_dirs(
 ) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     let mut seen: HashMap<String, Option<String>> = HashMap::new();
-    let mut consider = |dir: &str, resolved: bool, out: &mut Vec<(String, Option<String>)>| {
-        let canon = seen
-            .entry(dir.to_string())
-            .or_insert_with(|| usable(dir, resolved, roots, is_sensitive))
-            .clone()?;
+    let mut consider = |dir: &str,
+                        resolved: bool,
+                        out: &mut Vec<(String, Option<String>)>,
+                        scans: &mut links::Scans| {
+        let canon = match seen.get(dir) {
+            Some(c) => c.clone()?,
+            None => {
+                let c = usable(dir, resolved, roots, is_sensitive, scans);
+                seen.insert(dir.to_string(), c.clone());
+                c?
+            }
+        };
         if !out.iter().any(|(d, _)| *d == canon) {
             let written = (canon != dir).then(|| dir.to_string());
             out.push((canon.clone(), written));
@@ -173,7 +180,7 @@ fn path_dirs(
     // scanned once.
     let mut scanned: HashSet<String> = HashSet::new();
     for entry in path.split(':') {
-        let Some(dir) = consider(entry, false, &mut out) else {
+        let Some(dir) = consider(entry, false, &mut out, scans) else {
             continue;
         };
         if !scanned.insert(dir.clone()) {
@@ -182,7 +189,7 @@ fn path_dirs(
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
         for target in scans.targets(&dir, SCAN_LIMIT) {
-            consider(&target, true, &mut out);
+            consider(&target, true, &mut out, scans);
         }
     }
     out
@@ -196,6 +203,7 @@ fn usable(
     resolved: bool,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
+    scans: &mut links::Scans,
 ) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     if !dir.starts_with('/') {
@@ -204,10 +212,7 @@ fn usable(
     let canon = if resolved {
         dir.to_string()
     } else {
-        sbx::canonical::canonicalize(dir)
-            .ok()?
-            .to_str()?
-            .to_string()
+        scans.canonical(dir)?
     };
     let meta = std::fs::metadata(&canon).ok()?;
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {
