@@ -574,7 +574,8 @@ fn another_keys_cache_is_out_of_reach() {
 }
 
 /// The key names what the run grants, not the state of the workspace:
-/// `--allow-*` flags, another `PATH` or a certificate bundle make a key
+/// `--allow-*` flags, another `PATH`, a certificate bundle or a git
+/// ceiling make a key
 /// of their own (a narrower run cannot fill a wider one's cache), while a
 /// repeated run, or one after a repository appeared in the workspace,
 /// finds its cache again. Each run writes an entry that only later runs
@@ -626,11 +627,18 @@ fn keys_follow_what_the_run_grants() {
     let bundle = bundle.to_str().unwrap();
     assert_eq!(run(&[], &[("SSL_CERT_FILE", bundle)], "f"), "n \n");
     assert_eq!(keys().len(), 4);
+    // Where the search for a repository above the workspace stops.
+    let ceiling = env.root.to_str().unwrap();
+    assert_eq!(
+        run(&[], &[("GIT_CEILING_DIRECTORIES", ceiling)], "j"),
+        "n \n"
+    );
+    assert_eq!(keys().len(), 5);
     // Each of them again: its own entries only.
     assert_eq!(run(&["--allow-read", extra], &[], "g"), "d n \n");
     assert_eq!(run(&[], &[("PATH", &longer)], "h"), "e n \n");
     assert_eq!(run(&[], &[], "i"), "a b c n \n");
-    assert_eq!(keys().len(), 4);
+    assert_eq!(keys().len(), 5);
 }
 
 /// Caches under home are directories of one overlay of home: the rest

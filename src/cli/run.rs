@@ -307,10 +307,17 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
 /// (docs/presets.md) when `sbx run POLICY` lowers it: whatever makes this
 /// run's grants differ from another's of the same workspace. That is
 /// the merged policy (its `--allow-*` layer too), the approvals, the
-/// roots, the caller's variables that add grants (`PATH`, certificate
-/// bundles) and sbx's version (its presets). Hashing these few inputs
+/// roots, the caller's variables that change grants (`PATH`,
+/// certificate bundles, `GIT_CEILING_DIRECTORIES`) and sbx's version
+/// (its presets). Hashing these few inputs
 /// instead of the lowered artifact keeps a serialisation of every rule
 /// off each run's start.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+/// Besides the certificate variables: `PATH` (`[commands]`, the
+/// caller's PATH grants) and where the search for a repository above the
+/// workspace stops.
+const GRANTING_VARS: &[&str] = &["PATH", "GIT_CEILING_DIRECTORIES"];
+
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn run_key(
     policy: &sbx::policy::Policy,
@@ -328,7 +335,10 @@ fn run_key(
     }
     let mut vars: Vec<_> = vars
         .iter()
-        .filter(|(k, _)| k == "PATH" || super::caller::CERTIFICATE_VARS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            GRANTING_VARS.contains(&k.as_str())
+                || super::caller::CERTIFICATE_VARS.contains(&k.as_str())
+        })
         .collect();
     vars.sort();
     sbx::policy::hash::sha256_json(&Inputs {
