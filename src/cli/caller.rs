@@ -158,18 +158,11 @@ fn path_dirs(
 ) -> Vec<(String, Option<String>)> {
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     let mut seen: HashMap<String, Option<String>> = HashMap::new();
-    let mut consider = |dir: &str,
-                        resolved: bool,
-                        out: &mut Vec<(String, Option<String>)>,
-                        scans: &mut links::Scans| {
-        let canon = match seen.get(dir) {
-            Some(c) => c.clone()?,
-            None => {
-                let c = usable(dir, resolved, roots, is_sensitive, scans);
-                seen.insert(dir.to_string(), c.clone());
-                c?
-            }
-        };
+    let mut consider = |dir: &str, resolved: bool, out: &mut Vec<(String, Option<String>)>| {
+        let canon = seen
+            .entry(dir.to_string())
+            .or_insert_with(|| usable(dir, resolved, roots, is_sensitive))
+            .clone()?;
         if !out.iter().any(|(d, _)| *d == canon) {
             let written = (canon != dir).then(|| dir.to_string());
             out.push((canon.clone(), written));
@@ -180,7 +173,7 @@ fn path_dirs(
     // scanned once.
     let mut scanned: HashSet<String> = HashSet::new();
     for entry in path.split(':') {
-        let Some(dir) = consider(entry, false, &mut out, scans) else {
+        let Some(dir) = consider(entry, false, &mut out) else {
             continue;
         };
         if !scanned.insert(dir.clone()) {
@@ -189,7 +182,7 @@ fn path_dirs(
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
         for target in scans.targets(&dir, SCAN_LIMIT) {
-            consider(&target, true, &mut out, scans);
+            consider(&target, true, &mut out);
         }
     }
     out
@@ -203,7 +196,6 @@ fn usable(
     resolved: bool,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
-    scans: &mut links::Scans,
 ) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     if !dir.starts_with('/') {
@@ -212,7 +204,10 @@ fn usable(
     let canon = if resolved {
         dir.to_string()
     } else {
-        scans.canonical(dir)?
+        sbx::canonical::canonicalize(dir)
+            .ok()?
+            .to_str()?
+            .to_string()
     };
     let meta = std::fs::metadata(&canon).ok()?;
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {

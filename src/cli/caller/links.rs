@@ -175,16 +175,6 @@ impl Scans {
         }
     }
 
-    /// `p` (absolute) resolved as `realpath` would, through the same
-    /// memo as the scans: the `PATH` directories share `/usr` or home.
-    /// What it reads is no scan's.
-    pub fn canonical(&mut self, p: &str) -> Option<String> {
-        let outer = self.links.take_read();
-        let r = self.links.resolve(Path::new(p));
-        self.links.read = outer;
-        r?.into_os_string().into_string().ok()
-    }
-
     /// The directories the symlinks among the first `limit` entries of
     /// `dir` (resolved) lead into. A link to an entry of `dir` itself
     /// adds nothing: that entry is looked at on its own.
