@@ -163,8 +163,11 @@ run_bench() {
     "$SBX run --artifact $work/never.json --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/nonet.json --workspace $work/ws -- /bin/true"
     "$SBX run --artifact $work/port.json --workspace $work/ws -- /bin/true"
+    "$SBX run $work/nonet.toml --workspace $work/ws -- /bin/true"
   )
-  local names=("bare exec" "sbx run POLICY" "sbx run --artifact" "--artifact, namespaces = never" "--artifact, no [[net]]" "--artifact, port rule")
+  # The last sbx row is issue #38's "default-shape policy": no [[net]],
+  # run from its file.
+  local names=("bare exec" "sbx run POLICY" "sbx run --artifact" "--artifact, namespaces = never" "--artifact, no [[net]]" "--artifact, port rule" "sbx run POLICY, no [[net]]")
   # The kernel's own price of the namespaces (bwrap --unshare-net pays the
   # network one too): util-linux unshare with and without them (the
   # differences), the network namespace alone and the layer's three with
