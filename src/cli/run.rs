@@ -275,11 +275,13 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     let learning = learning_ir(&h.ir);
     match sbx::back::landlock::build(learning.as_ref().unwrap_or(&h.ir)) {
         Ok(mut art) => {
-            art.policy_hash = h.key.clone();
+            art.policy_hash = match &learning {
+                // Any host through the proxy: a wider run, its own key.
+                Some(_) => sbx::policy::hash::sha256(format!("{}\0learn", h.key).as_bytes()),
+                None => h.key.clone(),
+            };
             if let Some(ir) = &learning {
                 art.proxy = Some(learning_spec(ir));
-                // Any host through the proxy: a wider run, its own key.
-                art.policy_hash = sbx::policy::hash::sha256(format!("{}\0learn", h.key).as_bytes());
             }
             if !a.quiet {
                 // What `check` warns about the rules Landlock drops or narrows.
@@ -303,21 +305,20 @@ fn linux_artifact(a: &RunArgs) -> Option<sbx::back::landlock::LinuxArtifact> {
     }
 }
 
+/// Besides the certificate variables, the caller's variables that change
+/// a run's grants: `PATH` (`[commands]`, the caller's PATH grants) and
+/// where the search for a repository above the workspace stops.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+const GRANTING_VARS: &[&str] = &["PATH", "GIT_CEILING_DIRECTORIES"];
+
 /// The hash that stands for the policy in the package caches' key
 /// (docs/presets.md) when `sbx run POLICY` lowers it: whatever makes this
 /// run's grants differ from another's of the same workspace. That is
 /// the merged policy (its `--allow-*` layer too), the approvals, the
 /// roots, the caller's variables that change grants (`PATH`,
 /// certificate bundles, `GIT_CEILING_DIRECTORIES`) and sbx's version
-/// (its presets). Hashing these few inputs
-/// instead of the lowered artifact keeps a serialisation of every rule
-/// off each run's start.
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-/// Besides the certificate variables: `PATH` (`[commands]`, the
-/// caller's PATH grants) and where the search for a repository above the
-/// workspace stops.
-const GRANTING_VARS: &[&str] = &["PATH", "GIT_CEILING_DIRECTORIES"];
-
+/// (its presets). Hashing these few inputs instead of the lowered
+/// artifact keeps a serialisation of every rule off each run's start.
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn run_key(
     policy: &sbx::policy::Policy,

@@ -314,9 +314,8 @@ impl ArgOp {
 }
 
 /// The rule's one line. Written straight into the output (serde's
-/// `collect_str`): `sbx run POLICY` serialises its artifact for the
-/// caches' key at every run, and a copy of each rule made into a string
-/// of its own cost more than the rest of the seccomp section.
+/// `collect_str`): a copy of each rule made into a string of its own
+/// cost more than the rest of the seccomp section.
 impl std::fmt::Display for ArgRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.syscall)?;
