@@ -231,6 +231,18 @@ fn parse_with(mut cmd: clap::Command, argv: &[OsString]) -> Result<Cli, clap::Er
 }
 
 pub fn main() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        // A guardian's hand-over, never a user's command: not in the help.
+        let argv: Vec<OsString> = std::env::args_os().take(2).collect();
+        if argv
+            .get(1)
+            .is_some_and(|a| a == sbx::runtime::linux::AFTER_RUN_ARG)
+        {
+            let args: Vec<OsString> = std::env::args_os().skip(2).collect();
+            return sbx::runtime::linux::after_run(&args);
+        }
+    }
     let cli = match parse() {
         Ok(c) => c,
         Err(e) => {

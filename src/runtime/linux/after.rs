@@ -57,6 +57,16 @@ impl AfterRun {
         }
     }
 
+    /// The descriptors the work holds, as the guardian hands them over
+    /// ([`super::handover`]), in the journal entry's order.
+    pub fn fds(&self) -> super::handover::Fds {
+        super::handover::Fds {
+            tops: self.tops.all().iter().map(|t| t.raw_fd()).collect(),
+            holds: self.records.iter().map(Record::held_fd).collect(),
+            site: self.usersite.held_fds(),
+        }
+    }
+
     /// Nothing to check or sweep after the run (no writable tree).
     pub fn is_empty(&self) -> bool {
         self.tops.all().is_empty() && self.records.is_empty()

@@ -129,20 +129,43 @@ impl Tops {
     /// in the returned map (old index to new), and nothing beneath it is
     /// touched.
     pub fn reopen(saved: &[(String, libc::dev_t, libc::ino_t)]) -> (Tops, Vec<Option<usize>>) {
+        Tops::checked(saved, |path| {
+            kernel::open_path(path)
+                .ok()
+                .filter(|o| o.is_dir)
+                .map(|o| o.handle.into())
+        })
+    }
+
+    /// The tops recorded as `saved`, from descriptors still open on them
+    /// (`fds`, in the same order: a guardian's hand-over, where a top
+    /// renamed since launch is still the top). Each must still be the
+    /// recorded directory, as in [`Tops::reopen`].
+    pub fn adopt(
+        saved: &[(String, libc::dev_t, libc::ino_t)],
+        fds: Vec<Option<OwnedFd>>,
+    ) -> (Tops, Vec<Option<usize>>) {
+        let mut fds = fds.into_iter();
+        Tops::checked(saved, |_| fds.next().flatten())
+    }
+
+    fn checked(
+        saved: &[(String, libc::dev_t, libc::ino_t)],
+        mut open: impl FnMut(&str) -> Option<OwnedFd>,
+    ) -> (Tops, Vec<Option<usize>>) {
         let mut out = Vec::new();
         let mut map = Vec::new();
         for (path, dev, ino) in saved {
-            let top = kernel::open_path(path)
-                .ok()
-                .filter(|o| o.is_dir)
-                .and_then(|o| {
-                    let fd: OwnedFd = o.handle.into();
-                    let st = fstat(&fd).ok()?;
-                    (st.st_dev == *dev && st.st_ino == *ino).then(|| Top {
+            let top = open(path).and_then(|fd| {
+                let st = fstat(&fd).ok()?;
+                (st.st_mode & libc::S_IFMT == libc::S_IFDIR
+                    && st.st_dev == *dev
+                    && st.st_ino == *ino)
+                    .then(|| Top {
                         path: path.clone(),
                         fd,
                     })
-                });
+            });
             map.push(top.map(|t| {
                 out.push(t);
                 out.len() - 1
@@ -153,6 +176,11 @@ impl Tops {
 }
 
 impl Top {
+    /// The descriptor held on the top (for a guardian's hand-over).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
     /// (device, inode) of the top, as the journal records it.
     pub fn identity(&self) -> io::Result<(libc::dev_t, libc::ino_t)> {
         let st = fstat(&self.fd)?;

@@ -768,16 +768,17 @@ unsafe fn install(fprogs: &[libc::sock_fprog], listen: Option<&ListenPrep>, wr: 
 /// Signal numbers the child resets (1 to SIGRTMAX on Linux).
 const NSIG: libc::c_int = 65;
 
-/// The child side. No allocation, no locks, no Rust std I/O, no writes
-/// outside its own stack (it shares the parent's memory). Entered with
-/// every signal blocked.
-pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
-    // Handlers the parent installed would run on the parent's memory: back
-    // to the default before any signal can be delivered. Ignored signals
-    // stay ignored (execve keeps them so too), except SIGPIPE: Rust
-    // ignores it, and programs expect the default. (glibc's own two
-    // signals cannot be queried through sigaction; they are only ever
-    // sent to the parent's threads.)
+/// Handlers the parent installed would run on the parent's memory: back
+/// to the default, in a child sharing that memory, before any signal can
+/// be delivered (it starts with every signal blocked). Ignored signals
+/// stay ignored (execve keeps them so too), except SIGPIPE: Rust ignores
+/// it, and programs expect the default. (glibc's own two signals cannot
+/// be queried through sigaction; they are only ever sent to the
+/// parent's threads.)
+///
+/// # Safety
+/// System calls only, on this process's own signal table.
+pub(super) unsafe fn default_handlers() {
     for sig in 1..NSIG {
         let mut sa: libc::sigaction = std::mem::zeroed();
         if libc::sigaction(sig, std::ptr::null(), &mut sa) == 0
@@ -789,6 +790,13 @@ pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
             libc::sigaction(sig, &dfl, std::ptr::null_mut());
         }
     }
+}
+
+/// The child side. No allocation, no locks, no Rust std I/O, no writes
+/// outside its own stack (it shares the parent's memory). Entered with
+/// every signal blocked.
+pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
+    default_handlers();
     libc::setpgid(0, 0);
     if let Some(tty) = p.tty {
         // Take the terminal for the new group (SIGTTOU, which would stop

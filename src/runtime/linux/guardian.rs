@@ -1,7 +1,7 @@
 //! The after-run work, and the guardian that does it whether or not sbx
 //! survives the run (docs/protected.md, "If sbx is killed").
 //!
-//! Once the command has started, sbx forks a guardian: a process of its
+//! Once the command has started, sbx starts a guardian: a process of its
 //! own session (so a terminal's Ctrl-C and a harness's kill of sbx's
 //! process group do not reach it) that ignores the signals which end
 //! sbx. When the run ends, sbx itself moves aside what was planted,
@@ -10,13 +10,22 @@
 //! second process's work lies between the command's end and sbx's). If
 //! sbx dies first, the guardian sees its end of a pipe close without
 //! that word, waits for the sandbox's tree to end (a pidfd on the PID
-//! namespace's init, which dies with sbx) and does the same work again
-//! (done twice, it changes nothing the second time). If both are killed,
-//! the journal entry stays for the next `sbx run` or `sbx sweep`.
+//! namespace's init, which dies with sbx) and has the same work done
+//! again (done twice, it changes nothing the second time). If both are
+//! killed, the journal entry stays for the next `sbx run` or `sbx sweep`.
+//!
+//! The guardian shares sbx's memory and makes system calls only; the
+//! work it has done is a fresh sbx's, handed the run's journal entry and
+//! the descriptors sbx held ([`super::handover`]). Where a run has no
+//! entry, or holds too many descriptors to hand over, the guardian is a
+//! fork of sbx that does the work itself.
 
 use super::after::{self, AfterRun, Held};
+use super::child::{clone_blocked, Stack};
+use super::handover;
 use super::journal::Entry;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 /// Everything the after-run work needs, held by whoever does it.
@@ -84,6 +93,29 @@ pub struct Guardian {
     pub pid: libc::pid_t,
     done: OwnedFd,
     work: Work,
+    /// What a guardian sharing sbx's memory reads: freed once it is
+    /// reaped, never before (were sbx to drop it early, the guardian
+    /// would read freed memory).
+    light: Option<std::mem::ManuallyDrop<Box<Light>>>,
+}
+
+/// What the guardian that shares sbx's memory reads, made before it
+/// starts and not changed while it lives.
+struct Light {
+    stack: Stack,
+    go: RawFd,
+    /// sbx's end of the pipe: closed in the guardian, so that sbx's end
+    /// is the last.
+    done: RawFd,
+    /// -1: none.
+    pidfd: RawFd,
+    tree: libc::pid_t,
+    not_kept: Vec<RawFd>,
+    /// Left open across `execve`: the entry's slot and what the work holds.
+    handed: Vec<RawFd>,
+    _argv: Vec<CString>,
+    /// `_argv`'s pointers, and a null.
+    argv: Vec<*const libc::c_char>,
 }
 
 /// What ends sbx, and what a terminal sends to a background session.
@@ -126,6 +158,30 @@ pub fn start(
     }
     // SAFETY: both were just made and are owned here.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    if let Some(light) = Light::new(&work, &rd, &wr, pidfd.as_ref(), tree, not_kept) {
+        let light = std::mem::ManuallyDrop::new(Box::new(light));
+        // SAFETY: `light_main` makes system calls only, on its own stack
+        // and on `light`, which lives until the guardian is reaped (or,
+        // were sbx to drop the guardian unreaped, for ever).
+        let pid = unsafe {
+            clone_blocked(
+                light_main,
+                &light.stack,
+                libc::CLONE_VM | libc::SIGCHLD,
+                &**light as *const Light as *mut libc::c_void,
+            )
+        };
+        if let Ok(pid) = pid {
+            // sbx's copies of `rd` and the pidfd go; the guardian has its own.
+            return Ok(Guardian {
+                pid,
+                done: wr,
+                work,
+                light: Some(light),
+            });
+        }
+        drop(std::mem::ManuallyDrop::into_inner(light));
+    }
     // SAFETY: fork in a process with no other thread; the child only
     // runs `guard`, which ends in _exit.
     match unsafe { libc::fork() } {
@@ -144,7 +200,45 @@ pub fn start(
             pid,
             done: wr,
             work,
+            light: None,
         }),
+    }
+}
+
+impl Light {
+    /// `None` where the work cannot be handed over: no journal entry,
+    /// or more descriptors than `execve`'s arguments can name.
+    fn new(
+        work: &Work,
+        go: &OwnedFd,
+        done: &OwnedFd,
+        pidfd: Option<&OwnedFd>,
+        tree: libc::pid_t,
+        not_kept: &[RawFd],
+    ) -> Option<Light> {
+        let entry = work.entry.as_ref()?;
+        let after = work.after.as_ref()?;
+        let fds = after.fds();
+        let mut args = vec![c"sbx".to_owned()];
+        args.extend(handover::argv(entry.path(), entry.fd(), &fds)?);
+        let mut handed = fds.all();
+        handed.push(entry.fd());
+        let argv = args
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain([std::ptr::null()])
+            .collect();
+        Some(Light {
+            stack: Stack::new().ok()?,
+            go: go.as_raw_fd(),
+            done: done.as_raw_fd(),
+            pidfd: pidfd.map_or(-1, |f| f.as_raw_fd()),
+            tree,
+            not_kept: not_kept.to_vec(),
+            handed,
+            _argv: args,
+            argv,
+        })
     }
 }
 
@@ -156,7 +250,7 @@ impl Guardian {
     /// reaps the guardian. Killed before the word, sbx leaves the work
     /// to the guardian, which repeats what was done already without
     /// changing it (`AfterRun::work`).
-    pub fn finish(self, meanwhile: impl FnOnce()) {
+    pub fn finish(mut self, meanwhile: impl FnOnce()) {
         // Held over the word to the guardian and its reaping too: killed
         // between the work and the word, sbx would have the work done twice.
         let held = Held::signals();
@@ -167,6 +261,10 @@ impl Guardian {
         meanwhile();
         // Our own child, which exits on the byte.
         super::child::reap(self.pid);
+        if let Some(light) = self.light.take() {
+            // Reaped: nothing reads it any more.
+            drop(std::mem::ManuallyDrop::into_inner(light));
+        }
         drop(held);
     }
 }
@@ -212,6 +310,68 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
     after::write_bounded(&warnings, after::WRITE_WAIT_MS);
     // SAFETY: ends this process without running sbx's exit handlers.
     unsafe { libc::_exit(0) }
+}
+
+/// The guardian that shares sbx's memory: system calls only, on its
+/// own stack and the [`Light`] made for it, with a descriptor table of
+/// its own. Entered with every signal blocked.
+extern "C" fn light_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the Light, alive until this process is reaped.
+    let l = unsafe { &*(arg as *const Light) };
+    // SAFETY: process-wide settings and descriptors of this process only;
+    // no allocation, no lock, no write to sbx's memory.
+    unsafe {
+        super::child::default_handlers();
+        for sig in IGNORED {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::setsid();
+        libc::close(l.done);
+        for &fd in &l.not_kept {
+            libc::close(fd);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        // No handler is left to interrupt the read (errno, which this
+        // process would share with sbx's thread, is not read).
+        let mut byte = 0u8;
+        if libc::read(l.go, (&mut byte as *mut u8).cast(), 1) == 1 {
+            libc::_exit(0);
+        }
+        // sbx is gone before the end of its work: once the tree has
+        // ended, a fresh sbx does it, with what sbx held.
+        if l.pidfd >= 0 {
+            let mut p = libc::pollfd {
+                fd: l.pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            while libc::poll(&mut p, 1, -1) < 0 {}
+        } else {
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            while libc::kill(l.tree, 0) == 0 {
+                libc::nanosleep(&pause, std::ptr::null_mut());
+            }
+        }
+        for &fd in &l.handed {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+        }
+        let env: [*const libc::c_char; 1] = [std::ptr::null()];
+        libc::execve(c"/proc/self/exe".as_ptr(), l.argv.as_ptr(), env.as_ptr());
+        let said = b"sbx: warning: the guardian could not start the after-run work of a killed \
+                     sbx: the next `sbx run` or `sbx sweep` does it\n";
+        libc::write(2, said.as_ptr().cast(), said.len());
+        libc::_exit(1)
+    }
 }
 
 /// Until `tree` has ended: its pidfd becomes readable then; without one

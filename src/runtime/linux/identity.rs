@@ -43,6 +43,17 @@ pub struct Record {
     pub seen: Seen,
 }
 
+impl Record {
+    /// The descriptor held on what the path was at launch, if any.
+    pub fn held_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match &self.seen {
+            Seen::Object { hold: Some(fd), .. } => Some(fd.as_raw_fd()),
+            _ => None,
+        }
+    }
+}
+
 /// How a recorded path compares after the run.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Now {

@@ -30,6 +30,7 @@ use super::repos::Stamp;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -115,6 +116,12 @@ pub struct Entry {
 impl Entry {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The slot's descriptor, which holds its lock.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
     }
 
     /// Record `after` (and the run's temp directory) before the command
@@ -317,15 +324,33 @@ struct Loaded {
     lost: Vec<String>,
 }
 
-fn load(text: &[u8]) -> Result<Loaded, String> {
+/// Descriptors still open on what an entry records, in its order (a
+/// guardian's hand-over): the tops, then what each record's path and
+/// each user-site file was.
+#[derive(Default)]
+struct Held {
+    tops: Vec<Option<OwnedFd>>,
+    holds: Vec<Option<OwnedFd>>,
+    site: Vec<Option<OwnedFd>>,
+}
+
+/// `held`: the entry's tops are those descriptors rather than its paths
+/// opened again.
+fn load(text: &[u8], held: Option<Held>) -> Result<Loaded, String> {
     let s: Saved = serde_json::from_slice(text).map_err(|e| format!("unreadable: {e}"))?;
     if s.version != VERSION {
         return Err(format!("written by another sbx (format {})", s.version));
     }
-    let (tops, map) = Tops::reopen(&s.tops);
+    let handed = held.is_some();
+    let mut held = held.unwrap_or_default();
+    let (tops, map) = if handed {
+        Tops::adopt(&s.tops, std::mem::take(&mut held.tops))
+    } else {
+        Tops::reopen(&s.tops)
+    };
     let mut records = Vec::new();
     let mut lost = Vec::new();
-    for r in s.records {
+    for (i, r) in s.records.into_iter().enumerate() {
         let Some(saved_top) = s.tops.get(r.top) else {
             return Err(format!("{} names no recorded top", r.path));
         };
@@ -348,12 +373,16 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
             seen: match r.object {
                 None => Seen::Absent,
                 Some(o) => Seen::Object {
+                    hold: held
+                        .holds
+                        .get_mut(i)
+                        .and_then(Option::take)
+                        .filter(|fd| super::handover::is(fd, o.dev, o.ino)),
                     dev: o.dev,
                     ino: o.ino,
                     kind: o.kind,
                     target: o.target,
                     birth: o.birth,
-                    hold: None,
                 },
             },
         });
@@ -374,7 +403,7 @@ fn load(text: &[u8]) -> Result<Loaded, String> {
             records,
             repo_tops,
             Stamp::from_parts(s.since),
-            super::usersite::Snapshot::from_saved(s.usersite, &map),
+            super::usersite::Snapshot::from_saved(s.usersite, &map, held.site),
         ),
         temp,
         pid: s.pid,
@@ -436,8 +465,10 @@ pub fn finish_dead(runs: &Path) -> Vec<String> {
     out
 }
 
-/// An entry's text, at most [`MAX_BYTES`] of it.
+/// An entry's text, at most [`MAX_BYTES`] of it, from its start.
 fn read_entry(file: &mut File) -> io::Result<Vec<u8>> {
+    use std::io::Seek;
+    file.rewind()?;
     let mut text = Vec::new();
     file.take(MAX_BYTES).read_to_end(&mut text)?;
     Ok(text)
@@ -452,7 +483,34 @@ fn stale(p: &Path) -> bool {
         .is_some_and(|d| d.as_secs() > 60)
 }
 
-fn finish_one(path: &Path, mut file: File) -> Vec<String> {
+/// The guardian's hand-over ([`super::handover`]): finish this run's
+/// own entry, through the descriptors sbx held. Nothing when sbx freed
+/// the slot before it died (the work was done).
+pub fn finish_handed(given: super::handover::Given) -> Vec<String> {
+    let super::handover::Given {
+        entry,
+        slot,
+        tops,
+        holds,
+        site,
+    } = given;
+    // The lock is the guardian's already (the descriptor is the one sbx
+    // locked); taken again, it refuses a slot some other process holds.
+    if super::kernel::flock(&slot, false).is_err() || !holds_entry(&slot) {
+        return Vec::new();
+    }
+    finish_one_held(&entry, slot, Some(Held { tops, holds, site }))
+}
+
+fn finish_one(path: &Path, file: File) -> Vec<String> {
+    finish_one_held(path, file, None)
+}
+
+/// `held`: the guardian's hand-over of this run's own entry, whose
+/// warnings are the run's own (as sbx would have written them) and
+/// whose temp directory is parked for the next run, as sbx parks it.
+fn finish_one_held(path: &Path, mut file: File, held: Option<Held>) -> Vec<String> {
+    let own = held.is_some();
     let shown = path.display();
     let meta = match file.metadata() {
         Ok(m) => m,
@@ -468,7 +526,7 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
         Ok(t) => t,
         Err(e) => return vec![format!("sbx: warning: after-run journal {shown}: {e}")],
     };
-    let loaded = match load(&text) {
+    let loaded = match load(&text, held) {
         Ok(l) => l,
         Err(e) => {
             return vec![format!(
@@ -477,11 +535,14 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
             )]
         }
     };
-    let mut out = vec![format!(
-        "sbx: a run (sbx pid {}) ended without its after-run work (sbx was killed): \
-         finishing it now",
-        loaded.pid
-    )];
+    let mut out = Vec::new();
+    if !own {
+        out.push(format!(
+            "sbx: a run (sbx pid {}) ended without its after-run work (sbx was killed): \
+             finishing it now",
+            loaded.pid
+        ));
+    }
     for p in &loaded.lost {
         out.push(format!(
             "sbx: warning: {p} could not be checked: the writable tree above it is gone or \
@@ -490,7 +551,11 @@ fn finish_one(path: &Path, mut file: File) -> Vec<String> {
     }
     out.extend(loaded.after.work(Some(path)));
     if let Some(t) = &loaded.temp {
-        out.extend(super::temp::remove_base(t));
+        out.extend(if own {
+            super::temp::park_or_remove(t)
+        } else {
+            super::temp::remove_base(t)
+        });
     }
     release(path, &file);
     drop(file);
@@ -544,6 +609,90 @@ mod tests {
         assert!(!holds_entry(&File::open(slots[0].path()).unwrap()));
         // Done once: the next finds nothing.
         assert!(finish_dead(&runs).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// The guardian's hand-over: a workspace renamed after launch is
+    /// still finished through the descriptors sbx held. The control: the
+    /// same entry read back by its paths alone cannot reach it.
+    #[test]
+    fn a_handed_over_entry_is_finished_through_what_sbx_held() {
+        use std::os::fd::FromRawFd;
+        let (t, runs) = scratch_runs("handed");
+        let p = |r: &str| t.join(r).to_str().unwrap().to_string();
+        let dup = |fd: i32| {
+            // SAFETY: a copy of a descriptor this test holds.
+            unsafe { OwnedFd::from_raw_fd(libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3)) }
+        };
+        for handed in [false, true] {
+            let _ = fs::remove_dir_all(t.join("moved"));
+            fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
+            fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
+            let after = AfterRun::launch(
+                &[p("ws")],
+                &[p("ws/.git/config"), p("ws/.envrc")],
+                Vec::new(),
+                "",
+            );
+            let entry = Entry::write(&runs, &after, None).unwrap();
+            fs::write(t.join("ws/.envrc"), "evil").unwrap();
+            fs::rename(t.join("ws/.git/config"), t.join("ws/config.old")).unwrap();
+            fs::write(t.join("ws/.git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+            fs::rename(t.join("ws"), t.join("moved")).unwrap();
+            let fds = after.fds();
+            let given = super::super::handover::Given {
+                entry: entry.path().to_path_buf(),
+                slot: File::from(dup(entry.fd())),
+                tops: fds.tops.iter().map(|&f| Some(dup(f))).collect(),
+                holds: fds.holds.iter().map(|f| f.map(dup)).collect(),
+                site: fds.site.iter().map(|f| f.map(dup)).collect(),
+            };
+            assert_eq!(given.tops.len(), 1);
+            assert!(given.holds[0].is_some() && given.holds[1].is_none());
+            // sbx dies: its own descriptors go.
+            drop(after);
+            drop(entry);
+            let said = if handed {
+                finish_handed(given)
+            } else {
+                drop(given);
+                finish_dead(&runs)
+            };
+            let left = t.join("moved/.envrc").exists();
+            if handed {
+                assert!(!left && !t.join("moved/.git/config").exists(), "{said:?}");
+                assert!(t.join("moved/.envrc.sbx-blocked").exists(), "{said:?}");
+                assert!(
+                    said.iter().all(|l| !l.contains("ended without")),
+                    "{said:?}"
+                );
+            } else {
+                assert!(left && t.join("moved/.git/config").exists(), "{said:?}");
+                assert!(
+                    said.iter().any(|l| l.contains("could not be checked")),
+                    "{said:?}"
+                );
+            }
+            // Finished either way: the slot is free.
+            for e in fs::read_dir(&runs).unwrap().flatten() {
+                assert!(!holds_entry(&File::open(e.path()).unwrap()));
+            }
+            let _ = fs::remove_dir_all(t.join("ws"));
+        }
+        // What the lock says: a slot another process locked is not taken.
+        let after = launch(&t);
+        let entry = Entry::write(&runs, &after, None).unwrap();
+        let other = File::open(entry.path()).unwrap();
+        let given = super::super::handover::Given {
+            entry: entry.path().to_path_buf(),
+            slot: other,
+            tops: Vec::new(),
+            holds: Vec::new(),
+            site: Vec::new(),
+        };
+        assert!(finish_handed(given).is_empty());
+        assert!(holds_entry(&entry.file));
+        entry.remove();
         fs::remove_dir_all(&t).unwrap();
     }
 

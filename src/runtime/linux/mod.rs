@@ -10,6 +10,7 @@ mod child;
 mod clearing;
 mod earlyns;
 mod guardian;
+mod handover;
 mod identity;
 mod journal;
 mod kernel;
@@ -146,6 +147,16 @@ pub fn run_json(text: &str, argv: &[OsString], opts: &RunOptions) -> i32 {
             EXIT_SBX_FAILED
         }
     }
+}
+
+/// The hidden first argument with which a guardian runs a fresh sbx to
+/// finish a killed sbx's run ([`after_run`]).
+pub const AFTER_RUN_ARG: &str = handover::ARG;
+
+/// `sbx __after-run …`, run by a guardian only: finish the after-run work
+/// of its killed sbx, with the descriptors it handed over; the exit code.
+pub fn after_run(args: &[OsString]) -> i32 {
+    handover::main(args)
 }
 
 /// `sbx sweep`: finish the after-run work of every run whose sbx and

@@ -603,7 +603,7 @@ struct SetUp {
     hook: Option<ProxyHook>,
     proxy_sock: Option<OwnedFd>,
     /// Where the setup process sends its mount namespace
-    /// (`NsPrep::keep`), taken after the guardian's fork (which closes
+    /// (`NsPrep::keep`), taken after the guardian starts (it closes
     /// its copy of the socket) so that the guardian never holds it.
     mount_ns_sock: Option<OwnedFd>,
     /// The caches' overlays' work directories of this run; those of
@@ -1120,11 +1120,12 @@ fn serve(
 ) {
     let pid = spawned.pid;
     // The set-up is done. Its handles (the new root's pieces, the temp
-    // directories, the Landlock ruleset's) go before the guardian's
-    // fork, so that neither the guardian's exit nor sbx's own drop
-    // holds the last reference to a removed temp directory (freeing its
-    // block is a synchronous discard on disks mounted with `discard`),
-    // and the mount namespace lives on only in a thread beside.
+    // directories, the Landlock ruleset's) go before the guardian starts
+    // with a copy of the descriptor table, so that neither the guardian's
+    // exit nor sbx's own drop holds the last reference to a removed temp
+    // directory (freeing its block is a synchronous discard on disks
+    // mounted with `discard`), and the mount namespace lives on only in a
+    // thread beside.
     s.net_ns = s
         .prepared
         .ns

@@ -43,7 +43,7 @@ struct Seen {
     ctime: (i64, i64),
     /// Held open so that (dev, ino) names this file all run long (none
     /// when read back from the journal: the ctime tells a newer file).
-    _hold: Option<OwnedFd>,
+    hold: Option<OwnedFd>,
 }
 
 /// The user sites' start-up files at launch, beneath the top that holds
@@ -83,7 +83,7 @@ impl Snapshot {
                     dev: st.st_dev,
                     ino: st.st_ino,
                     ctime: ctime(&st),
-                    _hold: Some(fd),
+                    hold: Some(fd),
                 });
             }
         }
@@ -156,10 +156,26 @@ impl Snapshot {
         }
     }
 
+    /// The descriptors held on the files, in order (for a guardian's
+    /// hand-over).
+    pub fn held_fds(&self) -> Vec<Option<std::os::fd::RawFd>> {
+        use std::os::fd::AsRawFd;
+        self.seen
+            .iter()
+            .map(|s| s.hold.as_ref().map(|fd| fd.as_raw_fd()))
+            .collect()
+    }
+
     /// Read back from the journal, its top renumbered by `map` (the
     /// journal's tops opened again); nothing when that top is gone or a
-    /// path is not a plain one beneath it.
-    pub fn from_saved(s: Saved, map: &[Option<usize>]) -> Snapshot {
+    /// path is not a plain one beneath it. `holds`: descriptors still
+    /// open on the files, in order (a guardian's hand-over), each kept
+    /// only where it is still the recorded file.
+    pub fn from_saved(
+        s: Saved,
+        map: &[Option<usize>],
+        mut holds: Vec<Option<OwnedFd>>,
+    ) -> Snapshot {
         let plain = |r: &str| beneath::normal(r.as_bytes()).as_deref() == Some(r.as_bytes());
         let Some((Some(top), lib)) = s.at.map(|(t, lib)| (map.get(t).copied().flatten(), lib))
         else {
@@ -173,12 +189,16 @@ impl Snapshot {
             seen: s
                 .seen
                 .into_iter()
-                .map(|(rel, dev, ino, ctime)| Seen {
+                .enumerate()
+                .map(|(i, (rel, dev, ino, ctime))| Seen {
                     rel: rel.into_bytes(),
                     dev,
                     ino,
                     ctime,
-                    _hold: None,
+                    hold: holds
+                        .get_mut(i)
+                        .and_then(Option::take)
+                        .filter(|fd| super::handover::is(fd, dev, ino)),
                 })
                 .collect(),
         }
