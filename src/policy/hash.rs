@@ -80,8 +80,15 @@ pub fn sha256_json(value: &impl Serialize) -> String {
 }
 
 fn hex(digest: &[u8]) -> String {
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    // One string, not one per byte: every `sbx run` makes a few of these.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(7 + 2 * digest.len());
+    out.push_str("sha256:");
+    for b in digest {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -101,5 +108,15 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(a.starts_with("sha256:") && a.len() == 71, "{a}");
+    }
+
+    /// FIPS 180-2's first example, and a digest with bytes below 0x10.
+    #[test]
+    fn digests_are_written_in_lower_case_hex() {
+        assert_eq!(
+            sha256(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "sha256:000fa0ff");
     }
 }
