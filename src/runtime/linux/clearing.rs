@@ -4,9 +4,10 @@
 //! Each run leaves four directories there (the overlay's scratch tree),
 //! and removing a directory frees its block: on a disk mounted with
 //! `discard` a synchronous discard, 0.1–0.7 ms each. A thread of sbx's
-//! could start only after the guardian's fork, once the command runs,
-//! and a short command's end would then wait for the removal. The
-//! helper starts as soon as the caches are made. Like the network
+//! could start only after the guardian (a fork, where it has to be
+//! one), once the command runs, and a short command's end would then
+//! wait for the removal. The helper starts as soon as the caches are
+//! made. Like the network
 //! namespace's helper (`earlyns.rs`) it shares sbx's memory and makes
 //! system calls only, on data prepared here; it has its own descriptor
 //! table. sbx reaps it at the end, waiting for what is left of its work.

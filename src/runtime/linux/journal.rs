@@ -578,22 +578,11 @@ mod tests {
     #[test]
     fn a_dead_runs_entry_is_finished_by_the_next() {
         let (t, runs) = scratch_runs("dead");
-        fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
-        fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
-        let p = |r: &str| t.join(r).to_str().unwrap().to_string();
-        let after = AfterRun::launch(
-            &[p("ws")],
-            &[p("ws/.git/config"), p("ws/.envrc")],
-            Vec::new(),
-            "",
-        );
-        let entry = Entry::write(&runs, &after, None).unwrap();
+        let (after, entry) = launch_repo(&t, &runs);
         // While the run lives, nobody finishes it.
         assert!(finish_dead(&runs).is_empty());
         // The run plants, then sbx dies: the lock goes with the file.
-        fs::write(t.join("ws/.envrc"), "evil").unwrap();
-        fs::rename(t.join("ws/.git/config"), t.join("ws/config.old")).unwrap();
-        fs::write(t.join("ws/.git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        plant(&t);
         drop(after);
         drop(entry.file);
         let said = finish_dead(&runs);
@@ -612,6 +601,30 @@ mod tests {
         fs::remove_dir_all(&t).unwrap();
     }
 
+    /// A run on `t/ws`, a repository, protecting its `.git/config` and
+    /// `.envrc`, with its journal entry.
+    fn launch_repo(t: &Path, runs: &Path) -> (AfterRun, Entry) {
+        fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
+        fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
+        let p = |r: &str| t.join(r).to_str().unwrap().to_string();
+        let after = AfterRun::launch(
+            &[p("ws")],
+            &[p("ws/.git/config"), p("ws/.envrc")],
+            Vec::new(),
+            "",
+        );
+        let entry = Entry::write(runs, &after, None).unwrap();
+        (after, entry)
+    }
+
+    /// What a command plants: an `.envrc`, and a config put in place of
+    /// the recorded one.
+    fn plant(t: &Path) {
+        fs::write(t.join("ws/.envrc"), "evil").unwrap();
+        fs::rename(t.join("ws/.git/config"), t.join("ws/config.old")).unwrap();
+        fs::write(t.join("ws/.git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+    }
+
     /// The guardian's hand-over: a workspace renamed after launch is
     /// still finished through the descriptors sbx held. The control: the
     /// same entry read back by its paths alone cannot reach it.
@@ -619,25 +632,14 @@ mod tests {
     fn a_handed_over_entry_is_finished_through_what_sbx_held() {
         use std::os::fd::FromRawFd;
         let (t, runs) = scratch_runs("handed");
-        let p = |r: &str| t.join(r).to_str().unwrap().to_string();
         let dup = |fd: i32| {
             // SAFETY: a copy of a descriptor this test holds.
             unsafe { OwnedFd::from_raw_fd(libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3)) }
         };
         for handed in [false, true] {
             let _ = fs::remove_dir_all(t.join("moved"));
-            fs::create_dir_all(t.join("ws/.git/hooks")).unwrap();
-            fs::write(t.join("ws/.git/config"), "[core]\n").unwrap();
-            let after = AfterRun::launch(
-                &[p("ws")],
-                &[p("ws/.git/config"), p("ws/.envrc")],
-                Vec::new(),
-                "",
-            );
-            let entry = Entry::write(&runs, &after, None).unwrap();
-            fs::write(t.join("ws/.envrc"), "evil").unwrap();
-            fs::rename(t.join("ws/.git/config"), t.join("ws/config.old")).unwrap();
-            fs::write(t.join("ws/.git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+            let (after, entry) = launch_repo(&t, &runs);
+            plant(&t);
             fs::rename(t.join("ws"), t.join("moved")).unwrap();
             let fds = after.fds();
             let given = super::super::handover::Given {
