@@ -44,6 +44,13 @@ impl Work {
         }
     }
 
+    /// Nothing to check, sweep, remove or mark done after the run.
+    fn is_empty(&self) -> bool {
+        self.after.as_ref().is_none_or(AfterRun::is_empty)
+            && self.temp.is_none()
+            && self.entry.is_none()
+    }
+
     /// Do it all (the command's tree has ended); the warnings to show.
     pub fn run(mut self) -> Vec<String> {
         let own = self.entry.as_ref().map(|e| e.path().to_path_buf());
@@ -130,10 +137,11 @@ const IGNORED: [libc::c_int; 8] = [
     libc::SIGPIPE,
 ];
 
-/// Fork the guardian for the tree whose end is `tree`'s (the PID
+/// Start the guardian for the tree whose end is `tree`'s (the PID
 /// namespace's init, or the command without one). Must be called while
-/// sbx has no other thread (the guardian runs on after the fork), and
-/// while `tree` is unreaped (its pidfd is opened here). On failure the
+/// sbx has no other thread (where the guardian must be a fork, it runs
+/// on after it), and while `tree` is unreaped (its pidfd is opened
+/// here). On failure, or when there is nothing to do after the run, the
 /// work comes back, for sbx to do itself.
 /// `not_kept`: descriptors of sbx's the guardian closes at once, the
 /// sockets on which sbx receives what the sandbox's side sends it. A
@@ -147,6 +155,10 @@ pub fn start(
     work: Work,
     not_kept: &[std::os::fd::RawFd],
 ) -> Result<Guardian, Work> {
+    if work.is_empty() {
+        // Nothing to do after the run: nothing to guard.
+        return Err(work);
+    }
     // SAFETY: pidfd_open on our own unreaped child.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tree, 0) };
     // SAFETY: a new descriptor, owned here.
