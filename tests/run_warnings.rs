@@ -262,3 +262,74 @@ fn a_writable_home_is_said_once() {
         assert_eq!((code, said(&lines)), (0, 0), "{lines:#?}");
     }
 }
+
+/// `sbx run --artifact` reads the artifact's precision report only where
+/// the run uses it, and there it still counts: `--report` lists the
+/// artifact's own lines, and an artifact edited to `required` whose
+/// report calls a rule inexact is refused (nothing runs), naming that
+/// rule. Control: the same artifact at best effort runs, and edited to
+/// `required` with that line made advisory, the rule is not named.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_artifacts_report_is_read_where_the_run_uses_it() {
+    let h = Host::new();
+    std::fs::create_dir_all(h.ws.join(".git/hooks")).unwrap();
+    let art = linux_artifact(&h, &format!("{WS}\n[linux]\nnamespaces = \"never\"\n"));
+    let a = art.to_str().unwrap();
+    let text = std::fs::read_to_string(&art).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hooks = |l: &serde_json::Value| {
+        l["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("protected .git/hooks")
+            || l["rule"]
+                .as_str()
+                .unwrap_or("")
+                .contains("protected .git/hooks")
+    };
+    let inexact = json["precision"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| hooks(l) && l["status"] == "wider" && l["advisory"] != true);
+    assert!(
+        inexact,
+        "control: the artifact calls .git/hooks wider: {text}"
+    );
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--report", "--", "sh"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("wider") && l.contains("protected .git/hooks")),
+        "{err}"
+    );
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--quiet", "--", "sh"]);
+    assert_eq!(code, 0, "{err}");
+    let edited = |advisory: bool| {
+        let mut j = json.clone();
+        j["enforcement"] = "required".into();
+        for l in j["precision"].as_array_mut().unwrap() {
+            if hooks(l) && advisory {
+                l["advisory"] = true.into();
+            }
+        }
+        let p = h.root.join(format!("edited-{advisory}.json"));
+        std::fs::write(&p, j.to_string()).unwrap();
+        p
+    };
+    let strict = edited(false);
+    let (code, _, err) = h.sbx(&["run", "--artifact", strict.to_str().unwrap(), "--", "sh"]);
+    assert_eq!(code, 125, "{err}");
+    assert!(
+        err.contains("nothing was run") && err.contains("protected .git/hooks"),
+        "{err}"
+    );
+    // Landlock alone as root is inexact for the loader too: the run is
+    // still refused, but .git/hooks is no longer among the reasons.
+    let lenient = edited(true);
+    let (code, _, err) = h.sbx(&["run", "--artifact", lenient.to_str().unwrap(), "--", "sh"]);
+    let reasons = err.split("nothing was run").nth(1).unwrap_or("");
+    assert!(!reasons.contains("protected .git/hooks"), "{err}");
+    assert!(code == 0 || code == 125, "{err}");
+}

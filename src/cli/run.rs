@@ -241,7 +241,7 @@ fn linux(a: RunArgs) -> i32 {
     };
     if let Some(path) = &a.artifact {
         return match std::fs::read_to_string(path) {
-            Ok(text) => match linux::parse_artifact(&text) {
+            Ok(text) => match linux::parse_artifact_to_run(&text, a.report) {
                 Ok(art) => exiting(linux::run(&art, &a.command, &opts), art),
                 Err(e) => {
                     eprintln!("sbx: {e}");

@@ -67,6 +67,36 @@ pub struct LinuxArtifact<P = Vec<Precision>, N = NsConfig> {
     pub precision: P,
 }
 
+impl<P, N> LinuxArtifact<P, N> {
+    /// The same artifact with `precision` as its report (`sbx run` reads
+    /// the report only where the run uses it).
+    pub fn with_precision<Q>(self, precision: Q) -> LinuxArtifact<Q, N> {
+        LinuxArtifact {
+            sbx: self.sbx,
+            policy_hash: self.policy_hash,
+            target: self.target,
+            sbx_version: self.sbx_version,
+            enforcement: self.enforcement,
+            mode: self.mode,
+            min_abi: self.min_abi,
+            exact_abi: self.exact_abi,
+            landlock: self.landlock,
+            seccomp: self.seccomp,
+            drop_capabilities: self.drop_capabilities,
+            keep_capabilities: self.keep_capabilities,
+            nested_user_namespaces: self.nested_user_namespaces,
+            memfd_exec: self.memfd_exec,
+            ssh_agent: self.ssh_agent,
+            env: self.env,
+            exec_allow: self.exec_allow,
+            limits: self.limits,
+            namespaces: self.namespaces,
+            proxy: self.proxy,
+            precision,
+        }
+    }
+}
+
 /// The namespace layer of `sbx run` (docs/linux.md). In JSON the absent
 /// protections' mounts are written per directory ([`ns_wire`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -99,8 +99,24 @@ pub struct RunOptions {
 
 /// Parse and check an artifact written by `sbx compile --target linux`.
 pub fn parse_artifact(text: &str) -> Result<LinuxArtifact, String> {
-    let art: LinuxArtifact =
-        serde_json::from_str(text).map_err(|e| format!("not a Linux artifact: {e}"))?;
+    parse_artifact_to_run(text, true)
+}
+
+/// [`parse_artifact`] for a run: the precision report, often the larger
+/// part of the file, is read as text and parsed only where the run uses
+/// it (`report`, or `enforcement = "required"`, which refuses a sandbox
+/// the report calls inexact); elsewhere it is left empty. Its text is
+/// still checked to be JSON (any artifact that is not is refused).
+pub fn parse_artifact_to_run(text: &str, report: bool) -> Result<LinuxArtifact, String> {
+    let not = |e: serde_json::Error| format!("not a Linux artifact: {e}");
+    let raw: LinuxArtifact<&serde_json::value::RawValue> =
+        serde_json::from_str(text).map_err(not)?;
+    let lines = if report || raw.enforcement == crate::ir::Enforcement::Required {
+        serde_json::from_str(raw.precision.get()).map_err(not)?
+    } else {
+        Vec::new()
+    };
+    let art = raw.with_precision(lines);
     check_artifact(&art)?;
     Ok(art)
 }
@@ -140,7 +156,7 @@ fn check_artifact(art: &LinuxArtifact) -> Result<(), String> {
 
 /// `sbx run --artifact FILE -- CMD`: the file's text.
 pub fn run_json(text: &str, argv: &[OsString], opts: &RunOptions) -> i32 {
-    match parse_artifact(text) {
+    match parse_artifact_to_run(text, opts.report) {
         Ok(art) => run(&art, argv, opts),
         Err(e) => {
             eprintln!("sbx: {e}");
