@@ -43,12 +43,14 @@ pub const CALLER_PATH: &str = "caller_path";
 /// Add the certificate and PATH grants for this caller. `vars` is the
 /// caller's environment. Returns one line per grant made, for
 /// `--report`: `preset NAME: PATH (rights)`.
-pub fn add(ir: &mut Ir, policy: &Policy, vars: &[(String, String)]) -> Vec<String> {
-    let sensitive: Vec<Pattern> = ir
-        .sensitive_paths
-        .iter()
-        .map(|s| Pattern::new(s, ir))
-        .collect();
+/// `sensitive`: the IR's sensitive paths as patterns
+/// (`sbx::lint::sensitive::patterns`).
+pub fn add(
+    ir: &mut Ir,
+    policy: &Policy,
+    vars: &[(String, String)],
+    sensitive: &[Pattern],
+) -> Vec<String> {
     // A directory holding a sensitive path is one too, but for patterns
     // at any depth (`**/.env`), which every directory could hold.
     let is_sensitive = |p: &str, dir: bool| {

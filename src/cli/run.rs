@@ -486,7 +486,10 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
             let vars: Vec<(String, String)> = std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect();
-            let made = super::caller::add(&mut ir, &policy, &vars);
+            // Made once: the caller's PATH and the warnings test paths
+            // against them (caller::add changes no sensitive path).
+            let sensitive = sbx::lint::sensitive::patterns(&ir);
+            let made = super::caller::add(&mut ir, &policy, &vars, &sensitive);
             let key = run_key(&policy, &opts.approvals, &ir.roots, &vars);
             if a.report && !a.silent {
                 // Where these grants come from: the report's own lines
@@ -501,7 +504,7 @@ fn host_ir(a: &RunArgs, os: sbx::ir::Os) -> Option<Host> {
                 .partition(|d| super::speak::one_line(d.code));
             say(a, &rest, &files);
             if !a.quiet && !a.silent {
-                super::speak::print(&ir, &lines);
+                super::speak::print(&ir, &lines, &sensitive);
             }
             Some(Host {
                 ir,

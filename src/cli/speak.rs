@@ -15,9 +15,10 @@ pub fn one_line(code: &str) -> bool {
 
 /// The lines, in a fixed order: named sensitive paths (SBX033), then the
 /// lowering warnings in theirs (lifted protections, hidden sensitive paths).
-pub fn lines(ir: &Ir, lowered: &[Diagnostic]) -> Vec<String> {
+/// `patterns`: the IR's sensitive paths ([`sensitive::patterns`]).
+pub fn lines(ir: &Ir, lowered: &[Diagnostic], patterns: &[sensitive::Pattern]) -> Vec<String> {
     let mut out = Vec::new();
-    for h in sensitive::hits(ir, &Index::new(ir)) {
+    for h in sensitive::hits_with(ir, &Index::new(ir), patterns) {
         if h.how != sensitive::How::Direct {
             continue;
         }
@@ -49,8 +50,8 @@ const HOME_WRITABLE: &str = "warning: home (~) is writable in this run: sbx keep
      and anything else in home that runs later, outside the sandbox, can be changed \
      (docs/protected.md)";
 
-pub fn print(ir: &Ir, lowered: &[Diagnostic]) {
-    for l in lines(ir, lowered) {
+pub fn print(ir: &Ir, lowered: &[Diagnostic], patterns: &[sensitive::Pattern]) {
+    for l in lines(ir, lowered, patterns) {
         eprintln!("sbx: {l}");
     }
 }

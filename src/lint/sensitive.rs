@@ -288,12 +288,22 @@ impl ByPrefix {
 
 /// Every (authored grant, sensitive pattern) pair where the grant reaches it.
 pub fn hits(ir: &Ir, idx: &Index) -> Vec<Hit> {
-    let patterns: Vec<Pattern> = ir
-        .sensitive_paths
+    hits_with(ir, idx, &patterns(ir))
+}
+
+/// The IR's sensitive paths as patterns, for [`hits_with`] and any
+/// other test of a path against them.
+pub fn patterns(ir: &Ir) -> Vec<Pattern> {
+    ir.sensitive_paths
         .iter()
         .map(|p| Pattern::new(p, ir))
-        .collect();
-    let by_prefix = ByPrefix::new(&patterns, matches!(ir.os, Os::Macos | Os::Windows));
+        .collect()
+}
+
+/// [`hits`] with the IR's [`patterns`] made already (`sbx run` tests the
+/// caller's `PATH` against them too).
+pub fn hits_with(ir: &Ir, idx: &Index, patterns: &[Pattern]) -> Vec<Hit> {
+    let by_prefix = ByPrefix::new(patterns, matches!(ir.os, Os::Macos | Os::Windows));
     let mut out = Vec::new();
     for (i, g) in ir.fs.iter().enumerate() {
         // A deny rule grants nothing to reach a sensitive path with.
