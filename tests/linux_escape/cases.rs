@@ -107,6 +107,10 @@ pub const ALL: &[(&str, Case)] = &[
     ("killed_sbx_guardian_finishes", guard::sbx_killed),
     ("killed_group_guardian_finishes", guard::group_killed),
     (
+        "killed_sbx_without_journal_guardian_finishes",
+        guard::killed_without_journal,
+    ),
+    (
         "killed_guardian_sbx_sweep_finishes",
         guard::both_killed_sweep,
     ),

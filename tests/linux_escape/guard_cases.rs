@@ -24,6 +24,10 @@ enum Kill {
     Group,
     /// The guardian first, then sbx: the journal is all that is left.
     Both,
+    /// SIGKILL to sbx in a run without a journal (its directory cannot
+    /// be made): the guardian has no entry to hand over, and is a fork
+    /// of sbx that does the work itself.
+    SbxNoJournal,
 }
 
 /// A command that plants, says so by creating `ready`, and keeps
@@ -36,8 +40,20 @@ fn plant(mark: &str) -> String {
     )
 }
 
-fn start(fx: &Fx, script: &str) -> Child {
+fn start(fx: &Fx, script: &str, journal: bool) -> Child {
     let err = std::fs::File::create(fx.root.join("sbx.err")).unwrap();
+    if !journal {
+        // A file where the journal's directory would be: no entry can
+        // be written (the rest of sbx's state directory is usable).
+        use std::os::unix::fs::DirBuilderExt;
+        let state = fx.root.join("home/.local/state/sbx");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&state)
+            .unwrap();
+        std::fs::write(state.join("runs"), "").unwrap();
+    }
     Command::new(sbx_bin())
         .args(["run"])
         .arg(fx.default_policy())
@@ -116,7 +132,8 @@ fn journal_empty(fx: &Fx) -> bool {
 
 fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
     let mark = fx.path("fsmonitor-ran");
-    let mut sbx = start(fx, &plant(&mark));
+    let journal = !matches!(how, Kill::SbxNoJournal);
+    let mut sbx = start(fx, &plant(&mark), journal);
     let ready = fx.ws.join("ready");
     let err = || std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
     if !until(30, || ready.exists()) {
@@ -140,7 +157,7 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
     // SAFETY: signals to processes this case started.
     unsafe {
         match how {
-            Kill::Sbx => libc::kill(pid as i32, libc::SIGKILL),
+            Kill::Sbx | Kill::SbxNoJournal => libc::kill(pid as i32, libc::SIGKILL),
             Kill::Group => libc::kill(-(pid as i32), libc::SIGKILL),
             Kill::Both => {
                 libc::kill(guardian.unwrap_or(0), libc::SIGKILL);
@@ -149,6 +166,10 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
         };
     }
     let _ = sbx.wait();
+    // The control of the case without a journal: sbx said it had none.
+    check(journal || err().contains("after-run journal"), || {
+        format!("control: the run had its journal: {}", err())
+    })?;
     check(until(10, || !run_alive()), || {
         "the run's processes outlived the killed sbx".into()
     })?;
@@ -220,6 +241,13 @@ pub fn sbx_killed(fx: &Fx) -> Result<(), String> {
     killed(fx, Kill::Sbx, None)
 }
 
+pub fn killed_without_journal(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "killed_sbx_without_journal_guardian_finishes")? {
+        return Ok(());
+    }
+    killed(fx, Kill::SbxNoJournal, None)
+}
+
 pub fn group_killed(fx: &Fx) -> Result<(), String> {
     if !git_repo(fx, "killed_group_guardian_finishes")? {
         return Ok(());
@@ -287,7 +315,11 @@ pub fn concurrent_runs(fx: &Fx) -> Result<(), String> {
         return Ok(());
     }
     let mark = fx.path("fsmonitor-ran");
-    let mut a = start(fx, ": > a-ready; while [ ! -e go ]; do sleep 0.05; done");
+    let mut a = start(
+        fx,
+        ": > a-ready; while [ ! -e go ]; do sleep 0.05; done",
+        true,
+    );
     let ready = fx.ws.join("a-ready");
     if !until(30, || ready.exists()) {
         let _ = a.kill();

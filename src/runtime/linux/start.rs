@@ -960,7 +960,10 @@ fn journal_entry(
         Err(e) => format!("no after-run journal ({e})"),
     };
     if !quiet {
-        eprintln!("sbx: warning: {why}: if sbx is killed, nothing finishes its after-run work");
+        eprintln!(
+            "sbx: warning: {why}: if sbx and its guardian are both killed, nothing finishes \
+             its after-run work"
+        );
     }
     None
 }
