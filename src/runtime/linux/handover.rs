@@ -47,19 +47,31 @@ impl Fds {
 /// The finisher's arguments (after the program's name); `None` when
 /// they would be too long for `execve`.
 pub fn argv(entry: &std::path::Path, slot: RawFd, fds: &Fds) -> Option<Vec<CString>> {
-    let list = |fds: &mut dyn Iterator<Item = Option<RawFd>>| {
-        let text: Vec<String> = fds
-            .map(|f| f.map(|f| f.to_string()).unwrap_or_default())
-            .collect();
-        text.join(",")
+    // One string per list, given up as soon as it is too long (a large
+    // policy's records run to hundreds of thousands).
+    let list = |fds: &mut dyn Iterator<Item = Option<RawFd>>| -> Option<Vec<u8>> {
+        use std::fmt::Write;
+        let mut text = String::new();
+        for (i, f) in fds.enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            if let Some(f) = f {
+                let _ = write!(text, "{f}");
+            }
+            if text.len() > MAX_ONE {
+                return None;
+            }
+        }
+        Some(text.into_bytes())
     };
     let args = [
         ARG.as_bytes().to_vec(),
         entry.as_os_str().as_bytes().to_vec(),
         slot.to_string().into_bytes(),
-        list(&mut fds.tops.iter().map(|&f| Some(f))).into_bytes(),
-        list(&mut fds.holds.iter().copied()).into_bytes(),
-        list(&mut fds.site.iter().copied()).into_bytes(),
+        list(&mut fds.tops.iter().map(|&f| Some(f)))?,
+        list(&mut fds.holds.iter().copied())?,
+        list(&mut fds.site.iter().copied())?,
     ];
     if args.iter().any(|a| a.len() > MAX_ONE) || args.iter().map(Vec::len).sum::<usize>() > MAX_ALL
     {
@@ -151,6 +163,25 @@ pub fn main(args: &[OsString]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A list longer than `execve` takes in one argument gives no
+    /// arguments (the run gets a forked guardian); one just within does.
+    #[test]
+    fn too_many_descriptors_for_execve() {
+        let entry = std::path::Path::new("/state/runs/0.slot");
+        let fds = |holds: Vec<Option<RawFd>>| Fds {
+            tops: vec![3],
+            holds,
+            site: Vec::new(),
+        };
+        // "10," per descriptor: 3 bytes.
+        let fits = MAX_ONE / 3;
+        let args = argv(entry, 4, &fds(vec![Some(10); fits])).unwrap();
+        assert_eq!(args[4].as_bytes().len(), fits * 3 - 1);
+        assert!(argv(entry, 4, &fds(vec![Some(10); fits + 1])).is_none());
+        // Absent holds cost a comma each.
+        assert!(argv(entry, 4, &fds(vec![None; fits])).is_some());
+    }
 
     /// The arguments made for a run are read back as the same
     /// descriptors; a number named twice, a closed one and standard
