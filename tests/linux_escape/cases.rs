@@ -110,6 +110,7 @@ pub const ALL: &[(&str, Case)] = &[
         "killed_sbx_without_journal_guardian_finishes",
         guard::killed_without_journal,
     ),
+    ("panicked_sbx_guardian_finishes", guard::panicked),
     (
         "killed_guardian_sbx_sweep_finishes",
         guard::both_killed_sweep,

@@ -248,6 +248,62 @@ pub fn killed_without_journal(fx: &Fx) -> Result<(), String> {
     killed(fx, Kill::SbxNoJournal, None)
 }
 
+/// sbx panics once the command has planted and ended, before its
+/// after-run work (a bug, as `SBX_TEST_PANIC` stages it in test builds):
+/// unwinding must leave the work to the guardian, not mark it done.
+/// Control: sbx did panic (exit 101, its message on stderr).
+pub fn panicked(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "panicked_sbx_guardian_finishes")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let script = format!(
+        "echo 'touch {mark}' > .envrc && git init -q sub && {} >> sub/.git/config",
+        fsmonitor(&mark)
+    );
+    let out = Command::new(sbx_bin())
+        .args(["run"])
+        .arg(fx.default_policy())
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .args(["--", "/bin/sh", "-c", &script])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", fx.root.join("home"))
+        .env("LANG", "C.UTF-8")
+        .env("SBX_TEST_PANIC", "before-after-run")
+        .current_dir(&fx.ws)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    check(
+        out.status.code() == Some(101) && err.contains("SBX_TEST_PANIC"),
+        || format!("control: sbx did not panic: {out:?}"),
+    )?;
+    let config = fx.ws.join("sub/.git/config");
+    check(
+        until(10, || {
+            !config.exists() && !fx.ws.join(".envrc").exists() && journal_empty(fx)
+        }),
+        || {
+            format!(
+                "after the panic: config {}, .envrc {}, journal empty {}: {err}",
+                config.exists(),
+                fx.ws.join(".envrc").exists(),
+                journal_empty(fx)
+            )
+        },
+    )?;
+    for dir in ["", "sub"] {
+        let _ = git(fx, dir, &["status", "--short"]).map_err(|e| e.to_string())?;
+        check(!Path::new(&mark).exists(), || {
+            format!("git status in {dir:?} ran the planted core.fsmonitor")
+        })?;
+    }
+    Ok(())
+}
+
 pub fn group_killed(fx: &Fx) -> Result<(), String> {
     if !git_repo(fx, "killed_group_guardian_finishes")? {
         return Ok(());

@@ -98,12 +98,27 @@ impl Drop for Work {
 /// and the guardian does it only if sbx does not say it is done.
 pub struct Guardian {
     pub pid: libc::pid_t,
-    done: OwnedFd,
-    work: Work,
+    /// Until [`Guardian::finish`] has said the word.
+    done: Option<OwnedFd>,
+    /// Until [`Guardian::finish`] does it.
+    work: Option<Work>,
     /// What a guardian sharing sbx's memory reads: freed once it is
     /// reaped, never before (were sbx to drop it early, the guardian
     /// would read freed memory).
     light: Option<std::mem::ManuallyDrop<Box<Light>>>,
+}
+
+impl Drop for Guardian {
+    /// Dropped unfinished (sbx unwinding from a panic): the work is the
+    /// guardian's, which sees the pipe close. sbx's own copy is neither
+    /// done nor undone here: dropping it would free the journal's slot
+    /// and remove the temp directory, and a guardian that hands the work
+    /// to a fresh sbx would then find nothing to finish.
+    fn drop(&mut self) {
+        if let Some(work) = self.work.take() {
+            std::mem::forget(work);
+        }
+    }
 }
 
 /// What the guardian that shares sbx's memory reads, made before it
@@ -187,8 +202,8 @@ pub fn start(
             // sbx's copies of `rd` and the pidfd go; the guardian has its own.
             return Ok(Guardian {
                 pid,
-                done: wr,
-                work,
+                done: Some(wr),
+                work: Some(work),
                 light: Some(light),
             });
         }
@@ -210,8 +225,8 @@ pub fn start(
         }
         pid => Ok(Guardian {
             pid,
-            done: wr,
-            work,
+            done: Some(wr),
+            work: Some(work),
             light: None,
         }),
     }
@@ -266,10 +281,13 @@ impl Guardian {
         // Held over the word to the guardian and its reaping too: killed
         // between the work and the word, sbx would have the work done twice.
         let held = Held::signals();
-        after::write_bounded(&self.work.run(), after::WRITE_WAIT_MS);
-        // SAFETY: one byte to our own pipe.
-        unsafe { libc::write(self.done.as_raw_fd(), b"D".as_ptr().cast(), 1) };
-        drop(self.done);
+        if let Some(work) = self.work.take() {
+            after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
+        }
+        if let Some(done) = self.done.take() {
+            // SAFETY: one byte to our own pipe.
+            unsafe { libc::write(done.as_raw_fd(), b"D".as_ptr().cast(), 1) };
+        }
         meanwhile();
         // Our own child, which exits on the byte.
         super::child::reap(self.pid);

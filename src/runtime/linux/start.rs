@@ -1228,6 +1228,12 @@ fn finish(
         beside.finish();
         drop(clearing);
     };
+    // Tests only (Cargo.toml, `test-hooks`): sbx panics where a bug
+    // would, once the tree has ended and before its after-run work.
+    #[cfg(feature = "test-hooks")]
+    if std::env::var_os("SBX_TEST_PANIC").is_some_and(|v| v == "before-after-run") {
+        panic!("SBX_TEST_PANIC=before-after-run");
+    }
     match guardian {
         Ok(g) => g.finish(waited),
         Err(work) => {
