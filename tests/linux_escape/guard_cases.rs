@@ -224,28 +224,40 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
     check(leaked.is_empty(), || {
         format!("the run's temp directory is left: {leaked:?}")
     })?;
-    // The oracle: git outside runs nothing planted.
+    git_runs_nothing(fx, &mark)
+}
+
+/// The oracle: git outside, in the workspace and the repository planted
+/// below it, runs nothing planted (no `mark`).
+fn git_runs_nothing(fx: &Fx, mark: &str) -> Result<(), String> {
     for dir in ["", "sub"] {
         let _ = git(fx, dir, &["status", "--short"]).map_err(|e| e.to_string())?;
-        check(!Path::new(&mark).exists(), || {
+        check(!Path::new(mark).exists(), || {
             format!("git status in {dir:?} ran the planted core.fsmonitor")
         })?;
     }
     Ok(())
 }
 
-pub fn sbx_killed(fx: &Fx) -> Result<(), String> {
-    if !git_repo(fx, "killed_sbx_guardian_finishes")? {
+/// The case `name` (it needs git): a run killed `how`, then `then`.
+fn kill_case(fx: &Fx, name: &str, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
+    if !git_repo(fx, name)? {
         return Ok(());
     }
-    killed(fx, Kill::Sbx, None)
+    killed(fx, how, then)
+}
+
+pub fn sbx_killed(fx: &Fx) -> Result<(), String> {
+    kill_case(fx, "killed_sbx_guardian_finishes", Kill::Sbx, None)
 }
 
 pub fn killed_without_journal(fx: &Fx) -> Result<(), String> {
-    if !git_repo(fx, "killed_sbx_without_journal_guardian_finishes")? {
-        return Ok(());
-    }
-    killed(fx, Kill::SbxNoJournal, None)
+    kill_case(
+        fx,
+        "killed_sbx_without_journal_guardian_finishes",
+        Kill::SbxNoJournal,
+        None,
+    )
 }
 
 /// sbx panics once the command has planted and ended, before its
@@ -295,34 +307,29 @@ pub fn panicked(fx: &Fx) -> Result<(), String> {
             )
         },
     )?;
-    for dir in ["", "sub"] {
-        let _ = git(fx, dir, &["status", "--short"]).map_err(|e| e.to_string())?;
-        check(!Path::new(&mark).exists(), || {
-            format!("git status in {dir:?} ran the planted core.fsmonitor")
-        })?;
-    }
-    Ok(())
+    git_runs_nothing(fx, &mark)
 }
 
 pub fn group_killed(fx: &Fx) -> Result<(), String> {
-    if !git_repo(fx, "killed_group_guardian_finishes")? {
-        return Ok(());
-    }
-    killed(fx, Kill::Group, None)
+    kill_case(fx, "killed_group_guardian_finishes", Kill::Group, None)
 }
 
 pub fn both_killed_sweep(fx: &Fx) -> Result<(), String> {
-    if !git_repo(fx, "killed_guardian_sbx_sweep_finishes")? {
-        return Ok(());
-    }
-    killed(fx, Kill::Both, Some(&["sweep"]))
+    kill_case(
+        fx,
+        "killed_guardian_sbx_sweep_finishes",
+        Kill::Both,
+        Some(&["sweep"]),
+    )
 }
 
 pub fn both_killed_next_run(fx: &Fx) -> Result<(), String> {
-    if !git_repo(fx, "killed_guardian_next_run_finishes")? {
-        return Ok(());
-    }
-    killed(fx, Kill::Both, Some(&["run", "POLICY", "--", "/bin/true"]))
+    kill_case(
+        fx,
+        "killed_guardian_next_run_finishes",
+        Kill::Both,
+        Some(&["run", "POLICY", "--", "/bin/true"]),
+    )
 }
 
 /// Issue #35 under `[linux] namespaces = "never"`: nothing is mounted,
