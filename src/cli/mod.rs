@@ -234,13 +234,12 @@ pub fn main() -> i32 {
     #[cfg(target_os = "linux")]
     {
         // A guardian's hand-over, never a user's command: not in the help.
-        let argv: Vec<OsString> = std::env::args_os().take(2).collect();
+        let mut argv = std::env::args_os().skip(1);
         if argv
-            .get(1)
+            .next()
             .is_some_and(|a| a == sbx::runtime::linux::AFTER_RUN_ARG)
         {
-            let args: Vec<OsString> = std::env::args_os().skip(2).collect();
-            return sbx::runtime::linux::after_run(&args);
+            return sbx::runtime::linux::after_run(&argv.collect::<Vec<OsString>>());
         }
     }
     let cli = match parse() {

@@ -80,15 +80,26 @@ pub fn sha256_json(value: &impl Serialize) -> String {
 }
 
 fn hex(digest: &[u8]) -> String {
-    // One string, not one per byte: every `sbx run` makes a few of these.
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(7 + 2 * digest.len());
     out.push_str("sha256:");
-    for b in digest {
+    push_hex(&mut out, digest);
+    out
+}
+
+/// `bytes` as lower-case hex digits, two per byte.
+pub fn lower_hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(2 * bytes.len());
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// One string, not one per byte: every `sbx run` makes a few digests.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
         out.push(char::from(DIGITS[usize::from(b >> 4)]));
         out.push(char::from(DIGITS[usize::from(b & 15)]));
     }
-    out
 }
 
 #[cfg(test)]
@@ -118,5 +129,6 @@ mod tests {
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "sha256:000fa0ff");
+        assert_eq!(lower_hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
     }
 }

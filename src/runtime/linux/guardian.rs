@@ -302,23 +302,7 @@ impl Guardian {
 /// The guardian process.
 fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> ! {
     // SAFETY: process-wide settings of this new process only.
-    unsafe {
-        libc::setsid();
-        for sig in IGNORED {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        // Standard output may be a pipe a caller reads to its end: the
-        // guardian must not hold it open. Standard error keeps the
-        // warnings.
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-        }
-    }
+    unsafe { detach() };
     let mut byte = [0u8; 1];
     let done = loop {
         // SAFETY: a valid buffer of one byte.
@@ -335,7 +319,7 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
         unsafe { libc::_exit(0) }
     }
     // sbx is gone before the end of its work: wait for the tree.
-    wait_for(pidfd.as_ref(), tree);
+    wait_for(pidfd.as_ref().map(AsRawFd::as_raw_fd), tree);
     let warnings = work.run();
     after::write_bounded(&warnings, after::WRITE_WAIT_MS);
     // SAFETY: ends this process without running sbx's exit handlers.
@@ -352,22 +336,11 @@ extern "C" fn light_main(arg: *mut libc::c_void) -> libc::c_int {
     // no allocation, no lock, no write to sbx's memory.
     unsafe {
         super::child::default_handlers();
-        for sig in IGNORED {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-        libc::setsid();
         libc::close(l.done);
         for &fd in &l.not_kept {
             libc::close(fd);
         }
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        detach();
         // No handler is left to interrupt the read (errno, which this
         // process would share with sbx's thread, is not read).
         let mut byte = 0u8;
@@ -376,22 +349,7 @@ extern "C" fn light_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         // sbx is gone before the end of its work: once the tree has
         // ended, a fresh sbx does it, with what sbx held.
-        if l.pidfd >= 0 {
-            let mut p = libc::pollfd {
-                fd: l.pidfd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            while libc::poll(&mut p, 1, -1) < 0 {}
-        } else {
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 20_000_000,
-            };
-            while libc::kill(l.tree, 0) == 0 {
-                libc::nanosleep(&pause, std::ptr::null_mut());
-            }
-        }
+        wait_for((l.pidfd >= 0).then_some(l.pidfd), l.tree);
         for &fd in &l.handed {
             libc::fcntl(fd, libc::F_SETFD, 0);
         }
@@ -404,12 +362,36 @@ extern "C" fn light_main(arg: *mut libc::c_void) -> libc::c_int {
     }
 }
 
+/// What either guardian does first, in the process it runs in: a
+/// session of its own, the signals that end sbx ignored, every signal
+/// let in, and standard input and output on `/dev/null` (standard
+/// output may be a pipe a caller reads to its end: the guardian must
+/// not hold it open; standard error keeps the warnings).
+///
+/// # Safety
+/// System calls only, changing this process alone; no allocation.
+unsafe fn detach() {
+    libc::setsid();
+    for sig in IGNORED {
+        libc::signal(sig, libc::SIG_IGN);
+    }
+    let mut none: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut none);
+    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+    if null >= 0 {
+        libc::dup2(null, 0);
+        libc::dup2(null, 1);
+    }
+}
+
 /// Until `tree` has ended: its pidfd becomes readable then; without one
-/// (kernels before 5.3), it is looked for every 20 ms.
-fn wait_for(pidfd: Option<&OwnedFd>, tree: libc::pid_t) {
+/// (kernels before 5.3), it is looked for every 20 ms. System calls
+/// only (the guardian sharing sbx's memory calls it too).
+fn wait_for(pidfd: Option<RawFd>, tree: libc::pid_t) {
     if let Some(fd) = pidfd {
         let mut p = libc::pollfd {
-            fd: fd.as_raw_fd(),
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };
@@ -417,8 +399,13 @@ fn wait_for(pidfd: Option<&OwnedFd>, tree: libc::pid_t) {
         while unsafe { libc::poll(&mut p, 1, -1) } < 0 {}
         return;
     }
-    // SAFETY: signal 0 only checks that the process exists.
+    let pause = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    };
+    // SAFETY: signal 0 only checks that the process exists; a valid
+    // timespec.
     while unsafe { libc::kill(tree, 0) } == 0 {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
     }
 }

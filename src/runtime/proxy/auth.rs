@@ -16,7 +16,7 @@ pub const USER: &str = "sbx";
 pub fn new_token() -> io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::policy::hash::lower_hex(&bytes))
 }
 
 /// Equal contents, in time that depends on the lengths only, so a
