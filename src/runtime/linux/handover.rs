@@ -84,6 +84,13 @@ pub fn argv(entry: &std::path::Path, slot: RawFd, fds: &Fds) -> Option<Vec<CStri
 pub struct Given {
     pub entry: std::path::PathBuf,
     pub slot: std::fs::File,
+    pub held: Held,
+}
+
+/// Descriptors still open on what an entry records, in its order: the
+/// tops, then what each record's path and each user-site file was.
+#[derive(Default)]
+pub struct Held {
     pub tops: Vec<Option<OwnedFd>>,
     pub holds: Vec<Option<OwnedFd>>,
     pub site: Vec<Option<OwnedFd>>,
@@ -134,9 +141,7 @@ pub fn parse(args: &[OsString]) -> Result<Given, String> {
     Ok(Given {
         entry: entry.into(),
         slot: own(slot).into(),
-        tops,
-        holds,
-        site,
+        held: Held { tops, holds, site },
     })
 }
 
@@ -211,9 +216,9 @@ mod tests {
         };
         assert_eq!(g.entry, entry);
         assert_eq!(g.slot.as_raw_fd(), nums[3]);
-        assert_eq!(raw(&g.tops), [Some(nums[0])]);
-        assert_eq!(raw(&g.holds), [None, Some(nums[1])]);
-        assert_eq!(raw(&g.site), [Some(nums[2])]);
+        assert_eq!(raw(&g.held.tops), [Some(nums[0])]);
+        assert_eq!(raw(&g.held.holds), [None, Some(nums[1])]);
+        assert_eq!(raw(&g.held.site), [Some(nums[2])]);
         drop(g);
         // Each case with a slot of its own, open: only the list differs.
         let ok = |tops: String| {

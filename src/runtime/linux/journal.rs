@@ -25,12 +25,12 @@
 
 use super::after::AfterRun;
 use super::beneath::Tops;
+use super::handover::Held;
 use super::identity::{Record, Seen};
 use super::repos::Stamp;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -324,16 +324,6 @@ struct Loaded {
     lost: Vec<String>,
 }
 
-/// Descriptors still open on what an entry records, in its order (a
-/// guardian's hand-over): the tops, then what each record's path and
-/// each user-site file was.
-#[derive(Default)]
-struct Held {
-    tops: Vec<Option<OwnedFd>>,
-    holds: Vec<Option<OwnedFd>>,
-    site: Vec<Option<OwnedFd>>,
-}
-
 /// `held`: the entry's tops are those descriptors rather than its paths
 /// opened again.
 fn load(text: &[u8], held: Option<Held>) -> Result<Loaded, String> {
@@ -487,19 +477,13 @@ fn stale(p: &Path) -> bool {
 /// own entry, through the descriptors sbx held. Nothing when sbx freed
 /// the slot before it died (the work was done).
 pub fn finish_handed(given: super::handover::Given) -> Vec<String> {
-    let super::handover::Given {
-        entry,
-        slot,
-        tops,
-        holds,
-        site,
-    } = given;
+    let super::handover::Given { entry, slot, held } = given;
     // The lock is the guardian's already (the descriptor is the one sbx
     // locked); taken again, it refuses a slot some other process holds.
     if super::kernel::flock(&slot, false).is_err() || !holds_entry(&slot) {
         return Vec::new();
     }
-    finish_one_held(&entry, slot, Some(Held { tops, holds, site }))
+    finish_one_held(&entry, slot, Some(held))
 }
 
 fn finish_one(path: &Path, file: File) -> Vec<String> {
@@ -630,7 +614,7 @@ mod tests {
     /// same entry read back by its paths alone cannot reach it.
     #[test]
     fn a_handed_over_entry_is_finished_through_what_sbx_held() {
-        use std::os::fd::FromRawFd;
+        use std::os::fd::{FromRawFd, OwnedFd};
         let (t, runs) = scratch_runs("handed");
         let dup = |fd: i32| {
             // SAFETY: a copy of a descriptor this test holds.
@@ -645,12 +629,14 @@ mod tests {
             let given = super::super::handover::Given {
                 entry: entry.path().to_path_buf(),
                 slot: File::from(dup(entry.fd())),
-                tops: fds.tops.iter().map(|&f| Some(dup(f))).collect(),
-                holds: fds.holds.iter().map(|f| f.map(dup)).collect(),
-                site: fds.site.iter().map(|f| f.map(dup)).collect(),
+                held: Held {
+                    tops: fds.tops.iter().map(|&f| Some(dup(f))).collect(),
+                    holds: fds.holds.iter().map(|f| f.map(dup)).collect(),
+                    site: fds.site.iter().map(|f| f.map(dup)).collect(),
+                },
             };
-            assert_eq!(given.tops.len(), 1);
-            assert!(given.holds[0].is_some() && given.holds[1].is_none());
+            assert_eq!(given.held.tops.len(), 1);
+            assert!(given.held.holds[0].is_some() && given.held.holds[1].is_none());
             // sbx dies: its own descriptors go.
             drop(after);
             drop(entry);
@@ -688,9 +674,7 @@ mod tests {
         let given = super::super::handover::Given {
             entry: entry.path().to_path_buf(),
             slot: other,
-            tops: Vec::new(),
-            holds: Vec::new(),
-            site: Vec::new(),
+            held: Held::default(),
         };
         assert!(finish_handed(given).is_empty());
         assert!(holds_entry(&entry.file));
