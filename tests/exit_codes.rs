@@ -432,6 +432,130 @@ fn sbx_is_linked_at_a_fixed_address() {
     assert_eq!(e_type, want, "ELF type of {}", env!("CARGO_BIN_EXE_sbx"));
 }
 
+/// On Linux the code `sbx run --artifact` does not execute is linked
+/// after the rest (build.rs, `link/order.ld`): what only a policy run and
+/// `compile` use, then what no run uses, so that a run's code lies in
+/// fewer 64 KiB blocks and takes fewer page faults (docs/performance.md).
+/// The patterns name modules and crates; this checks that they still
+/// match what they are meant to, and nothing of the run's own code.
+#[cfg(target_os = "linux")]
+#[test]
+fn sbx_links_the_code_a_run_skips_last() {
+    let elf = std::fs::read(env!("CARGO_BIN_EXE_sbx")).unwrap();
+    let sections = elf_sections(&elf);
+    let index = |name: &str| sections.iter().position(|s| s.name == name);
+    if option_env!("SBX_TEXT_ORDER").is_none() {
+        // build.rs left the script out: another linker was named.
+        assert_eq!(index(".text.sbx_cold"), None);
+        return;
+    }
+    let [text, policy, cold] = [".text", ".text.sbx_policy", ".text.sbx_cold"]
+        .map(|n| index(n).unwrap_or_else(|| panic!("no {n} section")));
+    assert!(sections[text].addr < sections[policy].addr);
+    assert!(sections[policy].addr < sections[cold].addr);
+    assert!(sections[policy].size > 256 << 10, "{:?}", sections[policy]);
+    assert!(sections[cold].size > 1 << 20, "{:?}", sections[cold]);
+    // Where a few functions land, by a part of their mangled names.
+    let symbols = elf_functions(&elf, &sections);
+    let section_of = |part: &str| {
+        let found: Vec<usize> = symbols
+            .iter()
+            .filter(|(name, _)| name.contains(part))
+            .map(|&(_, shndx)| shndx)
+            .collect();
+        assert!(!found.is_empty(), "no function named like {part}");
+        found
+    };
+    for run in [
+        "3sbx7runtime5linux5start5start",
+        "3sbx3cli3run3run",
+        "10serde_json",
+    ] {
+        assert!(section_of(run).contains(&text), "{run} is not in .text");
+    }
+    for only_policy in ["3sbx5lower14lower_unhashed", "3sbx6policy6source"] {
+        assert!(
+            section_of(only_policy).iter().all(|&i| i == policy),
+            "{only_policy} outside .text.sbx_policy"
+        );
+    }
+    for unused in ["10jsonschema", "9minijinja", "3sbx4back4sbpl"] {
+        assert!(
+            section_of(unused).iter().all(|&i| i == cold),
+            "{unused} outside .text.sbx_cold"
+        );
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+struct Section {
+    name: String,
+    kind: u32,
+    addr: u64,
+    offset: usize,
+    size: u64,
+    link: usize,
+}
+
+/// The section headers of a little-endian ELF64 file.
+#[cfg(target_os = "linux")]
+fn elf_sections(elf: &[u8]) -> Vec<Section> {
+    assert_eq!(&elf[..5], b"\x7fELF\x02", "not ELF64");
+    let u16_at = |o: usize| usize::from(u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()));
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(0x28) as usize,
+        u16_at(0x3a),
+        u16_at(0x3c),
+        u16_at(0x3e),
+    );
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18) as usize;
+    (0..shnum)
+        .map(|i| {
+            let h = header(i);
+            let name = &elf[names + u32_at(h) as usize..];
+            let end = name.iter().position(|&b| b == 0).unwrap();
+            Section {
+                name: String::from_utf8_lossy(&name[..end]).into_owned(),
+                kind: u32_at(h + 4),
+                addr: u64_at(h + 0x10),
+                offset: u64_at(h + 0x18) as usize,
+                size: u64_at(h + 0x20),
+                link: u32_at(h + 0x28) as usize,
+            }
+        })
+        .collect()
+}
+
+/// Every function symbol's name and section index (`SHT_SYMTAB`).
+#[cfg(target_os = "linux")]
+fn elf_functions(elf: &[u8], sections: &[Section]) -> Vec<(String, usize)> {
+    const SHT_SYMTAB: u32 = 2;
+    const STT_FUNC: u8 = 2;
+    let table = sections
+        .iter()
+        .find(|s| s.kind == SHT_SYMTAB)
+        .expect("sbx keeps its symbols");
+    let strings = sections[table.link].offset;
+    let mut out = Vec::new();
+    for sym in elf[table.offset..table.offset + table.size as usize].chunks_exact(24) {
+        if sym[4] & 0xf != STT_FUNC {
+            continue;
+        }
+        let name = strings + u32::from_le_bytes(sym[..4].try_into().unwrap()) as usize;
+        let end = elf[name..].iter().position(|&b| b == 0).unwrap();
+        let shndx = usize::from(u16::from_le_bytes([sym[6], sym[7]]));
+        out.push((
+            String::from_utf8_lossy(&elf[name..name + end]).into_owned(),
+            shndx,
+        ));
+    }
+    out
+}
+
 /// A person sees at most ten located warnings of a code from `compile`,
 /// then one line with the rest; JSON output and the exit code keep all.
 #[test]
