@@ -769,10 +769,12 @@ fn the_mount_namespace_is_gone_when_sbx_returns() {
 /// Each run's overlay keeps its scratch directory in a work directory
 /// of its own (`KEY/home/work/run-PID-…`), left after the run; the
 /// next run removes it while its command runs, with those of killed
-/// runs and what earlier versions left; a live run's is kept.
+/// runs and what earlier versions left; a live run's is kept. Each run
+/// also leaves an empty `spare` there, which the next run takes as its
+/// own instead of making one.
 #[test]
 fn work_directories_are_the_runs_own_and_cleared() {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let Some(env) = setup() else { return };
     std::fs::create_dir_all(env.home.join(".npm")).unwrap();
     let work_dirs = || -> Vec<PathBuf> {
@@ -799,9 +801,11 @@ fn work_directories_are_the_runs_own_and_cleared() {
     assert_eq!(works.len(), 1, "{works:?}");
     let first = listing(&works[0]);
     assert!(
-        first.len() == 1 && first[0].starts_with("run-"),
+        first.len() == 2 && first[0].starts_with("run-") && first[1] == "spare",
         "{first:?}"
     );
+    let ino = |p: PathBuf| std::fs::metadata(p).unwrap().ino();
+    let spare = ino(works[0].join("spare"));
     // A killed run's (no such process), a live one's (this test's), and
     // an earlier version's, locked. In the killed run's, links to a
     // directory and a file outside: removed as links, never followed.
@@ -828,14 +832,22 @@ fn work_directories_are_the_runs_own_and_cleared() {
         "a link in a dead work directory was followed"
     );
     let second = listing(&works[0]);
-    let own: Vec<&String> = second.iter().filter(|n| **n != live).collect();
+    let own: Vec<&String> = second
+        .iter()
+        .filter(|n| **n != live && *n != "spare")
+        .collect();
     assert!(
         second.contains(&live)
+            && second.contains(&"spare".to_string())
             && own.len() == 1
             && own[0].starts_with("run-")
             && *own[0] != first[0],
         "{second:?} after {first:?}"
     );
+    // The second run's work directory is the spare the first left, and
+    // its helper made a new one.
+    assert_eq!(ino(works[0].join(own[0])), spare);
+    assert_ne!(ino(works[0].join("spare")), spare);
 }
 
 /// Two runs of one workspace and policy at once: the second's overlay

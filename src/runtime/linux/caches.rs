@@ -613,10 +613,45 @@ fn own_work(parent: &Path, make: bool) -> io::Result<PathBuf> {
         .mode(0o700)
         .create(parent)?;
     let work = parent.join(format!("{RUN}{}", super::run_tag()));
-    if make {
+    if make && !took_spare(parent, &work) {
         std::fs::DirBuilder::new().mode(0o700).create(&work)?;
     }
     Ok(work)
+}
+
+/// An empty work directory that an earlier run's clearing helper made
+/// for the next run ([`spare_in`]), which takes it by renaming it: a
+/// directory made on ext4 allocates a block, tens of µs on the way to
+/// the command, where a rename allocates nothing.
+pub const SPARE: &str = "spare";
+
+/// Where the clearing helper leaves a [`SPARE`] beside the dead work
+/// directories of `parent`: only for home's overlay, whose work
+/// directory every run makes (the others are made by the setup process
+/// where their overlay is needed).
+pub fn spare_in(parent: &Path) -> Option<PathBuf> {
+    let home_work = parent.file_name() == Some(OsStr::new("work"))
+        && parent.parent()?.file_name() == Some(OsStr::new(HOME));
+    home_work.then(|| parent.join(SPARE))
+}
+
+/// Whether `work` is now the spare of `parent`, renamed (never replacing
+/// anything) and still a directory of sbx's making: a link or a file
+/// there is put back where it was found and not used.
+fn took_spare(parent: &Path, work: &Path) -> bool {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(spare) = spare_in(parent) else {
+        return false;
+    };
+    if std::fs::rename(&spare, work).is_err() {
+        return false;
+    }
+    let ours = std::fs::symlink_metadata(work)
+        .is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o7777 == 0o700 && m.nlink() == 2);
+    if !ours {
+        let _ = std::fs::rename(work, &spare);
+    }
+    ours
 }
 
 /// Whether `name`, an entry beside this run's work directories, is
@@ -1100,9 +1135,49 @@ mod tests {
         ] {
             assert!(dead_work(dead.as_bytes()), "{dead}");
         }
-        for other in ["data", "runner", "stale-1", "Work"] {
+        for other in ["data", "runner", "stale-1", "Work", SPARE] {
             assert!(!dead_work(other.as_bytes()), "{other}");
         }
+    }
+
+    /// A run takes the spare work directory an earlier run's helper
+    /// left (the same directory, renamed), or makes its own where there
+    /// is none or it is not an empty directory of sbx's; only home's
+    /// overlay has one.
+    #[test]
+    fn a_run_takes_the_spare_work_directory() {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("KEY").join(HOME).join("work");
+        assert_eq!(spare_in(&parent), Some(parent.join(SPARE)));
+        for other in ["KEY/npm/work", "KEY/home/data", "KEY/home"] {
+            assert_eq!(spare_in(&dir.path().join(other)), None, "{other}");
+        }
+        // None yet: made.
+        let first = own_work(&parent, true).unwrap();
+        assert!(first.is_dir() && !parent.join(SPARE).exists());
+        // One there: taken, the same directory.
+        let mkdir = |p: &Path| std::fs::DirBuilder::new().mode(0o700).create(p).unwrap();
+        mkdir(&parent.join(SPARE));
+        let ino = std::fs::metadata(parent.join(SPARE)).unwrap().ino();
+        std::fs::rename(&first, parent.join("first")).unwrap();
+        let second = own_work(&parent, true).unwrap();
+        assert_eq!(std::fs::metadata(&second).unwrap().ino(), ino);
+        assert!(!parent.join(SPARE).exists());
+        // Not an empty directory of sbx's: left where it was, not used.
+        std::fs::rename(&second, parent.join("second")).unwrap();
+        mkdir(&parent.join(SPARE));
+        mkdir(&parent.join(SPARE).join("incompat"));
+        let ino = std::fs::metadata(parent.join(SPARE)).unwrap().ino();
+        let third = own_work(&parent, true).unwrap();
+        assert_ne!(std::fs::metadata(&third).unwrap().ino(), ino);
+        assert_eq!(std::fs::metadata(parent.join(SPARE)).unwrap().ino(), ino);
+        std::fs::rename(&third, parent.join("third")).unwrap();
+        std::fs::remove_dir_all(parent.join(SPARE)).unwrap();
+        std::os::unix::fs::symlink(dir.path(), parent.join(SPARE)).unwrap();
+        let fourth = own_work(&parent, true).unwrap();
+        assert!(!fourth.is_symlink() && fourth.is_dir());
+        assert!(parent.join(SPARE).is_symlink());
     }
 
     #[test]

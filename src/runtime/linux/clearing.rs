@@ -12,6 +12,10 @@
 //! system calls only, on data prepared here; it has its own descriptor
 //! table. sbx reaps it at the end, waiting for what is left of its work.
 //!
+//! Beside home's overlay's work directories it then makes an empty one,
+//! [`caches::SPARE`], which the next run takes instead of making its
+//! own on the way to its command.
+//!
 //! It first looks, in each cache beside those directories, for private
 //! caches set aside after a reboot (`stale-*`, [`caches::clear_stale`]),
 //! and says whether it saw any: their removal may outlast the run, so a
@@ -19,6 +23,7 @@
 //! remove (there almost never is).
 //!
 //! [`caches::dead_work`]: super::caches::dead_work
+//! [`caches::SPARE`]: super::caches::SPARE
 //! [`caches::clear_stale`]: super::caches::clear_stale
 
 use super::child::{clone_blocked, Stack};
@@ -43,6 +48,8 @@ struct Shared {
     parents: Vec<CString>,
     /// Each parent's parent: the caches, where `stale-*` entries lie.
     caches: Vec<CString>,
+    /// The spare work directories to make ([`super::caches::spare_in`]).
+    spares: Vec<CString>,
     /// [`LOOKING`], [`NONE_STALE`] or [`STALE_SEEN`].
     stale: AtomicU8,
 }
@@ -59,6 +66,10 @@ pub fn start(works: &[PathBuf]) -> Option<Clearing> {
     let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).ok();
     let parents: Vec<CString> = dirs.iter().filter_map(|p| c(p)).collect();
     let caches: Vec<CString> = dirs.iter().filter_map(|p| c(p.parent()?)).collect();
+    let spares: Vec<CString> = dirs
+        .iter()
+        .filter_map(|p| c(&super::caches::spare_in(p)?))
+        .collect();
     if parents.is_empty() || caches.len() != dirs.len() {
         return None;
     }
@@ -66,6 +77,7 @@ pub fn start(works: &[PathBuf]) -> Option<Clearing> {
         stack: Stack::new().ok()?,
         parents,
         caches,
+        spares,
         stale: AtomicU8::new(LOOKING),
     });
     // SAFETY: the helper runs `clear` on its own stack and on `shared`,
@@ -136,6 +148,11 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
                 }
             });
             libc::close(fd);
+        }
+        // Where a run has taken it, or none was made yet (EEXIST
+        // otherwise: another run's helper made it).
+        for spare in &s.spares {
+            libc::mkdir(spare.as_ptr(), 0o700);
         }
         libc::_exit(0)
     }
