@@ -6,8 +6,11 @@
 //! `discard` a synchronous discard, 0.1–0.7 ms each. A thread of sbx's
 //! could start only after the guardian (a fork, where it has to be
 //! one), once the command runs, and a short command's end would then
-//! wait for the removal. The helper starts as soon as the caches are
-//! made. Like the network
+//! wait for the removal. The helper starts at the end of the
+//! preparation, once the network namespace's helper is reaped: started
+//! as soon as the caches were made, it ran on the other core beside
+//! that helper and beside the rest of sbx's preparation, which it
+//! slowed more than the removal gained. Like the network
 //! namespace's helper (`earlyns.rs`) it shares sbx's memory and makes
 //! system calls only, on data prepared here; it has its own descriptor
 //! table. sbx reaps it at the end, waiting for what is left of its work.

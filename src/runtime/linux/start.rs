@@ -700,8 +700,6 @@ fn set_up(
         }),
         _ => (Vec::new(), Vec::new()),
     };
-    // Ended runs' work directories go beside the rest (`clearing.rs`).
-    let clearing = clearing::start(&cache_works);
     let cache_rights = caches::rights(plan.handled_fs);
     let cache_rules = caches
         .iter()
@@ -809,6 +807,8 @@ fn set_up(
     if let Some(prep) = prepared.ns.as_mut() {
         prep.early = early.filter(|_| wanted.net);
     }
+    // Ended runs' work directories go beside the rest (`clearing.rs`).
+    let clearing = clearing::start(&cache_works);
 
     // Orphaned descendants come back to us, so the tree is found and
     // killed when the child exits, also processes that left its group.
