@@ -70,6 +70,7 @@ pub fn start(user: bool) -> Option<Early> {
         )
     }
     .ok()?;
+    super::child::beside_this_cpu(pid);
     Some(Early { pid, shared })
 }
 
