@@ -194,20 +194,7 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
             || format!("{args:?} did not say what it finished: {}", out.stderr),
         )?;
     }
-    check(
-        until(10, || {
-            !config.exists() && !fx.ws.join(".envrc").exists() && journal_empty(fx)
-        }),
-        || {
-            format!(
-                "after the kill: config {}, .envrc {}, journal empty {}: {}",
-                config.exists(),
-                fx.ws.join(".envrc").exists(),
-                journal_empty(fx),
-                err()
-            )
-        },
-    )?;
+    plant_finished(fx, "kill", err)?;
     check(
         fx.ws.join(".envrc.sbx-blocked").exists()
             && fx.ws.join("sub/.git/config.sbx-blocked").exists(),
@@ -225,6 +212,28 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
         format!("the run's temp directory is left: {leaked:?}")
     })?;
     git_runs_nothing(fx, &mark)
+}
+
+/// Within ten seconds the planted `sub/.git/config` and `.envrc` are
+/// gone and the journal holds no entry: the after-run work was done.
+/// `after` names what befell sbx; `err`, what it printed.
+fn plant_finished(fx: &Fx, after: &str, err: impl Fn() -> String) -> Result<(), String> {
+    let config = fx.ws.join("sub/.git/config");
+    let envrc = fx.ws.join(".envrc");
+    check(
+        until(10, || {
+            !config.exists() && !envrc.exists() && journal_empty(fx)
+        }),
+        || {
+            format!(
+                "after the {after}: config {}, .envrc {}, journal empty {}: {}",
+                config.exists(),
+                envrc.exists(),
+                journal_empty(fx),
+                err()
+            )
+        },
+    )
 }
 
 /// The oracle: git outside, in the workspace and the repository planted
@@ -293,20 +302,7 @@ pub fn panicked(fx: &Fx) -> Result<(), String> {
         out.status.code() == Some(101) && err.contains("SBX_TEST_PANIC"),
         || format!("control: sbx did not panic: {out:?}"),
     )?;
-    let config = fx.ws.join("sub/.git/config");
-    check(
-        until(10, || {
-            !config.exists() && !fx.ws.join(".envrc").exists() && journal_empty(fx)
-        }),
-        || {
-            format!(
-                "after the panic: config {}, .envrc {}, journal empty {}: {err}",
-                config.exists(),
-                fx.ws.join(".envrc").exists(),
-                journal_empty(fx)
-            )
-        },
-    )?;
+    plant_finished(fx, "panic", || err.clone())?;
     git_runs_nothing(fx, &mark)
 }
 
