@@ -61,18 +61,53 @@ fn wine() -> Option<&'static Wine> {
             .map(PathBuf::from)
             .unwrap_or_else(|| root.join("target/wine-prefix"));
         // First start creates the prefix (wineboot); do it once, not racing.
-        let st = Command::new("wine")
-            .args(["cmd", "/c", "exit", "0"])
-            .env("WINEPREFIX", &prefix)
-            .env("WINEDEBUG", "-all")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("wine starts");
-        assert!(st.success(), "wine could not boot its prefix");
+        boot(&prefix);
         Some(Wine { bin, prefix })
     })
     .as_ref()
+}
+
+/// Boots the prefix, once more after stopping its server if the first
+/// try fails, and panics with what Wine said and the free space where the
+/// prefix lives: a new prefix takes about 700 MB (Debian's Wine copies its
+/// DLLs in), and a CI failure must say why without a rerun.
+fn boot(prefix: &Path) {
+    let try_boot = |debug: &str| {
+        Command::new("wine")
+            .args(["cmd", "/c", "exit", "0"])
+            .env("WINEPREFIX", prefix)
+            .env("WINEDEBUG", debug)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("wine starts")
+    };
+    if try_boot("-all").status.success() {
+        return;
+    }
+    let _ = Command::new("wineserver")
+        .arg("-k")
+        .env("WINEPREFIX", prefix)
+        .status();
+    let again = try_boot("err+all,fixme-all");
+    if again.status.success() {
+        return;
+    }
+    let said = String::from_utf8_lossy(&again.stderr);
+    let tail: Vec<&str> = said.lines().rev().take(40).collect();
+    let df = Command::new("df")
+        .arg("-h")
+        .arg(prefix.parent().unwrap_or(prefix))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    panic!(
+        "wine could not boot its prefix {} ({}, twice); space there:\n{df}wine said (last lines):\n{}",
+        prefix.display(),
+        again.status,
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
 }
 
 fn ir() -> Ir {
