@@ -825,6 +825,16 @@ fn work_directories_are_the_runs_own_and_cleared() {
     let dead = works[0].join("run-4194300-abc");
     std::os::unix::fs::symlink(outside.join("dir"), dead.join("to-dir")).unwrap();
     std::os::unix::fs::symlink(outside.join("file"), dead.join("to-file")).unwrap();
+    // Each dead directory marked (an extended attribute, which a rename
+    // keeps): the helper empties one of them into the next spare rather
+    // than removing it and making a new one. (Not the inode: a directory
+    // made after removals may get a number just freed.)
+    for (i, n) in [first[0].as_str(), "run-4194300-abc", "work", "old-1-abc"]
+        .iter()
+        .enumerate()
+    {
+        mark(&works[0].join(n), i as u8 + 1);
+    }
     let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
     assert_eq!(out.trim(), "x");
     assert!(
@@ -844,10 +854,61 @@ fn work_directories_are_the_runs_own_and_cleared() {
             && *own[0] != first[0],
         "{second:?} after {first:?}"
     );
-    // The second run's work directory is the spare the first left, and
-    // its helper made a new one.
+    // The second run's work directory is the spare the first left; its
+    // helper made the next spare of a dead directory, emptied.
     assert_eq!(ino(works[0].join(own[0])), spare);
-    assert_ne!(ino(works[0].join("spare")), spare);
+    let next = works[0].join("spare");
+    let next_mark = marked(&next);
+    assert!(next_mark.is_some(), "the spare is not a dead directory");
+    assert_eq!(listing(&next), Vec::<String>::new());
+    let meta = std::fs::symlink_metadata(&next).unwrap();
+    assert!(meta.is_dir() && meta.permissions().mode() & 0o7777 == 0o700);
+    // And the third run takes it as its own.
+    ok_in(&env, &env.ws, "true", &[]);
+    let third: Vec<String> = listing(&works[0])
+        .into_iter()
+        .filter(|n| *n != live && n != "spare" && n != own[0])
+        .collect();
+    assert_eq!(third.len(), 1, "{third:?}");
+    assert_eq!(marked(&works[0].join(&third[0])), next_mark);
+}
+
+/// Set the extended attribute `user.sbx-test` of `dir` to `[n]`.
+fn mark(dir: &Path, n: u8) {
+    let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: NUL-terminated names and a one-byte value.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            c"user.sbx-test".as_ptr(),
+            [n].as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "setxattr {}: {}",
+        dir.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+/// The mark [`mark`] left on `dir`, if any.
+fn marked(dir: &Path) -> Option<u8> {
+    let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    let mut v = [0u8; 1];
+    // SAFETY: NUL-terminated names and a one-byte buffer.
+    let r = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            c"user.sbx-test".as_ptr(),
+            v.as_mut_ptr().cast(),
+            1,
+        )
+    };
+    (r == 1).then_some(v[0])
 }
 
 /// Two runs of one workspace and policy at once: the second's overlay

@@ -15,9 +15,12 @@
 //! system calls only, on data prepared here; it has its own descriptor
 //! table. sbx reaps it at the end, waiting for what is left of its work.
 //!
-//! Beside home's overlay's work directories it then makes an empty one,
+//! Beside home's overlay's work directories it leaves an empty one,
 //! [`caches::SPARE`], which the next run takes instead of making its
-//! own on the way to its command.
+//! own on the way to its command. The first dead directory it finds
+//! there becomes the spare once emptied: renamed, it frees and
+//! allocates nothing, where removing it and making a new one would
+//! free one block (a discard) and allocate another.
 //!
 //! It first looks, in each cache beside those directories, for private
 //! caches set aside after a reboot (`stale-*`, [`caches::clear_stale`]),
@@ -48,11 +51,12 @@ pub struct Clearing {
 
 struct Shared {
     stack: Stack,
-    parents: Vec<CString>,
+    /// Each with whether it gets a spare ([`super::caches::spare_in`]).
+    parents: Vec<(CString, bool)>,
     /// Each parent's parent: the caches, where `stale-*` entries lie.
     caches: Vec<CString>,
-    /// The spare work directories to make ([`super::caches::spare_in`]).
-    spares: Vec<CString>,
+    /// [`super::caches::SPARE`].
+    spare: CString,
     /// [`LOOKING`], [`NONE_STALE`] or [`STALE_SEEN`].
     stale: AtomicU8,
 }
@@ -67,12 +71,11 @@ const STALE_SEEN: u8 = 2;
 pub fn start(works: &[PathBuf]) -> Option<Clearing> {
     let dirs = super::caches::work_parents(works);
     let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).ok();
-    let parents: Vec<CString> = dirs.iter().filter_map(|p| c(p)).collect();
-    let caches: Vec<CString> = dirs.iter().filter_map(|p| c(p.parent()?)).collect();
-    let spares: Vec<CString> = dirs
+    let parents: Vec<(CString, bool)> = dirs
         .iter()
-        .filter_map(|p| c(&super::caches::spare_in(p)?))
+        .filter_map(|p| Some((c(p)?, super::caches::spare_in(p).is_some())))
         .collect();
+    let caches: Vec<CString> = dirs.iter().filter_map(|p| c(p.parent()?)).collect();
     if parents.is_empty() || caches.len() != dirs.len() {
         return None;
     }
@@ -80,7 +83,7 @@ pub fn start(works: &[PathBuf]) -> Option<Clearing> {
         stack: Stack::new().ok()?,
         parents,
         caches,
-        spares,
+        spare: CString::new(super::caches::SPARE).ok()?,
         stale: AtomicU8::new(LOOKING),
     });
     // SAFETY: the helper runs `clear` on its own stack and on `shared`,
@@ -140,22 +143,28 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
         }
         let said = if seen { STALE_SEEN } else { NONE_STALE };
         s.stale.store(said, Ordering::Release);
-        for parent in &s.parents {
+        for (parent, wants_spare) in &s.parents {
             let fd = open_dir(parent);
             if fd < 0 {
                 continue;
             }
+            // Where a run has taken it, or none was made yet.
+            let mut spare_missing = *wants_spare && !exists_at(fd, &s.spare);
             each_entry(fd, &mut |name| {
-                if super::caches::dead_work(name.to_bytes()) {
+                if !super::caches::dead_work(name.to_bytes()) {
+                    return;
+                }
+                if spare_missing && recycle_at(fd, name, &s.spare) {
+                    spare_missing = false;
+                } else {
                     remove_at(fd, name, 0);
                 }
             });
+            if spare_missing {
+                // EEXIST when another run's helper made one meanwhile.
+                libc::mkdirat(fd, s.spare.as_ptr(), 0o700);
+            }
             libc::close(fd);
-        }
-        // Where a run has taken it, or none was made yet (EEXIST
-        // otherwise: another run's helper made it).
-        for spare in &s.spares {
-            libc::mkdir(spare.as_ptr(), 0o700);
         }
         libc::_exit(0)
     }
@@ -191,6 +200,38 @@ unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr)) -> bool {
             Err(_) => return false,
         }
     }
+}
+
+/// Whether `name` exists in the directory `dir` (not followed).
+///
+/// # Safety
+/// A system call only; `dir` is an open directory.
+unsafe fn exists_at(dir: libc::c_int, name: &CStr) -> bool {
+    let mut st: libc::stat = std::mem::zeroed();
+    libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
+}
+
+/// Empty the directory `name` in `dir` and rename it to `spare`, which
+/// must not exist; false, with `name` left for [`remove_at`], where it
+/// is no directory or the rename fails (another helper's spare came
+/// first). The next run checks what it takes (`caches::took_spare`).
+///
+/// # Safety
+/// System calls only; `dir` is an open directory.
+unsafe fn recycle_at(dir: libc::c_int, name: &CStr, spare: &CStr) -> bool {
+    let sub = libc::openat(
+        dir,
+        name.as_ptr(),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    );
+    if sub < 0 {
+        return false;
+    }
+    libc::fchmod(sub, 0o700);
+    each_entry(sub, &mut |n| remove_at(sub, n, 1));
+    libc::close(sub);
+    // No allocation: a raw system call, its error read from errno.
+    super::kernel::rename_noreplace(std::os::fd::BorrowedFd::borrow_raw(dir), name, spare).is_ok()
 }
 
 /// Remove `name` in the directory `dir`, and all below it if it is a
