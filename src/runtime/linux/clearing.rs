@@ -213,8 +213,8 @@ unsafe fn exists_at(dir: libc::c_int, name: &CStr) -> bool {
 
 /// Empty the directory `name` in `dir` and rename it to `spare`, which
 /// must not exist; false, with `name` left for [`remove_at`], where it
-/// is no directory or the rename fails (another helper's spare came
-/// first). The next run checks what it takes (`caches::took_spare`).
+/// is no directory, a directory is left in it, or the rename fails
+/// (another helper's spare came first). The next run checks what it takes (`caches::took_spare`).
 ///
 /// # Safety
 /// System calls only; `dir` is an open directory.
@@ -229,7 +229,14 @@ unsafe fn recycle_at(dir: libc::c_int, name: &CStr, spare: &CStr) -> bool {
     }
     libc::fchmod(sub, 0o700);
     each_entry(sub, &mut |n| remove_at(sub, n, 1));
+    // A directory left inside would make the next run refuse the spare
+    // (`took_spare` counts links) and keep it, unusable, for good.
+    let mut st: libc::stat = std::mem::zeroed();
+    let emptied = libc::fstat(sub, &mut st) == 0 && st.st_nlink == 2;
     libc::close(sub);
+    if !emptied {
+        return false;
+    }
     // No allocation: a raw system call, its error read from errno.
     super::kernel::rename_noreplace(std::os::fd::BorrowedFd::borrow_raw(dir), name, spare).is_ok()
 }
@@ -259,4 +266,100 @@ unsafe fn remove_at(dir: libc::c_int, name: &CStr, depth: usize) {
     }
     libc::close(sub);
     libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    /// Set the extended attribute `user.sbx-test` of `dir` to `[n]`.
+    fn mark(dir: &Path, n: u8) {
+        let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: NUL-terminated names and a one-byte value.
+        let r = unsafe {
+            libc::setxattr(
+                p.as_ptr(),
+                c"user.sbx-test".as_ptr(),
+                [n].as_ptr().cast(),
+                1,
+                0,
+            )
+        };
+        assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    }
+
+    /// The mark [`mark`] left on `dir`, if any.
+    fn marked(dir: &Path) -> Option<u8> {
+        let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+        let mut v = [0u8; 1];
+        // SAFETY: NUL-terminated names and a one-byte buffer.
+        let r = unsafe {
+            libc::getxattr(
+                p.as_ptr(),
+                c"user.sbx-test".as_ptr(),
+                v.as_mut_ptr().cast(),
+                1,
+            )
+        };
+        (r == 1).then_some(v[0])
+    }
+
+    /// Links of the directory `p`: 2 when it holds no directory.
+    fn links(p: &Path) -> u64 {
+        std::fs::symlink_metadata(p).unwrap().nlink()
+    }
+
+    /// A dead directory the helper cannot empty (deeper than it goes)
+    /// is not made the spare: a new, empty one is.
+    #[test]
+    fn a_dead_directory_left_with_a_directory_inside_is_not_the_spare() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("home/work");
+        let deep = parent
+            .join("run-4194300-a")
+            .join("d/".repeat(super::MAX_DEPTH + 4));
+        std::fs::create_dir_all(&deep).unwrap();
+        let ours = parent.join(format!("run-{}-1", std::process::id()));
+        std::fs::create_dir(&ours).unwrap();
+        drop(super::start(std::slice::from_ref(&ours)).expect("starts"));
+        let spare = parent.join(super::super::caches::SPARE);
+        assert_eq!(links(&spare), 2);
+        assert!(std::fs::read_dir(&spare).unwrap().next().is_none());
+        // What the helper could not remove is still there, not the spare.
+        assert!(parent.join("run-4194300-a/d").is_dir());
+        assert!(ours.is_dir(), "a live run's directory was touched");
+    }
+
+    /// A dead directory it can empty becomes the spare, and the rest go.
+    #[test]
+    fn a_dead_directory_becomes_the_spare_once_emptied() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("home/work");
+        for name in ["run-4194300-a", "run-4194301-b"] {
+            std::fs::create_dir_all(parent.join(name).join("work/incompat/volatile")).unwrap();
+            std::fs::write(parent.join(name).join("work/incompat/volatile/dirty"), "").unwrap();
+        }
+        for (i, name) in ["run-4194300-a", "run-4194301-b"].iter().enumerate() {
+            mark(&parent.join(name), i as u8 + 1);
+        }
+        let ours = parent.join(format!("run-{}-1", std::process::id()));
+        std::fs::create_dir(&ours).unwrap();
+        drop(super::start(std::slice::from_ref(&ours)).expect("starts"));
+        let mut left: Vec<String> = std::fs::read_dir(&parent)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [format!("run-{}-1", std::process::id()), "spare".into()]
+        );
+        let spare = parent.join("spare");
+        assert_eq!(links(&spare), 2);
+        assert!(std::fs::read_dir(&spare).unwrap().next().is_none());
+        // One of the two, renamed: it keeps its mark (a new directory
+        // could get a freed inode's number, but no mark).
+        assert!(matches!(marked(&spare), Some(1 | 2)));
+    }
 }
