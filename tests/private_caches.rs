@@ -833,7 +833,7 @@ fn work_directories_are_the_runs_own_and_cleared() {
         .iter()
         .enumerate()
     {
-        mark(&works[0].join(n), i as u8 + 1);
+        common::xattr::mark(&works[0].join(n), i as u8 + 1);
     }
     let (out, _) = ok_in(&env, &env.ws, "cat ~/.npm/a", &[]);
     assert_eq!(out.trim(), "x");
@@ -858,7 +858,7 @@ fn work_directories_are_the_runs_own_and_cleared() {
     // helper made the next spare of a dead directory, emptied.
     assert_eq!(ino(works[0].join(own[0])), spare);
     let next = works[0].join("spare");
-    let next_mark = marked(&next);
+    let next_mark = common::xattr::marked(&next);
     assert!(next_mark.is_some(), "the spare is not a dead directory");
     assert_eq!(listing(&next), Vec::<String>::new());
     let meta = std::fs::symlink_metadata(&next).unwrap();
@@ -870,45 +870,7 @@ fn work_directories_are_the_runs_own_and_cleared() {
         .filter(|n| *n != live && n != "spare" && n != own[0])
         .collect();
     assert_eq!(third.len(), 1, "{third:?}");
-    assert_eq!(marked(&works[0].join(&third[0])), next_mark);
-}
-
-/// Set the extended attribute `user.sbx-test` of `dir` to `[n]`.
-fn mark(dir: &Path, n: u8) {
-    let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: NUL-terminated names and a one-byte value.
-    let r = unsafe {
-        libc::setxattr(
-            p.as_ptr(),
-            c"user.sbx-test".as_ptr(),
-            [n].as_ptr().cast(),
-            1,
-            0,
-        )
-    };
-    assert_eq!(
-        r,
-        0,
-        "setxattr {}: {}",
-        dir.display(),
-        std::io::Error::last_os_error()
-    );
-}
-
-/// The mark [`mark`] left on `dir`, if any.
-fn marked(dir: &Path) -> Option<u8> {
-    let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-    let mut v = [0u8; 1];
-    // SAFETY: NUL-terminated names and a one-byte buffer.
-    let r = unsafe {
-        libc::getxattr(
-            p.as_ptr(),
-            c"user.sbx-test".as_ptr(),
-            v.as_mut_ptr().cast(),
-            1,
-        )
-    };
-    (r == 1).then_some(v[0])
+    assert_eq!(common::xattr::marked(&works[0].join(&third[0])), next_mark);
 }
 
 /// Two runs of one workspace and policy at once: the second's overlay

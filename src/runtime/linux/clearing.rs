@@ -268,42 +268,16 @@ unsafe fn remove_at(dir: libc::c_int, name: &CStr, depth: usize) {
     libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR);
 }
 
+/// Shared with the integration tests (a module of their `common`).
+#[cfg(test)]
+#[path = "../../../tests/common/xattr.rs"]
+mod test_xattr;
+
 #[cfg(test)]
 mod tests {
+    use super::test_xattr::{mark, marked};
     use std::os::unix::fs::MetadataExt;
     use std::path::Path;
-
-    /// Set the extended attribute `user.sbx-test` of `dir` to `[n]`.
-    fn mark(dir: &Path, n: u8) {
-        let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: NUL-terminated names and a one-byte value.
-        let r = unsafe {
-            libc::setxattr(
-                p.as_ptr(),
-                c"user.sbx-test".as_ptr(),
-                [n].as_ptr().cast(),
-                1,
-                0,
-            )
-        };
-        assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
-    }
-
-    /// The mark [`mark`] left on `dir`, if any.
-    fn marked(dir: &Path) -> Option<u8> {
-        let p = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-        let mut v = [0u8; 1];
-        // SAFETY: NUL-terminated names and a one-byte buffer.
-        let r = unsafe {
-            libc::getxattr(
-                p.as_ptr(),
-                c"user.sbx-test".as_ptr(),
-                v.as_mut_ptr().cast(),
-                1,
-            )
-        };
-        (r == 1).then_some(v[0])
-    }
 
     /// Links of the directory `p`: 2 when it holds no directory.
     fn links(p: &Path) -> u64 {
