@@ -200,16 +200,20 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
             && fx.ws.join("sub/.git/config.sbx-blocked").exists(),
         || "moved, but not aside".into(),
     )?;
-    // The run's private temp directory went too.
+    // The run's private temp directory went too. The work parks it
+    // after moving the plants aside, so it may still be there when they
+    // are gone; without a journal nothing else says the work is done.
     let prefix = format!("sbx-run-{pid}-");
-    let leaked: Vec<String> = ["/var/tmp", "/tmp"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    check(leaked.is_empty(), || {
-        format!("the run's temp directory is left: {leaked:?}")
+    let leaked = || -> Vec<String> {
+        ["/var/tmp", "/tmp"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    };
+    check(until(10, || leaked().is_empty()), || {
+        format!("the run's temp directory is left: {:?}", leaked())
     })?;
     git_runs_nothing(fx, &mark)
 }
