@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)] // each test crate uses a different subset
 
+#[cfg(target_os = "linux")]
 pub mod xattr;
 
 use std::path::{Path, PathBuf};
