@@ -277,6 +277,52 @@ fn npm_and_pip_caches_are_private_per_workspace() {
     assert_eq!(tree(&npm), npm_before);
 }
 
+/// `caches clear --gone` removes the keys of workspaces that no longer
+/// exist, and only those: a live workspace's stay, and so does one whose
+/// workspace is a dangling link (something is there).
+#[test]
+fn clear_gone_removes_only_the_caches_of_removed_workspaces() {
+    let Some(env) = with_npm_entry() else { return };
+    let [kept, removed, linked] = ["kept", "removed", "linked"].map(|n| env.root.join(n));
+    for ws in [&kept, &removed, &linked] {
+        std::fs::create_dir_all(ws).unwrap();
+        ok_in(&env, ws, "echo x > ~/.npm/y", &[]);
+    }
+    let (_, out, _) = sbx_in(&env, &env.root, &["caches"], &[]);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    std::fs::remove_dir(&removed).unwrap();
+    std::fs::remove_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(env.root.join("nowhere"), &linked).unwrap();
+    let (code, out, err) = sbx_in(&env, &env.root, &["caches", "clear", "--gone"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let removed_line = format!("  {}  sha256:", removed.display());
+    assert!(
+        out.lines().count() == 1 && out.starts_with("removed ") && out.contains(&removed_line),
+        "{out}"
+    );
+    let (_, out, _) = sbx_in(&env, &env.root, &["caches"], &[]);
+    assert!(
+        out.lines().count() == 2
+            && out.contains(&format!("  {}  sha256:", kept.display()))
+            && out.contains(&format!("  {}  sha256:", linked.display())),
+        "{out}"
+    );
+    // Nothing more to clear: said so, exit 0.
+    let (code, out, _) = sbx_in(&env, &env.root, &["caches", "clear", "--gone"], &[]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "sbx: no private caches to clear\n")
+    );
+    // With --workspace or --all it is refused.
+    let (code, _, err) = sbx_in(
+        &env,
+        &env.root,
+        &["caches", "clear", "--gone", "--all"],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+}
+
 /// The overlay shows the host's entries; writing one copies it up: the
 /// next run sees the new contents, the host keeps its own.
 #[test]

@@ -13,14 +13,19 @@ pub struct CachesArgs {
 #[derive(Subcommand)]
 enum CachesCmd {
     /// Remove the private caches of a workspace (the current directory
-    /// by default), or all of them.
+    /// by default), of workspaces that no longer exist, or all of them.
     #[command(
-        after_help = "Example:\n  sbx caches clear\n  sbx caches clear --workspace ~/code/app\n  sbx caches clear --all"
+        after_help = "Example:\n  sbx caches clear\n  sbx caches clear --workspace ~/code/app\n  sbx caches clear --gone\n  sbx caches clear --all"
     )]
     Clear {
         /// The workspace whose caches go (every policy's).
-        #[arg(long, value_name = "DIR", conflicts_with = "all")]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["all", "gone"])]
         workspace: Option<PathBuf>,
+        /// The caches of every workspace that no longer exists (a
+        /// temporary checkout removed since; also one on a disk that is
+        /// not mounted now).
+        #[arg(long, conflicts_with = "all")]
+        gone: bool,
         /// Every workspace's caches.
         #[arg(long)]
         all: bool,
@@ -34,7 +39,7 @@ pub fn run(a: CachesArgs) -> i32 {
 #[cfg(target_os = "linux")]
 mod imp {
     use super::{CachesArgs, CachesCmd};
-    use sbx::runtime::linux::{clear_caches, list_caches, CacheEntry};
+    use sbx::runtime::linux::{clear_caches, clear_gone_caches, list_caches, CacheEntry};
 
     pub fn run(a: CachesArgs) -> i32 {
         let done = match a.cmd {
@@ -46,7 +51,11 @@ mod imp {
                     println!("{}", line(e));
                 }
             }),
-            Some(CachesCmd::Clear { workspace, all }) => {
+            Some(CachesCmd::Clear {
+                workspace,
+                gone,
+                all,
+            }) => {
                 let dir = match (workspace, all) {
                     (_, true) => None,
                     (Some(w), false) => Some(w),
@@ -58,7 +67,12 @@ mod imp {
                         }
                     },
                 };
-                clear_caches(dir.as_deref().map(|d| d.as_os_str())).map(|gone| {
+                let cleared = if gone {
+                    clear_gone_caches()
+                } else {
+                    clear_caches(dir.as_deref().map(|d| d.as_os_str()))
+                };
+                cleared.map(|gone| {
                     if gone.is_empty() {
                         println!("sbx: no private caches to clear");
                     }
@@ -130,8 +144,13 @@ mod imp {
 
     pub fn run(a: CachesArgs) -> i32 {
         // Nothing to list or clear: the options are accepted as on Linux.
-        if let Some(CachesCmd::Clear { workspace, all }) = a.cmd {
-            let _ = (workspace, all);
+        if let Some(CachesCmd::Clear {
+            workspace,
+            gone,
+            all,
+        }) = a.cmd
+        {
+            let _ = (workspace, gone, all);
         }
         println!("sbx: no private caches (sbx run makes them on Linux only)");
         0

@@ -215,9 +215,25 @@ pub fn list_caches() -> Result<Vec<CacheEntry>, String> {
 /// one when `None`); the entries removed.
 pub fn clear_caches(workspace: Option<&std::ffi::OsStr>) -> Result<Vec<CacheEntry>, String> {
     let wanted = workspace.map(caches::workspace_name);
+    clear_caches_where(|l| wanted.as_ref().is_none_or(|w| *w == l.workspace))
+}
+
+/// `sbx caches clear --gone`: remove the private caches whose workspace
+/// no longer exists (nothing there, not even a dangling link); those of
+/// an unknown workspace stay. The entries removed.
+pub fn clear_gone_caches() -> Result<Vec<CacheEntry>, String> {
+    clear_caches_where(|l| {
+        l.workspace.starts_with('/')
+            && std::fs::symlink_metadata(&l.workspace)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    })
+}
+
+/// Remove each key's caches that `wanted` says; the entries removed.
+fn clear_caches_where(wanted: impl Fn(&CacheEntry) -> bool) -> Result<Vec<CacheEntry>, String> {
     let mut gone = Vec::new();
     for l in list_caches()? {
-        if wanted.as_ref().is_some_and(|w| *w != l.workspace) {
+        if !wanted(&l) {
             continue;
         }
         caches::remove(&l).map_err(|e| format!("{}: {e}", l.dir.display()))?;
