@@ -314,13 +314,34 @@ fn clear_gone_removes_only_the_caches_of_removed_workspaces() {
         (0, "sbx: no private caches to clear\n")
     );
     // With --workspace or --all it is refused.
-    let (code, _, err) = sbx_in(
-        &env,
-        &env.root,
-        &["caches", "clear", "--gone", "--all"],
-        &[],
+    for other in [&["--all"][..], &["--workspace", "kept"]] {
+        let mut args = vec!["caches", "clear", "--gone"];
+        args.extend(other);
+        let (code, _, err) = sbx_in(&env, &env.root, &args, &[]);
+        assert_eq!(code, 2, "{other:?}: {err}");
+    }
+    // From a directory removed since (no current directory): it works.
+    let cwd = env.root.join("cwd-removed");
+    std::fs::create_dir(&cwd).unwrap();
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "cd \"$1\" && rmdir \"$1\" && exec \"$2\" caches clear --gone",
+        ])
+        .arg("sh")
+        .arg(&cwd)
+        .arg(SBX)
+        .env("HOME", &env.home)
+        .env("XDG_STATE_HOME", &env.state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (code, out, err) = common::outcome(out);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "sbx: no private caches to clear\n"),
+        "{err}"
     );
-    assert_eq!(code, 2, "{err}");
 }
 
 /// The overlay shows the host's entries; writing one copies it up: the

@@ -56,20 +56,22 @@ mod imp {
                 gone,
                 all,
             }) => {
-                let dir = match (workspace, all) {
-                    (_, true) => None,
-                    (Some(w), false) => Some(w),
-                    (None, false) => match std::env::current_dir() {
-                        Ok(d) => Some(d),
-                        Err(e) => {
-                            eprintln!("sbx: current directory: {e}");
-                            return 2;
-                        }
-                    },
-                };
+                // Only where the current directory is the workspace: --gone
+                // works from a directory removed since, too.
                 let cleared = if gone {
                     clear_gone_caches()
                 } else {
+                    let dir = match (workspace, all) {
+                        (_, true) => None,
+                        (Some(w), false) => Some(w),
+                        (None, false) => match std::env::current_dir() {
+                            Ok(d) => Some(d),
+                            Err(e) => {
+                                eprintln!("sbx: current directory: {e}");
+                                return 2;
+                            }
+                        },
+                    };
                     clear_caches(dir.as_deref().map(|d| d.as_os_str()))
                 };
                 cleared.map(|gone| {

@@ -175,8 +175,18 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
 /// # Safety
 /// A system call only.
 unsafe fn open_dir(path: &CStr) -> libc::c_int {
-    libc::open(
-        path.as_ptr(),
+    open_dir_at(libc::AT_FDCWD, path)
+}
+
+/// Open the directory `name` in `dir` (or `AT_FDCWD`), not through a
+/// symlink; -1 on failure.
+///
+/// # Safety
+/// A system call only; `dir` is an open directory or `AT_FDCWD`.
+unsafe fn open_dir_at(dir: libc::c_int, name: &CStr) -> libc::c_int {
+    libc::openat(
+        dir,
+        name.as_ptr(),
         libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
     )
 }
@@ -214,16 +224,13 @@ unsafe fn exists_at(dir: libc::c_int, name: &CStr) -> bool {
 /// Empty the directory `name` in `dir` and rename it to `spare`, which
 /// must not exist; false, with `name` left for [`remove_at`], where it
 /// is no directory, a directory is left in it, or the rename fails
-/// (another helper's spare came first). The next run checks what it takes (`caches::took_spare`).
+/// (another helper's spare came first). The next run checks what it
+/// takes (`caches::took_spare`).
 ///
 /// # Safety
 /// System calls only; `dir` is an open directory.
 unsafe fn recycle_at(dir: libc::c_int, name: &CStr, spare: &CStr) -> bool {
-    let sub = libc::openat(
-        dir,
-        name.as_ptr(),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-    );
+    let sub = open_dir_at(dir, name);
     if sub < 0 {
         return false;
     }
@@ -253,11 +260,7 @@ unsafe fn remove_at(dir: libc::c_int, name: &CStr, depth: usize) {
     // A directory (`unlinkat` said so). Overlayfs makes its own with
     // mode 0: each is ours to open up, as `temp::remove_tree` does.
     libc::fchmodat(dir, name.as_ptr(), 0o700, 0);
-    let sub = libc::openat(
-        dir,
-        name.as_ptr(),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-    );
+    let sub = open_dir_at(dir, name);
     if sub < 0 {
         return;
     }
