@@ -864,7 +864,7 @@ unsafe fn overlay(
         return -1;
     }
     let mut buf = [0u8; 32];
-    let by_fd = fd_path(same, &mut buf);
+    let by_fd = super::nofollow::fd_path(same, &mut buf);
     // `volatile` (where a reboot can be told): no sync of the upper
     // layer's file system when the overlay goes (nor for the command's
     // fsync): a private cache from before a reboot is thrown away
@@ -886,28 +886,6 @@ unsafe fn overlay(
     }
     libc::close(same);
     fd
-}
-
-/// `/proc/self/fd/N` in `buf`, without allocating.
-fn fd_path(fd: RawFd, buf: &mut [u8; 32]) -> &CStr {
-    const PREFIX: &[u8] = b"/proc/self/fd/";
-    buf[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 10];
-    let mut n = fd.max(0) as u32;
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        buf[PREFIX.len() + i] = digits[len - 1 - i];
-    }
-    buf[PREFIX.len() + len] = 0;
-    CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/")
 }
 
 /// A key's directory as `sbx caches` lists it.
@@ -1190,8 +1168,14 @@ mod tests {
     #[test]
     fn descriptor_paths() {
         let mut buf = [0u8; 32];
-        assert_eq!(fd_path(7, &mut buf), c"/proc/self/fd/7");
-        assert_eq!(fd_path(1234, &mut buf), c"/proc/self/fd/1234");
+        assert_eq!(
+            super::super::nofollow::fd_path(7, &mut buf),
+            c"/proc/self/fd/7"
+        );
+        assert_eq!(
+            super::super::nofollow::fd_path(1234, &mut buf),
+            c"/proc/self/fd/1234"
+        );
     }
 
     #[test]

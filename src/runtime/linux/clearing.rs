@@ -33,14 +33,11 @@
 //! [`caches::clear_stale`]: super::caches::clear_stale
 
 use super::child::{clone_blocked, Stack};
+use super::nofollow::{chmod_dir_at, each_entry, open_dir_at, MAX_DEPTH};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
-
-/// Directories below a dead work directory this deep are left (the
-/// overlay's scratch tree is four deep); what is left of it then stays.
-const MAX_DEPTH: usize = 16;
 
 /// A started helper.
 pub struct Clearing {
@@ -134,7 +131,7 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
                 seen = true;
                 continue;
             }
-            let whole = each_entry(fd, &mut |name| {
+            let whole = each_entry(fd, &mut |name, _| {
                 seen |= name.to_bytes().starts_with(super::caches::STALE.as_bytes());
             });
             // A listing cut short says nothing of the rest.
@@ -150,7 +147,7 @@ extern "C" fn clear(arg: *mut libc::c_void) -> libc::c_int {
             }
             // Where a run has taken it, or none was made yet.
             let mut spare_missing = *wants_spare && !exists_at(fd, &s.spare);
-            each_entry(fd, &mut |name| {
+            each_entry(fd, &mut |name, _| {
                 if !super::caches::dead_work(name.to_bytes()) {
                     return;
                 }
@@ -178,40 +175,6 @@ unsafe fn open_dir(path: &CStr) -> libc::c_int {
     open_dir_at(libc::AT_FDCWD, path)
 }
 
-/// Open the directory `name` in `dir` (or `AT_FDCWD`), not through a
-/// symlink; -1 on failure.
-///
-/// # Safety
-/// A system call only; `dir` is an open directory or `AT_FDCWD`.
-unsafe fn open_dir_at(dir: libc::c_int, name: &CStr) -> libc::c_int {
-    libc::openat(
-        dir,
-        name.as_ptr(),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-    )
-}
-
-/// Call `f` with the name of each entry of the directory `fd` but `.`
-/// and `..`; false if reading it failed before its end. Entries `f`
-/// removes meanwhile do not hide the others.
-///
-/// # Safety
-/// System calls only; `fd` is an open directory.
-unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr)) -> bool {
-    let mut buf = [0u8; 1024];
-    loop {
-        match crate::dirents::getdents(fd, &mut buf) {
-            Ok(0) => return true,
-            Ok(n) => {
-                for (name, _) in crate::dirents::records(&buf[..n]) {
-                    f(name);
-                }
-            }
-            Err(_) => return false,
-        }
-    }
-}
-
 /// Whether `name` exists in the directory `dir` (not followed).
 ///
 /// # Safety
@@ -235,7 +198,7 @@ unsafe fn recycle_at(dir: libc::c_int, name: &CStr, spare: &CStr) -> bool {
         return false;
     }
     libc::fchmod(sub, 0o700);
-    each_entry(sub, &mut |n| remove_at(sub, n, 1));
+    each_entry(sub, &mut |n, _| remove_at(sub, n, 1));
     // A directory left inside would make the next run refuse the spare
     // (`took_spare` counts links) and keep it, unusable, for good.
     let mut st: libc::stat = std::mem::zeroed();
@@ -258,14 +221,15 @@ unsafe fn remove_at(dir: libc::c_int, name: &CStr, depth: usize) {
         return;
     }
     // A directory (`unlinkat` said so). Overlayfs makes its own with
-    // mode 0: each is ours to open up, as `temp::remove_tree` does.
-    libc::fchmodat(dir, name.as_ptr(), 0o700, 0);
+    // mode 0: each is ours to open up, as `temp::remove_tree` does, and
+    // never through a symlink put there since.
+    chmod_dir_at(dir, name, 0o700);
     let sub = open_dir_at(dir, name);
     if sub < 0 {
         return;
     }
     if depth < MAX_DEPTH {
-        each_entry(sub, &mut |n| remove_at(sub, n, depth + 1));
+        each_entry(sub, &mut |n, _| remove_at(sub, n, depth + 1));
     }
     libc::close(sub);
     libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR);

@@ -192,6 +192,17 @@ pub fn rename_noreplace(
     renameat_noreplace(dir.as_raw_fd(), from, dir.as_raw_fd(), to)
 }
 
+/// [`rename_noreplace`] of `from` in `from_dir` to `to` in `to_dir`.
+pub fn rename_noreplace_at(
+    from_dir: std::os::fd::BorrowedFd<'_>,
+    from: &std::ffi::CStr,
+    to_dir: std::os::fd::BorrowedFd<'_>,
+    to: &std::ffi::CStr,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    renameat_noreplace(from_dir.as_raw_fd(), from, to_dir.as_raw_fd(), to)
+}
+
 /// [`rename_noreplace`] of two paths, each absolute or relative to the
 /// current directory.
 pub fn rename_paths_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {

@@ -16,6 +16,7 @@ mod journal;
 mod kernel;
 mod limits;
 mod listen;
+mod nofollow;
 mod ns;
 mod nschild;
 mod passfd;

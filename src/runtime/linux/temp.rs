@@ -16,6 +16,7 @@ mod idle;
 
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -94,17 +95,22 @@ impl PrivateTemp {
             if parked.is_none() {
                 // Like the host's: anyone may create, only owners delete.
                 std::fs::DirBuilder::new().mode(0o1777).create(&dir)?;
-                // The umask took some bits.
-                std::fs::set_permissions(
-                    &dir,
-                    std::os::unix::fs::PermissionsExt::from_mode(0o1777),
-                )?;
             }
             let handle = super::kernel::open_path(
                 dir.to_str()
                     .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?,
             )?
             .handle;
+            // The umask took some bits. Set through the handle, opened
+            // without following a symlink: where another command may
+            // write in the parent, a name swapped meanwhile for a
+            // symlink must not have sbx change the mode of what it
+            // leads to.
+            // SAFETY: an open descriptor.
+            if parked.is_none() && !unsafe { super::nofollow::chmod_fd(handle.as_raw_fd(), 0o1777) }
+            {
+                return Err(io::Error::last_os_error());
+            }
             out.dirs.push((name.to_string(), dir, handle));
         }
         Ok(Some(out))
@@ -196,7 +202,7 @@ impl Drop for PrivateTemp {
 /// made unreadable is opened up first.
 pub fn remove_base(base: &Path) -> Option<String> {
     if std::fs::remove_dir_all(base).is_err() {
-        open_up(base);
+        super::nofollow::open_up(base);
         if let Err(e) = std::fs::remove_dir_all(base) {
             if e.kind() != io::ErrorKind::NotFound {
                 return Some(format!(
@@ -213,7 +219,7 @@ pub fn remove_base(base: &Path) -> Option<String> {
 /// unreadable (an overlay's work directory is mode 0) first.
 pub fn remove_tree(dir: &Path) -> io::Result<()> {
     if std::fs::remove_dir_all(dir).is_err() {
-        open_up(dir);
+        super::nofollow::open_up(dir);
         return std::fs::remove_dir_all(dir);
     }
     Ok(())
@@ -242,26 +248,6 @@ pub fn check_base(base: &Path) -> io::Result<PathBuf> {
         Err(e) => return Err(e),
     }
     Ok(base.to_path_buf())
-}
-
-/// Give the owner every right on each directory below `dir` (never
-/// through a symlink), so that it can be removed.
-fn open_up(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::symlink_metadata(dir) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    if let Ok(entries) = crate::dirents::read_dir(dir) {
-        for e in entries.flatten() {
-            if e.is_dir() {
-                open_up(e.path());
-            }
-        }
-    }
 }
 
 /// A new directory for the run (0700), under the first parent that

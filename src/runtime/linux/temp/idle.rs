@@ -33,9 +33,10 @@
 //! nothing of another user's is taken; root's checks refuse what is not
 //! root's.
 
-use std::ffi::CString;
+use super::super::nofollow;
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -106,82 +107,96 @@ pub fn take(parent: &str, k: usize, run_name: impl Fn(u32) -> String) -> Option<
 /// when it cannot be parked (the caller removes it). Called once the
 /// command's tree has ended.
 pub fn park(base: &Path) -> bool {
-    let (Some(parent), Ok(meta)) = (base.parent(), std::fs::symlink_metadata(base)) else {
+    use std::os::unix::ffi::OsStrExt;
+    let (Some(parent), Some(name)) = (base.parent(), base.file_name()) else {
         return false;
     };
-    if !owned_dir(&meta, 0o700) {
+    // The parent is sbx's (`/var/tmp`, `/tmp`); the base and all below
+    // it are opened from descriptors, never through a symlink: another
+    // command that may write there cannot steer what sbx empties.
+    let (Ok(parent_dir), Ok(base_name)) = (
+        std::fs::File::open(parent).map(OwnedFd::from),
+        CString::new(name.as_bytes()),
+    ) else {
+        return false;
+    };
+    let Ok(base_dir) = nofollow::open_dir(&parent_dir, &base_name) else {
+        return false;
+    };
+    if !nofollow::fstat(&base_dir).is_ok_and(|st| owned(&st, 0o700)) {
         return false;
     }
-    let Ok(mut pool) = Pool::open(base) else {
+    let Ok(mut pool) = Pool::open(&base_dir) else {
         return false;
     };
-    for entry in crate::dirents::read_dir(base).into_iter().flatten() {
-        let Ok(entry) = entry else { return false };
-        if entry.file_name() == POOL {
+    let Ok(entries) = nofollow::entries(&base_dir) else {
+        return false;
+    };
+    for (name, kind) in entries {
+        if name.as_bytes() == POOL.as_bytes() {
             continue;
         }
-        let is_dir = entry.is_dir();
-        if !is_dir || !empty_private(entry.path(), &mut pool) {
+        if kind != libc::DT_DIR || !empty_private(&base_dir, &name, &mut pool) {
             return false;
         }
     }
     // Names `0` … `k-1` only, each now empty (checked again, with the
     // pool, by the run that takes it).
-    let Ok(k @ 1..) = private_dirs(base) else {
-        return false;
-    };
-    let Ok(dir) = std::fs::File::open(parent) else {
-        return false;
-    };
-    let Some(name) = base.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    let Ok(from) = cstring(name) else {
+    let Ok(k @ 1..) = private_dirs(&nofollow::anchored(&parent_dir, &base_name)) else {
         return false;
     };
     (0..KEEP).any(|n| {
-        cstring(&idle_name(k, n))
-            .is_ok_and(|to| super::super::kernel::rename_noreplace(dir.as_fd(), &from, &to).is_ok())
+        cstring(&idle_name(k, n)).is_ok_and(|to| {
+            super::super::kernel::rename_noreplace(parent_dir.as_fd(), &base_name, &to).is_ok()
+        })
     })
 }
 
-/// Remove what the command left in a private directory of the run
-/// (its directories into `pool` while there is room) and give it back
-/// its mode; false if it is not one sbx can park.
-fn empty_private(dir: &Path, pool: &mut Pool) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+/// Remove what the command left in the private directory `name` of the
+/// run's base `base` (its directories into `pool` while there is room)
+/// and give it back its mode; false if it is not one sbx can park.
+fn empty_private(base: &OwnedFd, name: &CStr, pool: &mut Pool) -> bool {
+    let Ok(dir) = nofollow::open_dir(base, name) else {
         return false;
     };
-    if !meta.is_dir() || meta.uid() != euid() {
+    if !nofollow::fstat(&dir).is_ok_and(|st| is_dir(&st) && st.st_uid == euid()) {
         return false;
     }
-    if empty_into(dir, 0, pool).is_err() {
+    if empty_into(&dir, 0, pool).is_err() {
         return false;
     }
     // The command may have changed it (chmod 700 /tmp).
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).is_ok()
+    // SAFETY: an open descriptor.
+    unsafe { nofollow::chmod_fd(dir.as_raw_fd(), 0o1777) }
 }
 
-/// Empty `dir`: files removed, directories emptied the same way and
-/// moved into `pool` while it has room (down to [`POOL_DEPTH`]), or
-/// removed. What cannot be read or emptied (a directory the command
-/// locked) is removed as a whole, opened up first.
-fn empty_into(dir: &Path, depth: usize, pool: &mut Pool) -> io::Result<()> {
-    for entry in crate::dirents::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        // Not followed: a symlink is a file here.
-        if entry.kind()? != crate::dirents::Kind::Dir {
-            std::fs::remove_file(path)?;
-            continue;
+/// Empty the open directory `dir`: files removed, directories emptied
+/// the same way and moved into `pool` while it has room (down to
+/// [`POOL_DEPTH`]), or removed. What cannot be read or emptied (a
+/// directory the command locked) is removed as a whole, opened up
+/// first. Every step is taken from `dir`'s descriptor, never through a
+/// symlink.
+fn empty_into(dir: &OwnedFd, depth: usize, pool: &mut Pool) -> io::Result<()> {
+    for (name, kind) in nofollow::entries(dir)? {
+        if kind != libc::DT_DIR {
+            // Not followed: a symlink is a file here. A directory put in
+            // its place meanwhile says so, and is taken as one.
+            match nofollow::unlink_at(dir, &name) {
+                Ok(()) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {}
+                Err(e) => return Err(e),
+            }
         }
         let kept = depth < POOL_DEPTH
             && pool.has_room()
-            && empty_into(path, depth + 1, pool).is_ok()
-            && pool.take_in(path);
+            && nofollow::open_dir(dir, &name).is_ok_and(|sub| {
+                empty_into(&sub, depth + 1, pool).is_ok() && pool.take_in(dir, &name, &sub)
+            });
         if !kept {
-            super::remove_tree(path)?;
+            match nofollow::remove_tree_at(dir, &name) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
     }
     Ok(())
@@ -193,20 +208,30 @@ pub(super) struct Pool {
     dir: PathBuf,
     /// Its entries' names.
     names: Vec<u32>,
+    /// The pool, opened, when it is being filled ([`Pool::open`]).
+    fd: Option<OwnedFd>,
 }
 
 impl Pool {
     /// `base`'s pool, made if need be, to be filled; refused if it is
     /// not one sbx made.
-    fn open(base: &Path) -> io::Result<Pool> {
-        let pool = Pool::checked(base)?;
-        match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-            .create(&pool.dir)
-        {
+    fn open(base: &OwnedFd) -> io::Result<Pool> {
+        let bad = || io::Error::other("not a pool of stubs");
+        let mut pool = Pool::checked(&nofollow::anchored(base, c""))?;
+        // SAFETY: an open directory and a NUL-terminated name.
+        if unsafe { libc::mkdirat(base.as_raw_fd(), c"pool".as_ptr(), 0o700) } != 0 {
+            let e = io::Error::last_os_error();
             // There already: checked above.
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-            _ => Ok(pool),
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
         }
+        let fd = nofollow::open_dir(base, c"pool")?;
+        if !nofollow::fstat(&fd).is_ok_and(|st| owned(&st, 0o700)) {
+            return Err(bad());
+        }
+        pool.fd = Some(fd);
+        Ok(pool)
     }
 
     /// `base`'s pool as the invariant wants it (none: empty): a
@@ -221,6 +246,7 @@ impl Pool {
                 return Ok(Pool {
                     dir,
                     names: Vec::new(),
+                    fd: None,
                 })
             }
             other => other?,
@@ -241,31 +267,49 @@ impl Pool {
             return Err(bad());
         }
         names.sort_unstable();
-        Ok(Pool { dir, names })
+        Ok(Pool {
+            dir,
+            names,
+            fd: None,
+        })
     }
 
     fn has_room(&self) -> bool {
         self.names.len() < POOL_KEEP
     }
 
-    /// Move the empty directory `path` into the pool, its mode set back;
-    /// false (left where it is) if the pool is full, or it is not ours
-    /// or keeps an attribute.
-    fn take_in(&mut self, path: &Path) -> bool {
-        use std::os::unix::fs::PermissionsExt;
-        let ours = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir() && m.uid() == euid());
+    /// Move the empty directory `name` of `parent`, open as `sub`, into
+    /// the pool, its mode set back; false (left where it is, or removed
+    /// from the pool) if the pool is full, it is not ours or keeps an
+    /// attribute, or the name led to another directory by the time it
+    /// was moved.
+    fn take_in(&mut self, parent: &OwnedFd, name: &CStr, sub: &OwnedFd) -> bool {
+        let Ok(st) = nofollow::fstat(sub) else {
+            return false;
+        };
         // Its own directories may have filled the pool meanwhile.
-        if !self.has_room()
-            || !ours
-            || std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).is_err()
-            || !matches!(foreign_xattrs(path), Ok(false))
+        let ours = self.has_room() && is_dir(&st) && st.st_uid == euid();
+        // SAFETY: an open descriptor.
+        if !ours
+            || !unsafe { nofollow::chmod_fd(sub.as_raw_fd(), 0o755) }
+            || !matches!(foreign_xattrs_fd(sub), Ok(false))
         {
             return false;
         }
         let n = self.names.last().map_or(0, |l| l + 1);
-        if super::super::kernel::rename_paths_noreplace(path, &self.dir.join(n.to_string()))
+        let (Some(pool), Ok(to)) = (&self.fd, cstring(&n.to_string())) else {
+            return false;
+        };
+        if super::super::kernel::rename_noreplace_at(parent.as_fd(), name, pool.as_fd(), &to)
             .is_err()
         {
+            return false;
+        }
+        // The pool keeps only the directory emptied here.
+        if !nofollow::lstat_at(pool, &to)
+            .is_ok_and(|t| (t.st_dev, t.st_ino) == (st.st_dev, st.st_ino))
+        {
+            let _ = nofollow::remove_tree_at(pool, &to);
             return false;
         }
         self.names.push(n);
@@ -348,6 +392,15 @@ fn owned_dir(meta: &std::fs::Metadata, mode: u32) -> bool {
     meta.file_type().is_dir() && meta.uid() == euid() && meta.mode() & 0o7777 == mode
 }
 
+fn is_dir(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+/// [`owned_dir`] of a `stat`.
+fn owned(st: &libc::stat, mode: u32) -> bool {
+    is_dir(st) && st.st_uid == euid() && st.st_mode & 0o7777 == mode
+}
+
 /// `path` has an extended attribute that is not an LSM's label.
 fn foreign_xattrs(path: &Path) -> io::Result<bool> {
     let c = CString::new(path.as_os_str().as_encoded_bytes())
@@ -355,6 +408,20 @@ fn foreign_xattrs(path: &Path) -> io::Result<bool> {
     let mut buf = [0u8; 1024];
     // SAFETY: a NUL-terminated path and a buffer of the given length.
     let n = unsafe { libc::llistxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    foreign_names(n, &buf)
+}
+
+/// [`foreign_xattrs`] of an open file.
+fn foreign_xattrs_fd(fd: &OwnedFd) -> io::Result<bool> {
+    let mut buf = [0u8; 1024];
+    // SAFETY: an open descriptor and a buffer of the given length.
+    let n = unsafe { libc::flistxattr(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    foreign_names(n, &buf)
+}
+
+/// Whether the list of `n` bytes of attribute names in `buf` (or the
+/// error of a negative `n`) has a name that is not an LSM's label.
+fn foreign_names(n: isize, buf: &[u8]) -> io::Result<bool> {
     if n < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
@@ -451,6 +518,62 @@ mod tests {
             assert_eq!(std::fs::read_dir(got.join(i)).unwrap().count(), 0);
         }
         assert!(take(parent_str, 2, names(p.path())).is_none(), "taken once");
+    }
+
+    /// Another command that can write where the base is (a rule on
+    /// `/var/tmp`, or `namespaces = "never"`) swaps a directory of the
+    /// private tree for a symlink to a directory of the user's while
+    /// sbx empties the tree: what the symlink leads to keeps its files
+    /// and its mode, however the swaps fall.
+    #[test]
+    fn a_directory_swapped_for_a_symlink_while_parking_steers_nothing() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let p = parent();
+        let victim = p.path().join("victim");
+        std::fs::create_dir_all(victim.join("inner")).unwrap();
+        chmod(&victim.join("inner"), 0o750);
+        for round in 0..400 {
+            for f in ["canary", "sub"] {
+                std::fs::write(victim.join(f), "keep").unwrap();
+            }
+            let b = base(p.path(), &format!("sbx-run-{round}"), 1);
+            let tmp = b.join("0");
+            let sub = tmp.join("sub");
+            std::fs::create_dir_all(sub.join("inner")).unwrap();
+            for f in ["canary", "sub"] {
+                std::fs::write(sub.join(f), "x").unwrap();
+            }
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| nofollow::tests::swap_for_symlink(&stop, &sub, &victim));
+                park(&b);
+                stop.store(true, Ordering::Relaxed);
+            });
+            for f in ["canary", "sub"] {
+                assert_eq!(
+                    std::fs::read_to_string(victim.join(f)).ok().as_deref(),
+                    Some("keep"),
+                    "round {round}: {f} removed through the symlink"
+                );
+            }
+            let mode = std::fs::symlink_metadata(victim.join("inner"))
+                .unwrap()
+                .mode()
+                & 0o7777;
+            assert_eq!(mode, 0o750, "round {round}: a mode set through the symlink");
+            let mode = std::fs::symlink_metadata(&victim).unwrap().mode() & 0o7777;
+            assert_ne!(
+                mode & 0o7000,
+                0o1000,
+                "round {round}: the victim made sticky"
+            );
+            for e in std::fs::read_dir(p.path()).unwrap() {
+                let e = e.unwrap().path();
+                if e != victim {
+                    let _ = std::fs::remove_dir_all(&e);
+                }
+            }
+        }
     }
 
     /// A parked base that changed while parked is removed, not taken.
