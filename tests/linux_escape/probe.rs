@@ -892,11 +892,16 @@ unsafe fn op(args: &[String]) -> String {
                     libc::dup2(tcp, n);
                 }
             });
+            // At least 2000 tries, and more until the UNIX socket has
+            // listened once: on a loaded machine the swapping thread can
+            // win every one of the first 2000 (the control then fails).
             let mut listened = 0;
-            for _ in 0..2000 {
+            let mut tries = 0;
+            while tries < 2000 || (listened == 0 && tries < 200_000) {
                 if libc::listen(n, 1) == 0 {
                     listened += 1;
                 }
+                tries += 1;
             }
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = t.join();
