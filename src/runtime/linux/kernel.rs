@@ -203,16 +203,6 @@ pub fn rename_noreplace_at(
     renameat_noreplace(from_dir.as_raw_fd(), from, to_dir.as_raw_fd(), to)
 }
 
-/// [`rename_noreplace`] of two paths, each absolute or relative to the
-/// current directory.
-pub fn rename_paths_noreplace(from: &std::path::Path, to: &std::path::Path) -> io::Result<()> {
-    let c = |p: &std::path::Path| {
-        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-    };
-    renameat_noreplace(libc::AT_FDCWD, &c(from)?, libc::AT_FDCWD, &c(to)?)
-}
-
 /// `renameat2(RENAME_NOREPLACE)` as a raw system call: the static musl
 /// build's C library has no wrapper for it.
 fn renameat_noreplace(

@@ -16,8 +16,8 @@ mod idle;
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// The host's shared temp directories on Linux.
@@ -132,46 +132,73 @@ impl PrivateTemp {
     }
 
     /// Make the empty directory or file that `rule_path` (beneath the
-    /// private path `under`) is mounted on, with its parents.
+    /// private path `under`) is mounted on, with its parents. Another
+    /// command that may write under the host's `/var/tmp` (a rule on
+    /// it, `namespaces = "never"`) could swap a directory on the way for
+    /// a symlink: each step is taken from the one above, beneath the
+    /// private directory's handle, through no symlink.
     pub fn stub(&self, under: &str, rule_path: &str, is_dir: bool) -> io::Result<()> {
-        let Some((src, _)) = self.source(under) else {
+        let Some((_, top)) = self.source(under) else {
             return Ok(());
         };
         let rel = rule_path[under.len()..].trim_start_matches('/');
-        let at = src.join(rel);
-        // Nothing else writes here yet: the run has not started.
-        if is_dir {
-            self.stub_dir(src, &at)
-        } else {
-            if let Some(parent) = at.parent() {
-                self.stub_dir(src, parent)?;
+        let mut names = Vec::new();
+        for n in rel.split('/').filter(|n| !n.is_empty()) {
+            if n == "." || n == ".." {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
             }
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .open(&at)
-                .map(drop)
+            names.push(std::ffi::CString::new(n).map_err(|_| io::ErrorKind::InvalidInput)?);
         }
+        let Some(last) = names.pop() else {
+            return Ok(());
+        };
+        let mut dir = std::os::fd::OwnedFd::from(top.try_clone()?);
+        for n in &names {
+            dir = self.stub_dir(&dir, n)?;
+        }
+        if is_dir {
+            return self.stub_dir(&dir, &last).map(drop);
+        }
+        // SAFETY: an open directory and a NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                last.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o644 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        drop(unsafe { File::from_raw_fd(fd) });
+        Ok(())
     }
 }
 
 impl PrivateTemp {
-    /// The directory `at` beneath the private directory `src`, with its
-    /// parents, each taken from the pool while it lasts, or made.
-    fn stub_dir(&self, src: &Path, at: &Path) -> io::Result<()> {
-        if at == src || std::fs::symlink_metadata(at).is_ok_and(|m| m.is_dir()) {
-            return Ok(());
+    /// The directory `name` in `dir`, taken from the pool while it
+    /// lasts, or made; opened, not through a symlink.
+    fn stub_dir(
+        &self,
+        dir: &std::os::fd::OwnedFd,
+        name: &std::ffi::CStr,
+    ) -> io::Result<std::os::fd::OwnedFd> {
+        match super::nofollow::open_dir(dir, name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            r => return r,
         }
-        if let Some(parent) = at.parent() {
-            self.stub_dir(src, parent)?;
+        let taken = self
+            .pool
+            .borrow_mut()
+            .as_mut()
+            .is_some_and(|pool| pool.take_out(dir, name));
+        // SAFETY: an open directory and a NUL-terminated name.
+        if !taken && unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) } != 0 {
+            return Err(io::Error::last_os_error());
         }
-        if let Some(pool) = self.pool.borrow_mut().as_mut() {
-            if pool.take_out(at) {
-                return Ok(());
-            }
-        }
-        std::fs::DirBuilder::new().mode(0o755).create(at)
+        super::nofollow::open_dir(dir, name)
     }
 
     /// Leave the removal to the after-run work, which gets the path
@@ -321,6 +348,35 @@ mod tests {
         assert!(Path::new("/etc/passwd").exists());
     }
 
+    /// `base` made with a private `/tmp` (`base/0`, holding `dirs`) and
+    /// a pool of `pooled` directories, as a taken base has them.
+    fn stub_base(base: &Path, dirs: &[&str], pooled: usize) -> PrivateTemp {
+        let private = base.join("0");
+        std::fs::create_dir_all(&private).unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(private.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(base.join(idle::POOL)).unwrap();
+        for n in 0..pooled {
+            std::fs::create_dir(base.join(idle::POOL).join(n.to_string())).unwrap();
+        }
+        for d in [base, &base.join(idle::POOL)] {
+            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .unwrap();
+        }
+        PrivateTemp {
+            base: base.to_path_buf(),
+            dirs: vec![(
+                "/tmp".into(),
+                private.clone(),
+                File::open(&private).unwrap(),
+            )],
+            shm: false,
+            handed: true,
+            pool: std::cell::RefCell::new(Some(idle::Pool::checked(base).unwrap())),
+        }
+    }
+
     /// Stubs take a parked base's pooled directories first, parents
     /// first, then are made.
     #[test]
@@ -329,28 +385,9 @@ mod tests {
         let t = tempfile::tempdir_in("/var/tmp").unwrap();
         let base = t.path().join("sbx-run-stubs");
         let private = base.join("0");
-        std::fs::create_dir_all(&private).unwrap();
-        std::fs::create_dir_all(base.join(idle::POOL)).unwrap();
-        for n in ["0", "1"] {
-            std::fs::create_dir(base.join(idle::POOL).join(n)).unwrap();
-        }
-        for d in [&base, &base.join(idle::POOL)] {
-            std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                .unwrap();
-        }
         let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
+        let temp = stub_base(&base, &[], 2);
         let pooled = [ino(&base.join("pool/0")), ino(&base.join("pool/1"))];
-        let temp = PrivateTemp {
-            base: base.clone(),
-            dirs: vec![(
-                "/tmp".into(),
-                private.clone(),
-                File::open(&private).unwrap(),
-            )],
-            shm: false,
-            handed: true,
-            pool: std::cell::RefCell::new(Some(idle::Pool::checked(&base).unwrap())),
-        };
         temp.stub("/tmp", "/tmp/tmp.X/ws", true).unwrap();
         temp.stub("/tmp", "/tmp/tmp.X/policy.toml", false).unwrap();
         temp.stub("/tmp", "/tmp/other", true).unwrap();
@@ -359,6 +396,51 @@ mod tests {
         assert!(!pooled.contains(&ino(&private.join("other"))));
         assert!(private.join("tmp.X/policy.toml").is_file());
         assert_eq!(std::fs::read_dir(base.join(idle::POOL)).unwrap().count(), 0);
+    }
+
+    /// A directory on the way to a stub swapped for a symlink to a
+    /// directory of the user's while the stubs are made (another command
+    /// writing under `/var/tmp`): nothing is made, moved or removed
+    /// there; the stub fails instead.
+    #[test]
+    fn a_directory_swapped_for_a_symlink_while_stubbing_steers_nothing() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let t = tempfile::tempdir_in("/var/tmp").unwrap();
+        let victim = t.path().join("victim");
+        std::fs::create_dir_all(victim.join("keep")).unwrap();
+        let mut failed = 0;
+        for round in 0..300 {
+            let base = t.path().join("sbx-run-stubs");
+            let private = base.join("0");
+            let temp = stub_base(&base, &["a"], 4);
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    super::super::nofollow::tests::swap_for_symlink(
+                        &stop,
+                        &private.join("a"),
+                        &victim,
+                    )
+                });
+                for stub in ["/tmp/a/b/c", "/tmp/a/d/e"] {
+                    failed += usize::from(temp.stub("/tmp", stub, true).is_err());
+                }
+                failed += usize::from(temp.stub("/tmp", "/tmp/a/f", false).is_err());
+                stop.store(true, Ordering::Relaxed);
+            });
+            let left: Vec<_> = std::fs::read_dir(&victim)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(
+                left,
+                ["keep"],
+                "round {round}: made or moved through the symlink"
+            );
+            std::fs::remove_dir_all(&base).unwrap();
+        }
+        // The race was run: some stubs met the symlink.
+        assert!(failed > 0);
     }
 
     #[test]

@@ -316,28 +316,42 @@ impl Pool {
         true
     }
 
-    /// An empty directory of the pool moved to `to`, if one is left
-    /// that is, there, a real directory of this user, mode 0755, empty
-    /// and without an attribute but `security.*` (one that is not is
-    /// removed, and the next is tried).
-    pub(super) fn take_out(&mut self, to: &Path) -> bool {
+    /// An empty directory of the pool moved to `name` in `parent`, if
+    /// one is left that is, there, a real directory of this user, mode
+    /// 0755, empty and without an attribute but `security.*` (one that
+    /// is not is removed, never through a symlink, and the next is
+    /// tried).
+    pub(super) fn take_out(&mut self, parent: &OwnedFd, name: &CStr) -> bool {
+        if self.fd.is_none() {
+            // Opened through no symlink; what it holds is checked below.
+            let Some(dir) = self.dir.to_str() else {
+                return false;
+            };
+            match super::super::kernel::open_path(dir) {
+                Ok(o) => self.fd = Some(o.handle.into()),
+                Err(_) => return false,
+            }
+        }
         while let Some(n) = self.names.pop() {
-            if super::super::kernel::rename_paths_noreplace(&self.dir.join(n.to_string()), to)
+            let (Some(pool), Ok(from)) = (&self.fd, cstring(&n.to_string())) else {
+                return false;
+            };
+            if super::super::kernel::rename_noreplace_at(pool.as_fd(), &from, parent.as_fd(), name)
                 .is_err()
             {
                 continue;
             }
-            let meta = std::fs::symlink_metadata(to);
-            let good = meta.as_ref().is_ok_and(|m| owned_dir(m, 0o755))
-                && crate::dirents::read_dir(to).is_ok_and(|mut d| d.next().is_none())
-                && matches!(foreign_xattrs(to), Ok(false));
+            let good = nofollow::open_dir(parent, name).is_ok_and(|d| {
+                nofollow::fstat(&d).is_ok_and(|st| owned(&st, 0o755))
+                    && nofollow::entries(&d).is_ok_and(|e| e.is_empty())
+                    && matches!(foreign_xattrs_fd(&d), Ok(false))
+            });
             if good {
                 return true;
             }
-            let _ = if meta.is_ok_and(|m| m.is_dir()) {
-                super::remove_tree(to)
-            } else {
-                std::fs::remove_file(to)
+            let _ = match nofollow::lstat_at(parent, name) {
+                Ok(st) if is_dir(&st) => nofollow::remove_tree_at(parent, name),
+                _ => nofollow::unlink_at(parent, name),
             };
         }
         false
@@ -448,6 +462,13 @@ mod tests {
 
     /// A run's base in `parent` as `PrivateTemp::make` leaves it, with
     /// `k` private directories.
+    /// [`Pool::take_out`] to the path `to`.
+    fn take_out(pool: &mut Pool, to: &Path) -> bool {
+        let parent = OwnedFd::from(std::fs::File::open(to.parent().unwrap()).unwrap());
+        let name = CString::new(to.file_name().unwrap().as_encoded_bytes()).unwrap();
+        pool.take_out(&parent, &name)
+    }
+
     fn base(parent: &Path, name: &str, k: usize) -> PathBuf {
         let b = parent.join(name);
         std::fs::create_dir(&b).unwrap();
@@ -671,7 +692,7 @@ mod tests {
         let (got, mut pool) = take(p.path().to_str().unwrap(), 1, names(p.path())).unwrap();
         assert_eq!(pool.names.len(), 5);
         let stub = got.join("0/stub");
-        assert!(pool.take_out(&stub));
+        assert!(take_out(&mut pool, &stub));
         assert!(made.contains(&inode(&stub)));
         assert_eq!(pool_inodes(&got).len(), 4);
     }
@@ -765,9 +786,9 @@ mod tests {
             change(&idle, &outside);
             let (got, mut pool) = take(parent_str, 1, names(p.path())).expect(what);
             let stub = got.join("0/stub");
-            assert!(pool.take_out(&stub), "{what}");
+            assert!(take_out(&mut pool, &stub), "{what}");
             assert_eq!(inode(&stub), good, "{what}");
-            assert!(!pool.take_out(&got.join("0/other")), "{what}");
+            assert!(!take_out(&mut pool, &got.join("0/other")), "{what}");
             assert!(!got.join("0/other").exists(), "{what}");
             assert_eq!(pool_inodes(&got), Vec::<u64>::new(), "{what}");
             assert_eq!(
