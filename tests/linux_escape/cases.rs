@@ -149,6 +149,7 @@ pub const ALL: &[(&str, Case)] = &[
     ("ns_unavailable_fallback", ns::namespaces_unavailable),
     ("ns_first_mount_refused_fallback", ns::first_mount_refused),
     ("ns_read_only_grant_metadata", ns::read_only_grant_metadata),
+    ("ns_metadata_outside_temp", ns::metadata_outside_temp),
     ("ns_mounts_nosuid_nodev", ns::mounts_nosuid_nodev),
     (
         "ns_never_says_what_it_gives_up",

@@ -4,7 +4,6 @@
 //! what the layer adds.
 
 use crate::fixture::{check, expect, sbx_bin, Fx, Out};
-use crate::privilege_cases::root;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -363,20 +362,27 @@ pub fn first_mount_refused(fx: &Fx) -> Result<(), String> {
     })
 }
 
-/// POLICY.md §13: a grant without write rights is a read-only mount, so
-/// modes, owners and times fail with EROFS even for root, which
-/// Landlock does not check. Root gets the new root even where `auto`
-/// would need no namespace for an unprivileged run (a port rule keeps
-/// the real network and the policy has no carve-out).
+/// POLICY.md §13: what the command may only read, and what it is not
+/// granted at all, keeps its modes and times. Landlock checks neither
+/// `chmod` nor `utimensat`, and the owner passes them anywhere (root,
+/// capabilities or not, owns most of the system): only the new root
+/// stops them, read-only mounts (EROFS, `chown` too) and nothing else
+/// there (ENOENT). So `auto` uses it for every policy, for a user as for
+/// root, also where nothing else would need a namespace (a port rule
+/// keeps the real network, no carve-out, no temp directory).
 pub fn read_only_grant_metadata(fx: &Fx) -> Result<(), String> {
-    let (ro, data) = (fx.path("ro/file"), fx.path("ws/data"));
-    let mut policies = vec![("no network", fx.policy("best_effort", ""))];
-    if root() {
-        policies.push((
+    let (ro, data, outside) = (
+        fx.path("ro/file"),
+        fx.path("ws/data"),
+        fx.path("outside/secret"),
+    );
+    let policies = [
+        ("no network", fx.policy("best_effort", "")),
+        (
             "a port rule",
             fx.policy("best_effort", "\n[[net]]\nhost = \"*\"\nport = 9\n"),
-        ));
-    }
+        ),
+    ];
     for (what, p) in &policies {
         let r = |args: &[&str]| fx.run(p, &[], args);
         expect(
@@ -390,6 +396,16 @@ pub fn read_only_grant_metadata(fx: &Fx) -> Result<(), String> {
             "EROFS",
         )?;
         expect(&format!("utime ro, {what}"), &r(&["utime", &ro]), "EROFS")?;
+        expect(
+            &format!("chmod outside, {what}"),
+            &r(&["chmod", &outside, "600"]),
+            "ENOENT",
+        )?;
+        expect(
+            &format!("utime outside, {what}"),
+            &r(&["utime", &outside]),
+            "ENOENT",
+        )?;
         // Controls: the same calls on a writable grant, a read beside.
         expect(&format!("read ro, {what}"), &r(&["read", &ro]), "OK")?;
         expect(
@@ -399,10 +415,69 @@ pub fn read_only_grant_metadata(fx: &Fx) -> Result<(), String> {
         )?;
         expect(&format!("utime ws, {what}"), &r(&["utime", &data]), "OK")?;
     }
-    let mode = std::fs::metadata(fx.root.join("ro/file")).unwrap();
+    for (f, set) in [("ro/file", 0o666), ("outside/secret", 0o600)] {
+        let mode = std::fs::metadata(fx.root.join(f)).unwrap();
+        check(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777 != set,
+            || format!("{f}'s mode changed"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The same outside every temp directory, where nothing else of the
+/// policy asks for a namespace: a port rule (the real network), no
+/// carve-out (the policy file outside the workspace), no temp preset.
+/// `auto` used to run this with Landlock alone for a user, and the
+/// command could make a file it was never granted world-readable.
+/// The tree is made in `SBX_ESCAPE_NONTEMP` (set by unprivileged.sh) or
+/// the caller's home, never beneath `/tmp`.
+pub fn metadata_outside_temp(fx: &Fx) -> Result<(), String> {
+    let base = std::env::var_os("SBX_ESCAPE_NONTEMP")
+        .or_else(|| std::env::var_os("HOME"))
+        .map(std::path::PathBuf::from)
+        .filter(|b| b.is_dir() && !b.starts_with("/tmp") && !b.starts_with("/var/tmp"))
+        .ok_or("no directory outside the temp directories: set SBX_ESCAPE_NONTEMP")?;
+    let t = tempfile::Builder::new()
+        .prefix("sbx-escape-")
+        .tempdir_in(&base)
+        .map_err(|e| format!("{}: {e}", base.display()))?;
+    let root = t.path().canonicalize().unwrap();
+    let (ws, outside) = (root.join("ws"), root.join("outside"));
+    for d in [&ws, &outside] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(ws.join("data"), "x").unwrap();
+    std::fs::write(outside.join("secret"), "secret").unwrap();
+    let policy = root.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[process]\npresets = [\"system_runtime\"]\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
+         [[net]]\nhost = \"*\"\nport = 9\n",
+    )
+    .unwrap();
+    let run = |probe: &[&str]| {
+        let mut args: Vec<std::ffi::OsString> = vec!["run".into(), policy.clone().into()];
+        args.extend(["--workspace".into(), ws.clone().into(), "--".into()]);
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(std::ffi::OsString::from));
+        fx.sbx(&args, None)
+    };
+    let secret = outside.join("secret");
+    let secret = secret.to_str().unwrap();
+    let data = ws.join("data");
+    let data = data.to_str().unwrap();
+    expect("chmod outside", &run(&["chmod", secret, "606"]), "ENOENT")?;
+    expect("utime outside", &run(&["utime", secret]), "ENOENT")?;
+    // Controls: the same calls on the workspace.
+    expect("chmod ws", &run(&["chmod", data, "606"]), "OK")?;
+    expect("utime ws", &run(&["utime", data]), "OK")?;
+    let mode = std::fs::metadata(secret).unwrap();
     check(
-        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777 != 0o666,
-        || "ro/file's mode changed".into(),
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777 != 0o606,
+        || "outside/secret's mode changed".into(),
     )
 }
 
@@ -430,7 +505,10 @@ pub fn never_says_what_it_gives_up(fx: &Fx) -> Result<(), String> {
         .filter(|l| l.contains("namespaces = \"never\""))
         .collect();
     check(
-        lines.len() == 1 && lines[0].contains("protected paths") && lines[0].contains("/tmp"),
+        lines.len() == 1
+            && lines[0].contains("protected paths")
+            && lines[0].contains("/tmp")
+            && lines[0].contains("modes and times of any file"),
         || out.stderr.clone(),
     )?;
     let out = fx.run(

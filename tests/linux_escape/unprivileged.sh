@@ -15,10 +15,15 @@ exe=$(cargo test "$@" --test linux_escape --no-run --message-format=json 2>/dev/
 dir=$(dirname "$(dirname "$exe")")
 [ -x "$exe" ] && [ -x "$dir/sbx" ] || { echo "unprivileged.sh: no test binary ($exe)" >&2; exit 1; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# A directory of that user outside every temp directory
+# (ns_metadata_outside_temp): the runs there need no namespace but the
+# new root's.
+nontemp=$(mktemp -d -p /var/lib sbx-escape-XXXXXX)
+chown 65534:65534 "$nontemp"
+trap 'rm -rf "$tmp" "$nontemp"' EXIT
 cp "$exe" "$tmp/linux_escape"
 cp "$dir/sbx" "$tmp/sbx"
 chmod 755 "$tmp" "$tmp/linux_escape" "$tmp/sbx"
 cd "$tmp"
-SBX_BIN="$tmp/sbx" HOME=/nonexistent setpriv --reuid=65534 --regid=65534 --clear-groups \
+SBX_BIN="$tmp/sbx" SBX_ESCAPE_NONTEMP="$nontemp" HOME=/nonexistent setpriv --reuid=65534 --regid=65534 --clear-groups \
   --inh-caps=-all --bounding-set=-all ./linux_escape

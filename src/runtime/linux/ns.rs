@@ -243,29 +243,22 @@ pub fn private_net(art: &LinuxArtifact) -> bool {
 /// What, besides the artifact, decides whether a run uses the layer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Needs {
-    /// A carve-out needs a mount.
-    pub carve_outs: bool,
     /// The proxy serves the network.
     pub proxy: bool,
-    /// sbx runs as root: only the new root's read-only mounts stop root
-    /// from changing modes, owners and times of what it may only read.
-    pub root: bool,
-    /// A rule grants a shared temp directory: only the new root gives
-    /// the run its own, away from the host's sockets there.
-    pub shared_temp: bool,
 }
 
-/// Which namespaces this run uses: `auto` uses the layer when `needs`
-/// or a private network (no network at all) asks for it (POLICY.md
-/// §13); `always` whatever the policy; `never` none. Once used, the PID
-/// namespace comes with it (lifetime and `/proc`).
+/// Which namespaces this run uses: `auto` and `always` use the layer
+/// (`never`: none). Without it Landlock alone cannot stop the command
+/// from changing the modes and times of any file its user owns, granted
+/// or not (Landlock checks neither `chmod` nor `utimensat`; as root,
+/// most of the system's), so `auto` takes it whatever the policy
+/// asks for, and falls back to Landlock alone only where namespaces are
+/// unavailable (POLICY.md §13). Once used, the PID namespace comes with
+/// it (lifetime and `/proc`); the network namespace only for a policy
+/// with no network, or for the proxy.
 pub fn wanted(art: &LinuxArtifact, needs: Needs) -> Wanted {
     let net = private_net(art) || needs.proxy;
-    let used = match art.namespaces.mode {
-        Namespaces::Never => false,
-        Namespaces::Always => true,
-        Namespaces::Auto => needs.carve_outs || net || needs.root || needs.shared_temp,
-    };
+    let used = !matches!(art.namespaces.mode, Namespaces::Never);
     Wanted {
         mount: used,
         pid: used,
@@ -281,15 +274,16 @@ pub fn given_up(carve_outs: &[String], root: bool) -> String {
     let mut out = String::from(
         "which gives up: protected paths (.git/hooks, .git/config, … can be replaced \
          during the run, and sbx moves what differs aside when it ends), private temp directories (the host's /tmp and its sockets are \
-         shared), hiding the host's paths and sockets outside the grants, and a private \
+         shared), hiding the host's paths and sockets outside the grants, a private \
          process tree and /proc",
     );
-    if root {
-        out.push_str(
-            "; as root, read-only grants can have their modes, owners and times changed \
-             (Landlock does not check them)",
-        );
-    }
+    out.push_str(if root {
+        "; and the modes and times of any file root owns (most of the system's) can be \
+         changed, in the grants or not (Landlock checks neither chmod nor utime)"
+    } else {
+        "; and the modes and times of any file this user owns can be changed, in the \
+         grants or not (Landlock checks neither chmod nor utime)"
+    });
     if !carve_outs.is_empty() {
         out.push_str("; these carve-outs get the rights of the rule above them: ");
         out.push_str(&carve_outs.join(", "));

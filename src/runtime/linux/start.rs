@@ -38,14 +38,7 @@ pub(super) fn start(
     // artifact and the proxy alone, not on the other needs `layer`
     // finds (a private network or the proxy uses the layer).
     let proxy = opts.proxy.is_some() || art.proxy.is_some();
-    let net = ns::wanted(
-        art,
-        ns::Needs {
-            proxy,
-            ..ns::Needs::default()
-        },
-    )
-    .net;
+    let net = ns::wanted(art, ns::Needs { proxy }).net;
     // SAFETY: geteuid has no preconditions.
     let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0));
     let runs = earlier_runs(opts);
@@ -470,15 +463,7 @@ fn layer(
         .rules
         .iter()
         .any(|r| temp::is_shared(&r.path, &values.temp));
-    let wanted = ns::wanted(
-        art,
-        ns::Needs {
-            carve_outs: !carve_outs.is_empty(),
-            proxy,
-            root: !user_ns,
-            shared_temp,
-        },
-    );
+    let wanted = ns::wanted(art, ns::Needs { proxy });
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
     let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");
@@ -496,20 +481,26 @@ fn layer(
     let writable = |d: &str| !renamable.covering(d).is_empty();
     let unpinned = pins::add(&mut mounts, &writable, &mut |p| kernel::open_path(p));
     plan.lines.extend(unpinned);
-    if !user_ns && !new_root && plan.abi > 0 {
-        // Only a read-only mount stops root (capabilities or not: uid 0
-        // owns the files) from chmod, chown and utime, which Landlock
-        // does not check.
+    if !new_root && plan.abi > 0 {
+        // Only the new root (read-only mounts, and nothing else there)
+        // stops chmod and utime, which Landlock does not check: the
+        // owner passes them anywhere, capabilities or not.
         plan.lines.push(plan::line(
             String::from("linux.read_only_grants"),
             Status::Wider,
             format!(
-                "sbx runs as root without the new root ({}): the modes, owners and times of \
-                 files the policy only lets it read can be changed",
+                "without the new root ({}): the modes and times of any file {} can be \
+                 changed, whether the policy grants it, lets the command only read it or \
+                 does not grant it at all",
                 if never {
                     "[linux] namespaces = \"never\""
                 } else {
                     "a rule grants /"
+                },
+                if user_ns {
+                    "this user owns"
+                } else {
+                    "root owns (most of the system's)"
                 }
             ),
         ));
@@ -1038,11 +1029,12 @@ fn spawn(art: &LinuxArtifact, opts: &RunOptions, s: &mut SetUp) -> Result<child:
                     s.carve_outs.join(", ")
                 )));
             }
-            if required && !s.user_ns && s.new_root {
+            if required && s.new_root {
                 return Err(fail(format!(
                     "enforcement = \"required\" but namespaces are not available ({why}); \
-                     without the new root's read-only mounts a root run can change the modes, \
-                     owners and times of what it may only read; nothing was run"
+                     without the new root the command can change the modes and times of any \
+                     file {} owns, granted or not; nothing was run",
+                    if s.user_ns { "its user" } else { "root" }
                 )));
             }
             // Past the listeners, their ports are in the ruleset already:

@@ -538,53 +538,18 @@ fn symlinks_met_at_run_time_are_resolved_and_checked() {
         .any(|l| l.rule == "/home/u/ws/build" && l.status == Status::Dropped));
 }
 
-/// `auto` uses the layer for a carve-out, no network or a root run;
-/// `never` never;
-/// `always` always, with a network namespace only when the policy has no
-/// network (or the proxy serves it).
+/// `auto` and `always` use the layer whatever the policy (without it
+/// the command could change the modes and times of any file its user
+/// owns), with a network namespace only when the policy has no network
+/// or the proxy serves it; `never` uses none.
 #[test]
-fn namespaces_are_used_where_the_policy_needs_them() {
+fn namespaces_are_used_unless_never() {
     use super::ns::{private_net, wanted, Needs};
     let with_net = artifact();
     assert!(!private_net(&with_net));
     let w = wanted(&with_net, Needs::default());
-    assert!(!w.any(), "{w:?}");
-    let w = wanted(
-        &with_net,
-        Needs {
-            carve_outs: true,
-            ..Needs::default()
-        },
-    );
     assert!(w.mount && w.pid && !w.net, "{w:?}");
-    assert!(
-        wanted(
-            &with_net,
-            Needs {
-                proxy: true,
-                ..Needs::default()
-            }
-        )
-        .net
-    );
-    // Root always gets the read-only mounts of the new root, and a
-    // shared temp directory the run's own.
-    let w = wanted(
-        &with_net,
-        Needs {
-            root: true,
-            ..Needs::default()
-        },
-    );
-    assert!(w.mount && w.pid && !w.net, "{w:?}");
-    let w = wanted(
-        &with_net,
-        Needs {
-            shared_temp: true,
-            ..Needs::default()
-        },
-    );
-    assert!(w.mount && w.pid && !w.net, "{w:?}");
+    assert!(wanted(&with_net, Needs { proxy: true }).net);
 
     let mut none = ir(PathMode::Resolved, vec![]);
     none.net = Net::none();
@@ -593,22 +558,18 @@ fn namespaces_are_used_where_the_policy_needs_them() {
     let w = wanted(&no_net, Needs::default());
     assert!(w.mount && w.pid && w.net, "{w:?}");
 
-    for (mode, used) in [(Namespaces::Never, false), (Namespaces::Always, true)] {
-        let mut a = with_net.clone();
-        a.namespaces.mode = mode;
-        assert_eq!(
-            wanted(
-                &a,
-                Needs {
-                    carve_outs: true,
-                    root: true,
-                    ..Needs::default()
-                }
-            )
-            .any(),
-            used,
-            "{mode:?}"
-        );
+    for (mode, used) in [
+        (Namespaces::Never, false),
+        (Namespaces::Always, true),
+        (Namespaces::Auto, true),
+    ] {
+        for art in [&with_net, &no_net] {
+            let mut a = art.clone();
+            a.namespaces.mode = mode;
+            let w = wanted(&a, Needs { proxy: true });
+            assert_eq!(w.any(), used, "{mode:?}");
+            assert_eq!(w.net, used, "{mode:?}");
+        }
     }
 }
 
