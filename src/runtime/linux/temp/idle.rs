@@ -141,8 +141,9 @@ pub fn park(base: &Path) -> bool {
         }
     }
     // Names `0` … `k-1` only, each now empty (checked again, with the
-    // pool, by the run that takes it).
-    let Ok(k @ 1..) = private_dirs(&nofollow::anchored(&parent_dir, &base_name)) else {
+    // pool, by the run that takes it): the base emptied, through its
+    // descriptor.
+    let Ok(k @ 1..) = private_dirs(&nofollow::anchored(&base_dir, c"")) else {
         return false;
     };
     (0..KEEP).any(|n| {
