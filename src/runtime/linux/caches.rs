@@ -942,18 +942,27 @@ pub fn list(state: &Path) -> io::Result<Vec<Listed>> {
     Ok(out)
 }
 
-/// Bytes used beneath `dir` (never through a symlink).
+/// Bytes used beneath `dir` (never through a symlink: each directory
+/// is opened from the one above, so a run of the key that swaps one for
+/// a symlink meanwhile cannot send the count, or the walk, outside).
 fn size(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
+    std::fs::File::open(dir).map_or(0, |d| size_at(&d.into(), 0))
+}
+
+/// Directories below a key deeper than this are not counted.
+const SIZE_DEPTH: usize = 256;
+
+fn size_at(dir: &std::os::fd::OwnedFd, depth: usize) -> u64 {
+    use super::nofollow::{entries, lstat_at, open_dir};
     let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in crate::dirents::read_dir(&d).into_iter().flatten().flatten() {
-            if let Ok(m) = e.metadata() {
-                total += m.blocks() * 512;
-                if m.is_dir() {
-                    stack.push(e.into_path());
-                }
+    for (name, _) in entries(dir).unwrap_or_default() {
+        let Ok(st) = lstat_at(dir, &name) else {
+            continue;
+        };
+        total += st.st_blocks as u64 * 512;
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR && depth < SIZE_DEPTH {
+            if let Ok(sub) = open_dir(dir, &name) {
+                total += size_at(&sub, depth + 1);
             }
         }
     }
@@ -979,6 +988,31 @@ pub fn workspace_name(dir: &OsStr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key's size counts what is below it, never what a directory
+    /// swapped for a symlink meanwhile leads to (a run of the key writing
+    /// its cache while `sbx caches` lists it).
+    #[test]
+    fn size_follows_no_symlink_swapped_in() {
+        use std::sync::atomic::AtomicBool;
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::write(victim.join("big"), vec![1u8; 4 << 20]).unwrap();
+        let key = t.path().join("key");
+        let d = key.join("d");
+        std::fs::create_dir_all(d.join("e")).unwrap();
+        std::fs::write(d.join("small"), "x").unwrap();
+        let bound = 1 << 20;
+        let stop = AtomicBool::new(false);
+        let most = std::thread::scope(|s| {
+            s.spawn(|| super::super::nofollow::tests::swap_for_symlink(&stop, &d, &victim));
+            let most = (0..2000).map(|_| size(&key)).max();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            most.unwrap()
+        });
+        assert!(most < bound, "{most} bytes counted");
+    }
 
     fn names(k: &[Known]) -> Vec<(&str, &str)> {
         k.iter().map(|k| (k.name, k.path.as_str())).collect()
