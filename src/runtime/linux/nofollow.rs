@@ -121,42 +121,44 @@ pub(super) fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) -> &CStr {
     CStr::from_bytes_until_nul(&buf[..]).unwrap_or(c"/")
 }
 
+/// Nesting down to which [`open_up`] opens up directories. Each level
+/// keeps a small frame only (its entries are read onto the heap), so a
+/// thread with a 64 KiB stack (`beside.rs`) goes this deep.
+const OPEN_UP_DEPTH: usize = 64;
+
 /// Give the owner every right on `name` in `dir` and on each directory
-/// below it, down to [`MAX_DEPTH`], never through a symlink, so that it
-/// can be removed: overlayfs makes its work directories with mode 000,
-/// and a command may lock what it leaves.
-///
-/// # Safety
-/// System calls only; `dir` is an open directory or `AT_FDCWD`.
-pub(super) unsafe fn open_up_at(dir: libc::c_int, name: &CStr, depth: usize) {
-    let fd = libc::openat(
-        dir,
-        name.as_ptr(),
-        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-    );
+/// below it, down to [`OPEN_UP_DEPTH`], never through a symlink, so that
+/// it can be removed: overlayfs makes its work directories with mode
+/// 000, and a command may lock what it leaves. Not for the clearing
+/// helper: it allocates.
+fn open_up_at(dir: &OwnedFd, name: &CStr, depth: usize) {
+    // SAFETY: an open directory and a NUL-terminated name.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
         return;
     }
-    chmod_fd(fd, 0o700);
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: an open descriptor.
+    unsafe { chmod_fd(fd.as_raw_fd(), 0o700) };
     // The same directory, now readable: reopened from its descriptor,
     // not by its name, which may lead elsewhere by now.
-    let sub = libc::openat(
-        fd,
-        c".".as_ptr(),
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-    );
-    libc::close(fd);
-    if sub < 0 {
+    let Ok(sub) = open_dir(&fd, c".") else {
         return;
-    }
-    if depth < MAX_DEPTH {
-        each_entry(sub, &mut |n, kind| {
+    };
+    if depth < OPEN_UP_DEPTH {
+        for (n, kind) in entries(&sub).unwrap_or_default() {
             if matches!(kind, libc::DT_DIR | libc::DT_UNKNOWN) {
-                open_up_at(sub, n, depth + 1);
+                open_up_at(&sub, &n, depth + 1);
             }
-        });
+        }
     }
-    libc::close(sub);
 }
 
 /// [`open_up_at`] for `path`, whose parent is sbx's own (a temp
@@ -165,6 +167,7 @@ pub(super) unsafe fn open_up_at(dir: libc::c_int, name: &CStr, depth: usize) {
 /// them.
 pub(super) fn open_up(path: &Path) {
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return;
     };
@@ -173,23 +176,16 @@ pub(super) fn open_up(path: &Path) {
     } else {
         parent
     };
-    let (Ok(parent), Ok(name)) = (
-        std::ffi::CString::new(parent.as_os_str().as_bytes()),
-        std::ffi::CString::new(name.as_bytes()),
-    ) else {
+    let Ok(name) = CString::new(name.as_bytes()) else {
         return;
     };
-    // SAFETY: NUL-terminated names; the descriptor is closed here.
-    unsafe {
-        let dir = libc::open(
-            parent.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        );
-        if dir < 0 {
-            return;
-        }
-        open_up_at(dir, &name, 0);
-        libc::close(dir);
+    // The parent is opened by path: it is sbx's own.
+    if let Ok(dir) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(parent)
+    {
+        open_up_at(&dir.into(), &name, 0);
     }
 }
 
@@ -369,6 +365,34 @@ pub(super) mod tests {
             assert_eq!(mode(&victim.join("inner")), 0o750, "round {round}");
             std::fs::remove_dir_all(&tree).unwrap();
         }
+    }
+
+    /// A tree locked [`super::OPEN_UP_DEPTH`] levels deep is opened up
+    /// whole on a thread with the 64 KiB stack of the thread that
+    /// removes caches set aside (`beside.rs`).
+    #[test]
+    fn open_up_goes_deep_on_a_small_stack() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("tree");
+        let mut deepest = tree.clone();
+        for _ in 0..super::OPEN_UP_DEPTH {
+            deepest.push("d");
+        }
+        std::fs::create_dir_all(&deepest).unwrap();
+        let mut p = deepest.clone();
+        while p != t.path() {
+            chmod(&p, 0o000);
+            p.pop();
+        }
+        let tree2 = tree.clone();
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || super::open_up(&tree2))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(mode(&tree), 0o700);
+        assert_eq!(mode(&deepest), 0o700);
     }
 
     /// Both ways of setting a mode through a descriptor work, on a
