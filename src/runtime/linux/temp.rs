@@ -409,19 +409,28 @@ mod tests {
         let victim = t.path().join("victim");
         std::fs::create_dir_all(victim.join("keep")).unwrap();
         let mut failed = 0;
-        for round in 0..300 {
+        // 300 rounds at least, more until some stubs met the symlink (a
+        // busy machine may run the swapping thread late).
+        for round in 0..5000 {
+            if round >= 300 && failed > 0 {
+                break;
+            }
             let base = t.path().join("sbx-run-stubs");
             let private = base.join("0");
             let temp = stub_base(&base, &["a"], 4);
-            let stop = AtomicBool::new(false);
+            let (stop, started) = (AtomicBool::new(false), AtomicBool::new(false));
             std::thread::scope(|s| {
                 s.spawn(|| {
+                    started.store(true, Ordering::Relaxed);
                     super::super::nofollow::tests::swap_for_symlink(
                         &stop,
                         &private.join("a"),
                         &victim,
                     )
                 });
+                while !started.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
                 for stub in ["/tmp/a/b/c", "/tmp/a/d/e"] {
                     failed += usize::from(temp.stub("/tmp", stub, true).is_err());
                 }
