@@ -15,9 +15,9 @@ exe=$(cargo test "$@" --test linux_escape --no-run --message-format=json 2>/dev/
 dir=$(dirname "$(dirname "$exe")")
 [ -x "$exe" ] && [ -x "$dir/sbx" ] || { echo "unprivileged.sh: no test binary ($exe)" >&2; exit 1; }
 tmp=$(mktemp -d)
-# A directory of that user outside every temp directory
-# (ns_metadata_outside_temp): the runs there need no namespace but the
-# new root's.
+# A directory of that user outside every temp directory, for
+# ns_metadata_outside_temp: a policy there needs the namespace layer for
+# nothing but keeping the user's files' modes and times.
 nontemp=$(mktemp -d -p /var/lib sbx-escape-XXXXXX)
 chown 65534:65534 "$nontemp"
 trap 'rm -rf "$tmp" "$nontemp"' EXIT

@@ -953,14 +953,14 @@ fn size(dir: &Path) -> u64 {
 const SIZE_DEPTH: usize = 256;
 
 fn size_at(dir: &std::os::fd::OwnedFd, depth: usize) -> u64 {
-    use super::nofollow::{entries, lstat_at, open_dir};
+    use super::nofollow::{entries, is_dir, lstat_at, open_dir};
     let mut total = 0;
     for (name, _) in entries(dir).unwrap_or_default() {
         let Ok(st) = lstat_at(dir, &name) else {
             continue;
         };
         total += st.st_blocks as u64 * 512;
-        if st.st_mode & libc::S_IFMT == libc::S_IFDIR && depth < SIZE_DEPTH {
+        if is_dir(&st) && depth < SIZE_DEPTH {
             if let Ok(sub) = open_dir(dir, &name) {
                 total += size_at(&sub, depth + 1);
             }

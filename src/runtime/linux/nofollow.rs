@@ -33,6 +33,20 @@ pub(super) unsafe fn open_dir_at(dir: libc::c_int, name: &CStr) -> libc::c_int {
     )
 }
 
+/// Open the directory `name` in `dir` as `O_PATH` (which needs no right
+/// on it: a directory locked with mode 000 opens so for its owner), not
+/// through a symlink; -1 on failure.
+///
+/// # Safety
+/// A system call only; `dir` is an open directory or `AT_FDCWD`.
+unsafe fn open_path_dir_at(dir: libc::c_int, name: &CStr) -> libc::c_int {
+    libc::openat(
+        dir,
+        name.as_ptr(),
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )
+}
+
 /// Call `f` with the name and `d_type` of each entry of the directory
 /// `fd` but `.` and `..`; false if reading it failed before its end.
 /// Entries `f` removes meanwhile do not hide the others.
@@ -61,11 +75,7 @@ pub(super) unsafe fn each_entry(fd: libc::c_int, f: &mut dyn FnMut(&CStr, u8)) -
 /// # Safety
 /// System calls only; `dir` is an open directory or `AT_FDCWD`.
 pub(super) unsafe fn chmod_dir_at(dir: libc::c_int, name: &CStr, mode: libc::mode_t) -> bool {
-    let fd = libc::openat(
-        dir,
-        name.as_ptr(),
-        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-    );
+    let fd = open_path_dir_at(dir, name);
     if fd < 0 {
         return false;
     }
@@ -133,13 +143,7 @@ const OPEN_UP_DEPTH: usize = 64;
 /// helper: it allocates.
 fn open_up_at(dir: &OwnedFd, name: &CStr, depth: usize) {
     // SAFETY: an open directory and a NUL-terminated name.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
+    let fd = unsafe { open_path_dir_at(dir.as_raw_fd(), name) };
     if fd < 0 {
         return;
     }
@@ -216,16 +220,11 @@ pub(super) fn entries(dir: &OwnedFd) -> io::Result<Vec<(CString, u8)>> {
     Ok(out)
 }
 
-/// `fstat` of `fd`.
-pub(super) fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: a zeroed stat buffer filled by the kernel.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(st)
-    }
+pub(super) use super::beneath::fstat;
+
+/// What `st` describes is a directory.
+pub(super) fn is_dir(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFDIR
 }
 
 /// `fstatat` of `name` in `dir`, not following a symlink.
@@ -262,7 +261,9 @@ pub(super) fn unlink_at(dir: &OwnedFd, name: &CStr) -> io::Result<()> {
 /// that take a path and follow no symlink at its last name.
 pub(super) fn anchored(dir: &OwnedFd, name: &CStr) -> PathBuf {
     use std::os::unix::ffi::OsStrExt;
-    Path::new(&format!("/proc/self/fd/{}", dir.as_raw_fd()))
+    let mut buf = [0u8; 32];
+    let at = fd_path(dir.as_raw_fd(), &mut buf);
+    Path::new(std::ffi::OsStr::from_bytes(at.to_bytes()))
         .join(std::ffi::OsStr::from_bytes(name.to_bytes()))
 }
 

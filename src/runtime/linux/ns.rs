@@ -240,13 +240,6 @@ pub fn private_net(art: &LinuxArtifact) -> bool {
             .is_some_and(|s| !s.allow.iter().any(|a| a == "udp"))
 }
 
-/// What, besides the artifact, decides whether a run uses the layer.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Needs {
-    /// The proxy serves the network.
-    pub proxy: bool,
-}
-
 /// Which namespaces this run uses: `auto` and `always` use the layer
 /// (`never`: none). Without it Landlock alone cannot stop the command
 /// from changing the modes and times of any file its user owns, granted
@@ -255,9 +248,9 @@ pub struct Needs {
 /// asks for, and falls back to Landlock alone only where namespaces are
 /// unavailable (POLICY.md §13). Once used, the PID namespace comes with
 /// it (lifetime and `/proc`); the network namespace only for a policy
-/// with no network, or for the proxy.
-pub fn wanted(art: &LinuxArtifact, needs: Needs) -> Wanted {
-    let net = private_net(art) || needs.proxy;
+/// with no network, or for the `proxy`.
+pub fn wanted(art: &LinuxArtifact, proxy: bool) -> Wanted {
+    let net = private_net(art) || proxy;
     let used = !matches!(art.namespaces.mode, Namespaces::Never);
     Wanted {
         mount: used,

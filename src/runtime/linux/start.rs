@@ -35,10 +35,11 @@ pub(super) fn start(
     check_artifact(art).map_err(fail)?;
     // The network namespace, made on another core while the rest is
     // prepared (`earlyns.rs`). Whether the run has one depends on the
-    // artifact and the proxy alone, not on the other needs `layer`
-    // finds (a private network or the proxy uses the layer).
+    // artifact and the proxy alone, so it is known before `layer`, which
+    // asks the same (the proxy is off there under `never`, where no
+    // namespace is used anyway).
     let proxy = opts.proxy.is_some() || art.proxy.is_some();
-    let net = ns::wanted(art, ns::Needs { proxy }).net;
+    let net = ns::wanted(art, proxy).net;
     // SAFETY: geteuid has no preconditions.
     let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0));
     let runs = earlier_runs(opts);
@@ -463,7 +464,7 @@ fn layer(
         .rules
         .iter()
         .any(|r| temp::is_shared(&r.path, &values.temp));
-    let wanted = ns::wanted(art, ns::Needs { proxy });
+    let wanted = ns::wanted(art, proxy);
     // Without Landlock (ABI 0) no path is opened, and a rule on `/`
     // grants the host's root itself: the host's root stays.
     let new_root = wanted.pid && plan.abi > 0 && !plan.rules.iter().any(|r| r.path == "/");

@@ -544,18 +544,18 @@ fn symlinks_met_at_run_time_are_resolved_and_checked() {
 /// or the proxy serves it; `never` uses none.
 #[test]
 fn namespaces_are_used_unless_never() {
-    use super::ns::{private_net, wanted, Needs};
+    use super::ns::{private_net, wanted};
     let with_net = artifact();
     assert!(!private_net(&with_net));
-    let w = wanted(&with_net, Needs::default());
+    let w = wanted(&with_net, false);
     assert!(w.mount && w.pid && !w.net, "{w:?}");
-    assert!(wanted(&with_net, Needs { proxy: true }).net);
+    assert!(wanted(&with_net, true).net);
 
     let mut none = ir(PathMode::Resolved, vec![]);
     none.net = Net::none();
     let no_net = landlock::build(&none).unwrap();
     assert!(private_net(&no_net));
-    let w = wanted(&no_net, Needs::default());
+    let w = wanted(&no_net, false);
     assert!(w.mount && w.pid && w.net, "{w:?}");
 
     for (mode, used) in [
@@ -566,7 +566,7 @@ fn namespaces_are_used_unless_never() {
         for art in [&with_net, &no_net] {
             let mut a = art.clone();
             a.namespaces.mode = mode;
-            let w = wanted(&a, Needs { proxy: true });
+            let w = wanted(&a, true);
             assert_eq!(w.any(), used, "{mode:?}");
             assert_eq!(w.net, used, "{mode:?}");
         }

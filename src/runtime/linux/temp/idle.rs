@@ -33,7 +33,7 @@
 //! nothing of another user's is taken; root's checks refuse what is not
 //! root's.
 
-use super::super::nofollow;
+use super::super::nofollow::{self, is_dir};
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -404,16 +404,18 @@ fn euid() -> u32 {
 
 /// A directory, not a symlink, of this user, with exactly `mode`.
 fn owned_dir(meta: &std::fs::Metadata, mode: u32) -> bool {
-    meta.file_type().is_dir() && meta.uid() == euid() && meta.mode() & 0o7777 == mode
-}
-
-fn is_dir(st: &libc::stat) -> bool {
-    st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    owned_mode(meta.file_type().is_dir(), meta.uid(), meta.mode(), mode)
 }
 
 /// [`owned_dir`] of a `stat`.
 fn owned(st: &libc::stat, mode: u32) -> bool {
-    is_dir(st) && st.st_uid == euid() && st.st_mode & 0o7777 == mode
+    owned_mode(is_dir(st), st.st_uid, st.st_mode, mode)
+}
+
+/// A directory (`dir`) of this user whose permission bits are exactly
+/// `mode`.
+fn owned_mode(dir: bool, uid: u32, bits: u32, mode: u32) -> bool {
+    dir && uid == euid() && bits & 0o7777 == mode
 }
 
 /// `path` has an extended attribute that is not an LSM's label.
