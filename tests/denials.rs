@@ -117,17 +117,67 @@ fn without_strace_nothing_runs() {
     let policy = common::root().join("fixtures/default.toml");
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
-    let o = run(
-        &policy,
-        dir.path(),
-        &["--denials"],
-        &script,
-        Some("/nonexistent"),
-    );
+    // Tests only (`test-hooks`): where strace is looked for.
+    let o = Command::new(SBX)
+        .arg("run")
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(dir.path())
+        .args(["--denials", "--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .env("SBX_TEST_TOOL_DIRS", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(125), "{err}");
-    assert!(err.contains("needs strace"), "{err}");
+    assert!(err.contains("needs strace in one of /nonexistent"), "{err}");
     assert!(!marker.exists());
+}
+
+/// strace runs unconfined, as the caller: a copy a sandboxed command
+/// planted in a directory on PATH (an activated virtual environment in
+/// the workspace) must never be the one run, nor an empty PATH entry's
+/// (the current directory). The system's strace is run instead, and
+/// the command is traced as before.
+#[test]
+fn a_strace_planted_on_path_is_never_run() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let (ws, out) = (root.join("ws"), root.join("out"));
+    let bin = ws.join(".venv/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let policy = common::root().join("fixtures/default.toml");
+    let marker = out.join("escaped");
+    let path = format!("{}::{}", bin.display(), std::env::var("PATH").unwrap());
+    // Run 1, sandboxed: plant strace where PATH looks first (the venv,
+    // and the workspace itself for the empty entry).
+    let plant = format!(
+        "for d in .venv/bin .; do printf '#!/bin/sh\\nid > {m}\\n' > $d/strace && chmod +x $d/strace; done; \
+         touch {m} 2>/dev/null || echo refused",
+        m = marker.display()
+    );
+    let o = run(&policy, &ws, &["--quiet"], &plant, Some(&path));
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "refused");
+    assert!(bin.join("strace").exists() && ws.join("strace").exists());
+    // Run 2: the user asks what the sandbox refused.
+    let o = run(
+        &policy,
+        &ws,
+        &["--denials"],
+        "cat /etc/hostname >/dev/null",
+        Some(&path),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !marker.exists(),
+        "the planted strace ran outside the sandbox: {err}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("--denials"), "{err}");
 }
 
 /// `sbx learn`: the learned policy lets the same command run under

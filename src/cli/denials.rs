@@ -63,8 +63,7 @@ pub fn run(
     if let Some(i) = args[..end].iter().position(|a| a == "--denials") {
         args.remove(i);
     }
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from(&args[0]));
-    let (code, denied) = match traced(&exe, &args[1..], Keep::Refusals, &cwd) {
+    let (code, denied) = match traced(&args[1..], Keep::Refusals, &cwd) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("sbx: --denials: {e}: nothing was run");
@@ -110,7 +109,7 @@ pub fn run(
     code
 }
 
-/// Run `exe args` under strace and read what its command did, as `keep`
+/// Run sbx with `args` under strace and read what its command did, as `keep`
 /// says. strace writes to a pipe sbx made before anything starts, named
 /// by this process's descriptor (`/proc/PID/fd/N`, close-on-exec here):
 /// no process but strace opens it, and the sandboxed command neither
@@ -119,7 +118,6 @@ pub fn run(
 /// command's calls count (`denials::trace`).
 #[cfg(target_os = "linux")]
 pub(super) fn traced(
-    exe: &std::path::Path,
     args: &[std::ffi::OsString],
     keep: sbx::runtime::denials::Keep,
     cwd: &std::path::Path,
@@ -127,7 +125,10 @@ pub(super) fn traced(
     use std::io::BufRead;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::process::ExitStatusExt;
-    let strace = find("strace").ok_or("needs strace on PATH (apt-get install strace)")?;
+    // Neither from PATH: strace runs unconfined (`denials::tracer`), and
+    // sbx by name could be a copy that confines nothing.
+    let strace = sbx::runtime::denials::tracer::strace()?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find sbx's own program: {e}"))?;
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array it is given.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -166,7 +167,7 @@ pub(super) fn traced(
         .arg("-o")
         .arg(&out)
         .arg("--")
-        .arg(exe)
+        .arg(&exe)
         .args(args)
         .status();
     // strace's own descriptor closed when it exited; with this one the
@@ -178,11 +179,4 @@ pub(super) fn traced(
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
     Ok((code, used))
-}
-
-#[cfg(target_os = "linux")]
-pub(super) fn find(name: &str) -> Option<std::path::PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }

@@ -102,9 +102,8 @@ pub fn run(a: LearnArgs) -> i32 {
     // Single-threaded still: `traced` starts the first thread.
     std::env::set_var(sbx::runtime::proxy::LEARN_NET, &reached_path);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("sbx"));
     let keep = sbx::runtime::denials::Keep::Uses;
-    let (code, used) = match super::denials::traced(&exe, &args, keep, &cwd) {
+    let (code, used) = match super::denials::traced(&args, keep, &cwd) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: sbx learn: {e}: nothing was run");

@@ -9,6 +9,8 @@
 //! everywhere.
 
 pub mod trace;
+#[cfg(target_os = "linux")]
+pub mod tracer;
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
