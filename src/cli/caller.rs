@@ -11,6 +11,13 @@
 //!   `[commands]`, each directory on the caller's `PATH`, and where its
 //!   symlinks lead, is readable and executable where no grant decides
 //!   already, never writable.
+//!
+//! Neither follows a way the command could have steered: a path whose
+//! resolution reads a directory the policy lets the command write (an
+//! activated `.venv/bin` in the workspace, a bundle kept in the
+//! repository) grants nothing, since a link planted there in an earlier
+//! run could name any file on the host (POLICY.md §13: a run cannot widen
+//! its own next run).
 
 use sbx::ir::{Access, Grant, Ir, PathKind, Precision, Source, Status};
 use sbx::lint::sensitive::{How, Pattern};
@@ -64,20 +71,42 @@ pub fn add(
             })
     };
     let mut grants = Vec::new();
+    // Where the command may make, replace or remove entries: a link found
+    // there may have been put there by an earlier run.
+    let fs = &ir.fs;
+    let writable: Vec<&str> = fs
+        .iter()
+        .filter(|g| g.access.writes())
+        .flat_map(|g| std::iter::once(g.path.as_str()).chain(g.aliases.iter().map(String::as_str)))
+        .collect();
+    let steerable = |dir: &str| {
+        writable.iter().any(|w| sbx::ir::path_within(dir, w))
+            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes())
+    };
+    let mut refused = Vec::new();
     {
         // Several variables usually name one bundle: looked at once.
-        let mut checked: HashMap<&str, Result<String, String>> = HashMap::new();
+        let mut checked: HashMap<&str, Result<Bundle, String>> = HashMap::new();
+        let mut links = links::Links::default();
         for (name, value) in vars {
             if !CERTIFICATE_VARS.contains(&name.as_str()) || sbx::lower::env_denied(policy, name) {
                 continue;
             }
             let found = checked
                 .entry(value.as_str())
-                .or_insert_with(|| certificate(value, &is_sensitive));
+                .or_insert_with(|| certificate(value, &is_sensitive, &steerable, &mut links));
             match found.clone() {
-                Ok(file) => {
+                Ok(Bundle::Granted(file)) => {
                     ir.env.allow.push(name.clone());
                     grants.push((file, Access::READ, PathKind::File, CERTIFICATES, None));
+                }
+                // What the policy gives it is all it gets.
+                Ok(Bundle::Steerable(via)) => {
+                    ir.env.allow.push(name.clone());
+                    refused.push(format!(
+                        "preset {CERTIFICATES}: {value} not granted: the way to it passes \
+                         through {via}, which the command can write"
+                    ));
                 }
                 Err(why) => ir.precision.push(Precision {
                     rule: format!("env {name}"),
@@ -105,9 +134,16 @@ pub fn add(
             let mut scans = links::Scans::load(
                 sbx::approvals::state_dir().map(|d| d.join(links::FILE).into_std_path_buf()),
             );
-            for (dir, written) in path_dirs(path, &roots, &is_sensitive, &mut scans) {
+            let found = path_dirs(path, &roots, &is_sensitive, &steerable, &mut scans);
+            for (dir, written) in found.dirs {
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
             }
+            refused.extend(found.refused.into_iter().map(|(what, via)| {
+                format!(
+                    "preset {CALLER_PATH}: {what} not granted: the way to it passes through \
+                     {via}, which the command can write"
+                )
+            }));
             scans.save();
         }
     }
@@ -132,11 +168,31 @@ pub fn add(
         });
     }
     ir.fs.sort_by(|a, b| a.path.cmp(&b.path));
+    made.extend(refused);
     made
 }
 
-fn certificate(value: &str, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Result<String, String> {
-    let canon = sbx::canonical::canonicalize(value).map_err(|e| format!("cannot be read ({e})"))?;
+/// A certificate bundle that may be passed on.
+#[derive(Clone)]
+enum Bundle {
+    /// Granted read: the file, resolved.
+    Granted(String),
+    /// Passed on with no grant: its resolution read this directory, which
+    /// the command can write.
+    Steerable(String),
+}
+
+fn certificate(
+    value: &str,
+    is_sensitive: &dyn Fn(&str, bool) -> bool,
+    steerable: &dyn Fn(&str) -> bool,
+    links: &mut links::Links,
+) -> Result<Bundle, String> {
+    if !value.starts_with('/') {
+        return Err("is not an absolute path".into());
+    }
+    let (canon, via) = links.resolve_via(std::path::Path::new(value));
+    let canon = canon.ok_or("cannot be read (no such file)")?;
     let canon = canon.to_str().ok_or("is not UTF-8")?.to_string();
     if !std::fs::metadata(&canon).is_ok_and(|m| m.is_file()) {
         return Err("is not a regular file".into());
@@ -144,30 +200,46 @@ fn certificate(value: &str, is_sensitive: &dyn Fn(&str, bool) -> bool) -> Result
     if is_sensitive(&canon, false) || is_sensitive(value, false) {
         return Err("is a sensitive path".into());
     }
-    Ok(canon)
+    if let Some(d) = via.iter().filter_map(|d| d.to_str()).find(|d| steerable(d)) {
+        return Ok(Bundle::Steerable(d.to_string()));
+    }
+    Ok(Bundle::Granted(canon))
 }
 
-/// The directories to grant for `PATH`: (resolved directory, the path as
-/// written when a symlink led there). Skipped: empty and relative
+/// What [`path_dirs`] found.
+#[derive(Debug, Default)]
+struct PathDirs {
+    /// (resolved directory, the path as written when a symlink led there).
+    dirs: Vec<(String, Option<String>)>,
+    /// (a PATH entry or a link target, the directory the command can
+    /// write on the way to it): not granted.
+    refused: Vec<(String, String)>,
+}
+
+/// The directories to grant for `PATH`. Skipped: empty and relative
 /// entries, `/`, home, the workspace and their ancestors, world-writable
 /// directories, sensitive paths, and Windows drives under WSL (a `.exe`
-/// there runs outside any Linux sandbox).
+/// there runs outside any Linux sandbox). Refused: an entry or link
+/// target whose resolution read a directory that is `steerable` (its
+/// entries the command can change); the links of such an entry are not
+/// followed at all.
 fn path_dirs(
     path: &str,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
+    steerable: &dyn Fn(&str) -> bool,
     scans: &mut links::Scans,
-) -> Vec<(String, Option<String>)> {
-    let mut out: Vec<(String, Option<String>)> = Vec::new();
+) -> PathDirs {
+    let mut out = PathDirs::default();
     let mut seen: HashMap<String, Option<String>> = HashMap::new();
-    let mut consider = |dir: &str, resolved: bool, out: &mut Vec<(String, Option<String>)>| {
+    let mut consider = |dir: &str, canon: &str, out: &mut PathDirs| {
         let canon = seen
-            .entry(dir.to_string())
-            .or_insert_with(|| usable(dir, resolved, roots, is_sensitive))
+            .entry(canon.to_string())
+            .or_insert_with(|| usable(dir, canon, roots, is_sensitive))
             .clone()?;
-        if !out.iter().any(|(d, _)| *d == canon) {
+        if !out.dirs.iter().any(|(d, _)| *d == canon) {
             let written = (canon != dir).then(|| dir.to_string());
-            out.push((canon.clone(), written));
+            out.dirs.push((canon.clone(), written));
         }
         Some(canon)
     };
@@ -175,7 +247,23 @@ fn path_dirs(
     // scanned once.
     let mut scanned: HashSet<String> = HashSet::new();
     for entry in path.split(':') {
-        let Some(dir) = consider(entry, false, &mut out) else {
+        if !entry.starts_with('/') {
+            continue;
+        }
+        let (Some(canon), via) = scans.resolve_via(std::path::Path::new(entry)) else {
+            continue;
+        };
+        let Some(canon) = canon.to_str() else {
+            continue;
+        };
+        let way = via.iter().filter_map(|p| p.to_str()).chain([canon]);
+        if let Some(d) = first_steerable(way, steerable) {
+            if !out.refused.iter().any(|(e, _)| e == entry) {
+                out.refused.push((entry.to_string(), d));
+            }
+            continue;
+        }
+        let Some(dir) = consider(entry, canon, &mut out) else {
             continue;
         };
         if !scanned.insert(dir.clone()) {
@@ -184,38 +272,39 @@ fn path_dirs(
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
         for target in scans.targets(&dir, SCAN_LIMIT) {
-            consider(&target, true, &mut out);
+            if let Some(d) = first_steerable(target.via.iter().map(String::as_str), steerable) {
+                if !out.refused.iter().any(|(t, _)| *t == target.dir) {
+                    out.refused.push((target.dir, d));
+                }
+                continue;
+            }
+            consider(&target.dir, &target.dir, &mut out);
         }
     }
     out
 }
 
-/// `dir` resolved, if it may be granted.
-/// `resolved`: `dir` is a link's target as [`links`] resolved it, with
-/// no symlink left to follow.
+/// The first directory on a way that the command can write.
+fn first_steerable<'a>(
+    way: impl IntoIterator<Item = &'a str>,
+    steerable: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    way.into_iter().find(|d| steerable(d)).map(str::to_string)
+}
+
+/// `canon` (`dir` resolved), if it may be granted.
 fn usable(
     dir: &str,
-    resolved: bool,
+    canon: &str,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
 ) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
-    if !dir.starts_with('/') {
-        return None;
-    }
-    let canon = if resolved {
-        dir.to_string()
-    } else {
-        sbx::canonical::canonicalize(dir)
-            .ok()?
-            .to_str()?
-            .to_string()
-    };
-    let meta = std::fs::metadata(&canon).ok()?;
+    let meta = std::fs::metadata(canon).ok()?;
     if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {
         return None;
     }
-    for p in [dir, canon.as_str()] {
+    for p in [dir, canon] {
         let p = p.trim_end_matches('/');
         if p.is_empty() || roots.iter().any(|r| sbx::ir::path_within(r, p)) {
             return None;
@@ -224,7 +313,7 @@ fn usable(
             return None;
         }
     }
-    Some(canon)
+    Some(canon.to_string())
 }
 
 /// `/mnt/c` and below: a Windows drive as WSL mounts it.
@@ -272,8 +361,11 @@ mod tests {
             &path,
             &[home.as_str(), "/nonexistent"],
             &|_, _| false,
+            &|_| false,
             &mut scans,
         );
+        assert!(got.refused.is_empty(), "{:?}", got.refused);
+        let got = got.dirs;
         let mut want = vec![
             (s(&d.join("usr/bin")), Some(s(&d.join("bin")))),
             (s(&d.join("opt/x")), None),
@@ -284,6 +376,75 @@ mod tests {
         want.sort();
         assert_eq!(got_sorted, want);
         assert_eq!(got[0], (s(&d.join("usr/bin")), Some(s(&d.join("bin")))));
+    }
+
+    /// A way through a directory the command can write is not followed:
+    /// a link in a PATH directory there, a PATH entry that is a link
+    /// there, a link elsewhere whose chain passes through there, a
+    /// bundle there. The same shapes outside it are granted.
+    #[test]
+    fn ways_through_writable_directories_grant_nothing() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().canonicalize().unwrap();
+        for sub in ["ws/.venv/bin", "opt/bin", "secret", "lib", "certs"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        for f in ["secret/key", "lib/tool", "certs/ca.pem"] {
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let ws = s(&d.join("ws"));
+        // Planted by an earlier run.
+        symlink(d.join("secret/key"), d.join("ws/.venv/bin/k")).unwrap();
+        symlink(d.join("secret"), d.join("ws/bin")).unwrap();
+        symlink(d.join("secret/key"), d.join("ws/hop")).unwrap();
+        symlink(d.join("secret/key"), d.join("ws/ca.pem")).unwrap();
+        // The user's: one link through the workspace, one not.
+        symlink(d.join("ws/hop"), d.join("opt/bin/via-ws")).unwrap();
+        symlink(d.join("lib/tool"), d.join("opt/bin/tool")).unwrap();
+        let steerable = |p: &str| sbx::ir::path_within(p, &ws);
+        let path = format!(
+            "{}:{}:{}",
+            s(&d.join("ws/.venv/bin")),
+            s(&d.join("ws/bin")),
+            s(&d.join("opt/bin"))
+        );
+        let mut scans = links::Scans::load(None);
+        let got = path_dirs(
+            &path,
+            &["/nonexistent"],
+            &|_, _| false,
+            &steerable,
+            &mut scans,
+        );
+        let dirs: Vec<&str> = got.dirs.iter().map(|(d, _)| d.as_str()).collect();
+        assert_eq!(dirs, [s(&d.join("opt/bin")), s(&d.join("lib"))]);
+        let refused: Vec<(&str, &str)> = got
+            .refused
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                (s(&d.join("ws/.venv/bin")).as_str(), ws.as_str()),
+                (s(&d.join("ws/bin")).as_str(), ws.as_str()),
+                (s(&d.join("secret")).as_str(), ws.as_str()),
+            ]
+        );
+        let mut links = links::Links::default();
+        let bundle = |p: &Path, links: &mut links::Links| {
+            certificate(&s(p), &|_, _| false, &steerable, links)
+        };
+        assert!(matches!(
+            bundle(&d.join("ws/ca.pem"), &mut links),
+            Ok(Bundle::Steerable(w)) if w == ws
+        ));
+        let ca = s(&d.join("certs/ca.pem"));
+        assert!(
+            matches!(bundle(&d.join("certs/ca.pem"), &mut links), Ok(Bundle::Granted(f)) if f == ca)
+        );
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub const ALL: &[(&str, Case)] = &[
     ("own_policy_and_artifact_read_only", own_files_read_only),
     ("protected_path_created_is_moved_aside", planted_moved_aside),
     ("git_include_cannot_be_planted", protect::git_include),
+    (
+        "caller_grants_not_steered",
+        protect::caller_grants_not_steered,
+    ),
     ("git_commondir_cannot_redirect", protect::git_commondir),
     (
         "git_repository_made_in_the_run_is_swept",

@@ -142,7 +142,7 @@ execute = true
     }
 
     /// A new policy file in the fixture's root holding `text`.
-    fn write_policy(&self, text: &str) -> PathBuf {
+    pub fn write_policy(&self, text: &str) -> PathBuf {
         let n = std::fs::read_dir(&self.root).unwrap().count();
         let p = self.root.join(format!("policy{n}.toml"));
         std::fs::write(&p, text).unwrap();
@@ -190,6 +190,11 @@ execute = true
     /// must not reach the child), stdin from /dev/null, a 60 s deadline,
     /// and optionally `keep_fd` inherited as descriptor 5.
     pub fn sbx(&self, args: &[OsString], keep_fd: Option<i32>) -> Out {
+        self.sbx_with(args, keep_fd, &[])
+    }
+
+    /// [`Fx::sbx`] with `vars` set over its environment (`PATH` too).
+    pub fn sbx_with(&self, args: &[OsString], keep_fd: Option<i32>, vars: &[(&str, &str)]) -> Out {
         let mut cmd = Command::new(sbx_bin());
         cmd.args(args)
             .env_clear()
@@ -199,6 +204,7 @@ execute = true
             .env("LANG", "C.UTF-8")
             .env("SBX_TEST_SECRET", "hunter2")
             .env("AWS_REGION", "eu-west-1")
+            .envs(vars.iter().copied())
             .current_dir(&self.ws)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

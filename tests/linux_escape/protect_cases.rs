@@ -635,3 +635,96 @@ pub fn user_site_pth_swept(fx: &Fx) -> Result<(), String> {
         || "keep.pth changed or moved".into(),
     )
 }
+
+/// What `sbx run POLICY` adds from the caller's environment (the
+/// directories on `PATH` and where their links lead, certificate
+/// bundles) follows no way the command could have changed: a link a run
+/// plants in an activated `.venv/bin`, a `PATH` entry or a bundle in the
+/// workspace swapped for a link, grants nothing in the next run. Controls:
+/// a bundle outside the workspace is granted and read; a workspace file
+/// is read.
+pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
+    let p = fx.write_policy(
+        "version = 1\n[process]\npresets = [\"system_runtime\", \"developer_toolchains\"]\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n",
+    );
+    let ws = |rel: &str| fx.ws.join(rel).to_str().unwrap().to_string();
+    std::fs::create_dir_all(ws(".venv/bin")).unwrap();
+    let outside = fx.path("outside");
+    let secret = fx.path("outside/secret");
+    let path = format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        ws(".venv/bin"),
+        ws("bin")
+    );
+    let run = |vars: &[(&str, &str)], probe: &[&str]| {
+        let mut args: Vec<OsString> = vec!["run".into(), p.clone().into()];
+        args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(OsString::from));
+        fx.sbx_with(&args, None, vars)
+    };
+    let cert = ws("ca.pem");
+    let vars = [("PATH", path.as_str()), ("SSL_CERT_FILE", cert.as_str())];
+    // Run 1 plants: a link in the venv, a PATH entry, a bundle.
+    expect("read outside", &run(&vars, &["read", &secret]), "ENOENT")?;
+    expect(
+        "plant in venv",
+        &run(&vars, &["symlink", &secret, &ws(".venv/bin/s")]),
+        "OK",
+    )?;
+    expect(
+        "plant entry",
+        &run(&vars, &["symlink", &outside, &ws("bin")]),
+        "OK",
+    )?;
+    expect(
+        "plant bundle",
+        &run(&vars, &["symlink", &secret, &cert]),
+        "OK",
+    )?;
+    // Run 2: nothing of it is granted.
+    let venv = format!("{}:/usr/local/bin:/usr/bin:/bin", ws(".venv/bin"));
+    let entry = format!("{}:/usr/local/bin:/usr/bin:/bin", ws("bin"));
+    for (what, vars) in [
+        ("venv link", [("PATH", venv.as_str())]),
+        ("swapped entry", [("PATH", entry.as_str())]),
+        ("bundle", [("SSL_CERT_FILE", cert.as_str())]),
+    ] {
+        expect(what, &run(&vars, &["read", &secret]), "ENOENT")?;
+        expect(
+            &format!("{what}: workspace"),
+            &run(&vars, &["read", &ws("data")]),
+            "OK",
+        )?;
+    }
+    // Controls: a bundle outside the workspace is granted, by the same
+    // code, and `--report` names what it would not follow.
+    let ro = fx.path("ro/file");
+    expect(
+        "bundle outside",
+        &run(&[("SSL_CERT_FILE", ro.as_str())], &["read", &ro]),
+        "OK",
+    )?;
+    let mut args: Vec<OsString> = vec!["run".into(), p.clone().into(), "--report".into()];
+    args.extend([
+        "--workspace".into(),
+        fx.ws.clone().into(),
+        "--".into(),
+        "true".into(),
+    ]);
+    let out = fx.sbx_with(&args, None, &vars);
+    check(
+        out.stderr.contains(&format!(
+            "{} not granted: the way to it passes through",
+            ws(".venv/bin")
+        )) && out.stderr.contains(&format!("{cert} not granted")),
+        || {
+            format!(
+                "--report does not name what it did not follow:\n{}",
+                out.stderr
+            )
+        },
+    )
+}

@@ -14,6 +14,9 @@
 //! The record lies in sbx's state directory, which every run keeps
 //! read-only to the command (as it keeps the approvals store there): a
 //! sandboxed command cannot write directories into it for the next run.
+//! Each target keeps the directories its links' resolution read, so that
+//! a run can refuse a target whose way there passes through a directory
+//! its command could write (caller.rs).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
@@ -23,7 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The record's name in sbx's state directory.
 pub const FILE: &str = "path-links.json";
 /// Bumped when what a scan finds changes meaning.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// A directory changed this recently may change again within the same
 /// tick of the file system's clock without its times moving: its scan
 /// is used but not recorded (as git treats "racily clean" entries).
@@ -45,9 +48,15 @@ pub struct Links {
 }
 
 impl Links {
-    /// Where the absolute path `p` leads, following up to 40 links.
-    pub fn resolve(&mut self, p: &Path) -> Option<PathBuf> {
-        self.walk(p, 0)
+    /// Where the absolute path `p` leads, following up to 40 links, with
+    /// the directories whose entries decided the answer (where a command
+    /// that can write one could steer it).
+    pub fn resolve_via(&mut self, p: &Path) -> (Option<PathBuf>, BTreeSet<PathBuf>) {
+        let outer = self.take_read();
+        let r = self.walk(p, 0);
+        let via = std::mem::replace(&mut self.read, outer);
+        self.read.extend(via.iter().cloned());
+        (r, via)
     }
 
     fn take_read(&mut self) -> BTreeSet<PathBuf> {
@@ -126,8 +135,17 @@ impl Stamp {
 struct Entry {
     /// The directories the links lead into (each link's final target's
     /// directory), before any check of whether they may be granted.
-    targets: Vec<String>,
+    targets: Vec<Target>,
     stamps: BTreeMap<String, Stamp>,
+}
+
+/// A directory some links of a PATH directory lead into.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Target {
+    pub dir: String,
+    /// The directories whose entries decided where those links lead
+    /// (every one on their way, the PATH directory itself among them).
+    pub via: Vec<String>,
 }
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -178,7 +196,7 @@ impl Scans {
     /// The directories the symlinks among the first `limit` entries of
     /// `dir` (resolved) lead into. A link to an entry of `dir` itself
     /// adds nothing: that entry is looked at on its own.
-    pub fn targets(&mut self, dir: &str, limit: usize) -> Vec<String> {
+    pub fn targets(&mut self, dir: &str, limit: usize) -> Vec<Target> {
         if let Some(e) = self.record.dirs.get(dir) {
             let seen = &mut self.seen;
             if e.stamps.iter().all(|(d, s)| {
@@ -196,12 +214,10 @@ impl Scans {
         let targets = scan(dir, limit, &mut self.links);
         let mut stamps: BTreeMap<String, Stamp> = BTreeMap::new();
         stamps.insert(dir.to_string(), own);
-        for d in self.links.take_read() {
-            if let Some(d) = d.to_str() {
-                stamps
-                    .entry(d.to_string())
-                    .or_insert_with(|| Stamp::of(Path::new(d)));
-            }
+        for d in targets.iter().flat_map(|t| &t.via) {
+            stamps
+                .entry(d.clone())
+                .or_insert_with(|| Stamp::of(Path::new(d)));
         }
         if stamps.values().any(|s| s.racy(self.now)) {
             self.record.dirs.remove(dir);
@@ -218,6 +234,12 @@ impl Scans {
         targets
     }
 
+    /// Where the PATH entry `dir` leads, with the directories whose
+    /// entries decided it ([`Links::resolve_via`]).
+    pub fn resolve_via(&mut self, dir: &Path) -> (Option<PathBuf>, BTreeSet<PathBuf>) {
+        self.links.resolve_via(dir)
+    }
+
     /// Write the record back if a scan changed it (no fsync: a record
     /// lost in a crash costs one full scan).
     pub fn save(self) {
@@ -231,8 +253,8 @@ impl Scans {
     }
 }
 
-fn scan(dir: &str, limit: usize, links: &mut Links) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn scan(dir: &str, limit: usize, links: &mut Links) -> Vec<Target> {
+    let mut out: Vec<Target> = Vec::new();
     let Ok(list) = sbx::dirents::read_dir(dir) else {
         return out;
     };
@@ -250,14 +272,27 @@ fn scan(dir: &str, limit: usize, links: &mut Links) -> Vec<String> {
         if !text.contains(&b'/') && text != b"." && text != b".." {
             continue;
         }
-        let Some(target) = links.resolve(&Path::new(dir).join(to)) else {
+        let (Some(target), via) = links.resolve_via(&Path::new(dir).join(to)) else {
             continue;
         };
-        if let Some(parent) = target.parent().and_then(Path::to_str) {
-            if !out.iter().any(|o| o == parent) {
-                out.push(parent.to_string());
-            }
+        let Some(parent) = target.parent().and_then(Path::to_str) else {
+            continue;
+        };
+        // The link itself is an entry of `dir`.
+        let via = std::iter::once(dir)
+            .chain(via.iter().filter_map(|p| p.to_str()))
+            .map(str::to_string);
+        match out.iter_mut().find(|o| o.dir == parent) {
+            Some(o) => o.via.extend(via),
+            None => out.push(Target {
+                dir: parent.to_string(),
+                via: via.collect(),
+            }),
         }
+    }
+    for t in &mut out {
+        t.via.sort();
+        t.via.dedup();
     }
     out
 }
@@ -288,13 +323,13 @@ mod tests {
         for name in ["tool", "dotted", "dangling", "loop"] {
             let link = d.join("bin").join(name);
             assert_eq!(
-                links.resolve(&link),
+                links.resolve_via(&link).0,
                 std::fs::canonicalize(&link).ok(),
                 "{name}"
             );
         }
         assert_eq!(
-            links.resolve(&d.join("alt/tool")),
+            links.resolve_via(&d.join("alt/tool")).0,
             Some(d.join("real/bin/tool"))
         );
     }
@@ -323,6 +358,7 @@ mod tests {
         let state = tempfile::tempdir().unwrap();
         let file = state.path().join("record.json");
         let one = vec![text(&d.join("one"))];
+        let dirs = |t: Vec<Target>| t.into_iter().map(|t| t.dir).collect::<Vec<_>>();
         // Set back, so that the change below moves the times whatever the
         // clock's tick.
         let old = SystemTime::now() - std::time::Duration::from_secs(60);
@@ -335,8 +371,15 @@ mod tests {
         let mut s = Scans::load(Some(file.clone()));
         // As if every directory had settled (their ctimes are now).
         s.now += 3600;
-        assert_eq!(s.targets(&bin, 100), one);
-        assert_eq!(s.targets(&sbin, 100), one);
+        assert_eq!(dirs(s.targets(&bin, 100)), one);
+        assert_eq!(dirs(s.targets(&sbin, 100)), one);
+        // The way there, for the run to judge: every directory whose
+        // entries decided it (a link in `sbin` leads on through `alt` and
+        // `mid`).
+        let via = &s.targets(&sbin, 100)[0].via;
+        for sub in ["sbin", "alt", "mid", "one"] {
+            assert!(via.contains(&text(&d.join(sub))), "{sub}: {via:?}");
+        }
         assert!(s.record.dirs[&sbin]
             .stamps
             .contains_key(&text(&d.join("mid"))));
@@ -348,8 +391,8 @@ mod tests {
             .collect();
         s.save();
         let mut s = Scans::load(Some(file.clone()));
-        assert_eq!(s.targets(&bin, 100), one);
-        assert_eq!(s.targets(&sbin, 100), one);
+        assert_eq!(dirs(s.targets(&bin, 100)), one);
+        assert_eq!(dirs(s.targets(&sbin, 100)), one);
         // `/tmp` above the tree is read too, and other tests write there.
         let outside_moved = stamps
             .iter()
@@ -363,8 +406,8 @@ mod tests {
         symlink(d.join("two/tool"), d.join("mid/tool")).unwrap();
         let mut s = Scans::load(Some(file.clone()));
         let two = vec![text(&d.join("two"))];
-        assert_eq!(s.targets(&bin, 100), two);
-        assert_eq!(s.targets(&sbin, 100), two);
+        assert_eq!(dirs(s.targets(&bin, 100)), two);
+        assert_eq!(dirs(s.targets(&sbin, 100)), two);
     }
 
     /// A directory changed within the racy window is scanned every time
