@@ -219,6 +219,46 @@ fn the_agent_answers_inside_only_with_the_opt_in() {
     assert!(String::from_utf8_lossy(&listed.stdout).contains(&agent.fingerprint));
 }
 
+/// The forwarded agent signs and lists, and nothing more: the command
+/// cannot remove the caller's keys, add its own or lock the agent with
+/// a password of its choosing. Each gets the agent's failure answer, and
+/// the host's agent is unchanged afterwards; listing (the control) works
+/// in the same run.
+#[test]
+fn the_forwarded_agent_cannot_be_changed() {
+    if !ssh_tools() {
+        return;
+    }
+    let h = Host::new();
+    let agent = Agent::start(&h);
+    let script = "ssh-keygen -q -t ed25519 -N '' -C planted -f /tmp/evil >/dev/null; \
+         ssh-add -D; echo rc=$?; ssh-add /tmp/evil; echo rc=$?; \
+         printf '#!/bin/sh\\necho pw\\n' > /tmp/ap; chmod +x /tmp/ap; \
+         SSH_ASKPASS=/tmp/ap SSH_ASKPASS_REQUIRE=force DISPLAY=x ssh-add -x; echo rc=$?; \
+         ssh-add -l; echo rc=$?";
+    let (code, out, err) = run(&h, &policy(true, ""), Some(&agent.sock), script);
+    if !common::namespaced(&err) {
+        return;
+    }
+    assert_eq!(code, 0, "{out}\n{err}");
+    let rcs: Vec<&str> = out.lines().filter(|l| l.starts_with("rc=")).collect();
+    assert_eq!(rcs, ["rc=1", "rc=1", "rc=1", "rc=0"], "{out}");
+    assert!(out.contains(&agent.fingerprint), "{out}");
+    // Outside: the same one key, no lock, no planted key.
+    let listed = Command::new("ssh-add")
+        .arg("-l")
+        .env("SSH_AUTH_SOCK", &agent.sock)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains(&agent.fingerprint) && !text.contains("planted"),
+        "{text}"
+    );
+}
+
 #[test]
 fn no_agent_is_a_warning_and_no_variable() {
     let h = Host::new();
