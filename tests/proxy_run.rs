@@ -412,3 +412,67 @@ fn refusals_are_printed_as_they_happen() {
         "{stderr}"
     );
 }
+
+/// A service this host serves on every address is reached through its
+/// LAN address as well as loopback. The proxy treats this host's own
+/// addresses as loopback: a name re-pointed at one (DNS rebinding; here
+/// the test resolver table) does not reach it, and a rule naming the
+/// address does (the control).
+#[test]
+fn this_hosts_own_address_needs_a_literal_rule() {
+    if !common::have("curl") {
+        println!("SKIPPED: no curl");
+        return;
+    }
+    // The address this host would send from: an interface's own.
+    let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let own = match probe
+        .connect(("203.0.113.1", 9))
+        .and_then(|_| probe.local_addr())
+    {
+        Ok(a) if !a.ip().is_loopback() && !a.ip().is_unspecified() => a.ip(),
+        _ => {
+            println!("SKIPPED: no route off this host, so no address but loopback");
+            return;
+        }
+    };
+    let server = std::net::TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in server.incoming() {
+            let Ok(mut c) = c else { continue };
+            let mut b = [0u8; 1024];
+            let _ = c.read(&mut b);
+            let _ = c.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nHOST-ONLY");
+        }
+    });
+    let fx = Fx::new(&format!(
+        "[[net]]\nhost = \"rebound.test\"\nport = {port}\n\
+         [[net]]\nhost = \"{own}\"\nport = {port}\n"
+    ));
+    std::fs::write(fx.dir.path().join("hosts"), format!("{own} rebound.test\n")).unwrap();
+    if !fx.proxied() {
+        return;
+    }
+    let get = |host: &str| {
+        format!(
+            "curl -sS -f -m 5 --noproxy '' -x \"$HTTP_PROXY\" http://{host}:{port}/; echo \" rc=$?\"; "
+        )
+    };
+    let script = get("rebound.test") + &get(&own.to_string());
+    let out = fx
+        .command(&script)
+        .env("SBX_TEST_RESOLVER", fx.dir.path().join("hosts"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines, [" rc=22", "HOST-ONLY rc=0"], "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("{own} is this host's own address")),
+        "{stderr}"
+    );
+}

@@ -19,6 +19,7 @@ mod direct;
 mod dns;
 mod forward;
 mod http;
+mod local;
 mod log;
 mod peek;
 mod relay;

@@ -43,7 +43,8 @@ pub enum Reason {
     Path,
     /// A link-local or cloud-metadata destination no rule names literally.
     Metadata(String),
-    /// This host's own loopback, which no rule names literally.
+    /// This host's own loopback, or another address of this host's, which
+    /// no rule names literally.
     Loopback(String),
     /// The name does not resolve.
     Unresolved(String),
@@ -69,7 +70,7 @@ impl fmt::Display for Reason {
             ),
             Reason::Loopback(a) => write!(
                 f,
-                "{a} is this host's loopback (a rule must name it literally)"
+                "{a} is this host's own address (a rule must name it literally)"
             ),
             Reason::Unresolved(e) => write!(f, "name not resolved: {e}"),
             Reason::Unreachable(e) => write!(f, "unreachable: {e}"),
@@ -225,6 +226,12 @@ impl Allowed {
         let literal = |f: &dyn Fn(&str) -> bool| self.hosts.iter().any(|h| f(h));
         let names_ip = literal(&|h| h.parse::<IpAddr>().is_ok_and(|a| a.to_canonical() == addr));
         match class(addr) {
+            // Another address of this host's own reaches what it serves
+            // on every address: only a rule naming it reaches it (not
+            // `localhost`, nor the test table, which names loopback).
+            Class::Public if !names_ip && super::local::this_host(addr) => {
+                Err(Reason::Loopback(addr.to_string()))
+            }
             Class::Public => Ok(()),
             Class::Loopback if names_ip || pinned || literal(&|h| h == "localhost") => Ok(()),
             Class::Loopback => Err(Reason::Loopback(addr.to_string())),
@@ -579,6 +586,37 @@ pub(super) mod tests {
             at("anything.test", 80).address("::ffff:169.254.169.254".parse().unwrap(), false),
             Err(Reason::Metadata(_))
         ));
+    }
+
+    /// This host's own addresses beside loopback (a LAN address that a
+    /// service listening on every address answers at) are loopback to
+    /// the proxy: a wildcard rule or a re-pointed name does not reach
+    /// them; a rule naming the address does.
+    #[test]
+    fn this_hosts_own_addresses_need_a_literal_rule() {
+        let Some(own) = super::super::local::addresses()
+            .into_iter()
+            .find(|a| class(*a) == Class::Public)
+        else {
+            println!("SKIPPED: no interface has an ordinary address");
+            return;
+        };
+        let text = own.to_string();
+        let rules = Rules::new(&[rule(0, "*", Some(80)), rule(1, &text, Some(81))]);
+        let at = |h: &str, p| rules.decide(Via::Connect, &dest(h, p), None).unwrap();
+        assert!(matches!(
+            at("rebound.test", 80).address(own, false),
+            Err(Reason::Loopback(_))
+        ));
+        assert!(matches!(
+            at(&text, 80).address(own, false),
+            Err(Reason::Loopback(_))
+        ));
+        assert!(at(&text, 81).address(own, false).is_ok());
+        // Control: an address of no interface here.
+        assert!(at("far.test", 80)
+            .address("203.0.113.77".parse().unwrap(), false)
+            .is_ok());
     }
 
     #[test]
