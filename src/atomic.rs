@@ -115,6 +115,105 @@ impl Staged {
     }
 }
 
+/// A file to be replaced later, named now: its directory is held open
+/// from [`Held::new`], so that whatever is renamed or swapped for a
+/// symlink on the way to it meanwhile (by a command `sbx learn` ran in
+/// between), the replacement lands in the directory that was there when
+/// it was named, never where a swapped link leads. A symlink at the file
+/// itself is followed when it is named (so the link survives) and
+/// replaced, not followed, at the end; a device, pipe or socket is opened
+/// when named and written in place.
+#[cfg(unix)]
+pub struct Held {
+    dir: File,
+    name: std::ffi::CString,
+    in_place: Option<File>,
+}
+
+#[cfg(unix)]
+impl Held {
+    pub fn new(path: &Path) -> io::Result<Held> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = follow(path)?;
+        if let Ok(m) = std::fs::metadata(&path) {
+            if !m.is_file() && !m.is_dir() {
+                let file = OpenOptions::new().write(true).open(&path)?;
+                return Ok(Held {
+                    dir: File::open("/")?,
+                    name: c"-".into(),
+                    in_place: Some(file),
+                });
+            }
+        }
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let name = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the name"))?;
+        let dir = {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(parent(&path))?
+        };
+        Ok(Held {
+            dir,
+            name,
+            in_place: None,
+        })
+    }
+
+    /// Replace the file with `bytes` (a new file gets `mode`), in the held
+    /// directory: a temp file made there (never through a symlink),
+    /// synced, renamed over the name, the directory synced.
+    pub fn replace(&self, bytes: &[u8], mode: u32) -> io::Result<()> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        if let Some(f) = &self.in_place {
+            let mut f = f;
+            f.write_all(bytes)?;
+            return f.flush();
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let tmp = std::ffi::CString::new(format!(".sbx.{}.{nanos}.tmp", std::process::id()))
+            .expect("no NUL");
+        let d = self.dir.as_raw_fd();
+        // SAFETY: a C string for the name, a descriptor this value holds.
+        let fd = unsafe {
+            libc::openat(
+                d,
+                tmp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor, owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let done = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| {
+                // SAFETY: C strings, descriptors this value holds.
+                match unsafe { libc::renameat(d, tmp.as_ptr(), d, self.name.as_ptr()) } {
+                    0 => Ok(()),
+                    _ => Err(io::Error::last_os_error()),
+                }
+            });
+        if done.is_err() {
+            // SAFETY: as above.
+            unsafe { libc::unlinkat(d, tmp.as_ptr(), 0) };
+            return done;
+        }
+        self.dir.sync_all()
+    }
+}
+
 /// The directory holding `path` (`.` for a bare name).
 fn parent(path: &Path) -> PathBuf {
     match path.parent() {
@@ -236,6 +335,40 @@ fn unique(dir: &Path, name: &str, mode: u32) -> io::Result<(PathBuf, File)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The directory named is the one written, even where it was renamed
+    /// away and a symlink to another directory put in its place before the
+    /// write; a symlink put at the file itself is replaced, not followed.
+    #[cfg(unix)]
+    #[test]
+    fn a_held_file_is_written_where_it_was_named() {
+        let d = tempfile::tempdir().unwrap();
+        let (out, victim) = (d.path().join("out"), d.path().join("victim"));
+        std::fs::create_dir(&out).unwrap();
+        std::fs::create_dir(&victim).unwrap();
+        let held = Held::new(&out.join("policy.toml")).unwrap();
+        std::fs::rename(&out, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        held.replace(b"text", 0o644).unwrap();
+        assert_eq!(
+            std::fs::read(d.path().join("moved/policy.toml")).unwrap(),
+            b"text"
+        );
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+        // At the name itself.
+        let dir = d.path().join("moved");
+        let held = Held::new(&dir.join("policy.toml")).unwrap();
+        std::fs::remove_file(dir.join("policy.toml")).unwrap();
+        std::os::unix::fs::symlink(victim.join("f"), dir.join("policy.toml")).unwrap();
+        held.replace(b"again", 0o644).unwrap();
+        assert!(!victim.join("f").exists());
+        assert_eq!(std::fs::read(dir.join("policy.toml")).unwrap(), b"again");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
 
     /// The unsynced replacement leaves the new text and no temp file, and
     /// replaces a symlink rather than the file it names.

@@ -180,6 +180,38 @@ fn a_strace_planted_on_path_is_never_run() {
     assert!(err.contains("--denials"), "{err}");
 }
 
+/// `sbx learn -o out/policy.toml` writes into the directory `out` named
+/// when it started, though the command it learned from moved that
+/// directory away and put a link to another in its place: nothing is
+/// written where the link leads.
+#[test]
+fn learn_writes_where_the_output_was_named() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = scratch();
+    let (ws, victim) = (root.join("ws"), root.join("out"));
+    std::fs::create_dir_all(ws.join("dest")).unwrap();
+    let script = format!("mv dest moved && ln -s {} dest", victim.display());
+    let o = Command::new(SBX)
+        .args(["learn", "-o", "dest/policy.toml", "--", "sh", "-c", &script])
+        .current_dir(&ws)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        std::fs::symlink_metadata(ws.join("dest"))
+            .unwrap()
+            .is_symlink(),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "{err}");
+    let text = std::fs::read_to_string(ws.join("moved/policy.toml")).unwrap();
+    assert!(text.contains("Learned by `sbx learn`"), "{text}");
+}
+
 /// `sbx learn`: the learned policy lets the same command run under
 /// `sbx run`, passes `sbx check`, and does not grant the sensitive file
 /// the command read; that read stays denied.

@@ -38,7 +38,7 @@ pub fn run(a: LearnArgs) -> i32 {
 
 #[cfg(target_os = "linux")]
 pub fn run(a: LearnArgs) -> i32 {
-    use sbx::compile::{self, Inputs, Options};
+    use sbx::compile::{Inputs, Options};
     use std::os::fd::AsRawFd;
     use std::path::PathBuf;
 
@@ -101,6 +101,15 @@ pub fn run(a: LearnArgs) -> i32 {
     let reached_path = format!("/proc/{}/fd/{}", std::process::id(), reached.as_raw_fd());
     // Single-threaded still: `traced` starts the first thread.
     std::env::set_var(sbx::runtime::proxy::LEARN_NET, &reached_path);
+    // Named before the command runs: it may rename or swap the directory
+    // the policy goes to (sbx::atomic::Held).
+    let out = match sbx::atomic::Held::new(a.output.as_std_path()) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: cannot write {}: {e}: nothing was run", a.output);
+            return 2;
+        }
+    };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let keep = sbx::runtime::denials::Keep::Uses;
     let (code, used) = match super::denials::traced(&args, keep, &cwd) {
@@ -148,7 +157,8 @@ pub fn run(a: LearnArgs) -> i32 {
         eprintln!("error: the learned policy does not compile (a bug in sbx learn); not written");
         return 1;
     }
-    if let Err(e) = compile::write_atomic(&a.output, &text) {
+    // 0o666 less the umask, as `File::create` would.
+    if let Err(e) = out.replace(text.as_bytes(), 0o666) {
         eprintln!("error: cannot write {}: {e}", a.output);
         return 2;
     }
