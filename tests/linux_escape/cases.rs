@@ -73,6 +73,7 @@ pub const ALL: &[(&str, Case)] = &[
         "caller_grants_not_steered",
         protect::caller_grants_not_steered,
     ),
+    ("exec_chain_not_steered", protect::exec_chain_not_steered),
     ("git_commondir_cannot_redirect", protect::git_commondir),
     (
         "git_repository_made_in_the_run_is_swept",

@@ -728,3 +728,51 @@ pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
         },
     )
 }
+
+/// The interpreters sbx grants so that a program can start (`#!`, an
+/// ELF's `PT_INTERP`) are named by files the command may have written in
+/// an earlier run: a listed command in the workspace whose `#!` names a
+/// directory or a file outside the grants gets neither granted (old:
+/// `read_file` and `execute` on it, a directory's reaching everything
+/// beneath). Controls: a workspace file is read; the same command with
+/// `#!/bin/sh` runs.
+pub fn exec_chain_not_steered(fx: &Fx) -> Result<(), String> {
+    let bin = fx.ws.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let p = fx.policy("best_effort", "[commands.fmt]\n");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let run = |probe: &[&str]| {
+        let mut args: Vec<OsString> = vec!["run".into(), p.clone().into()];
+        args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(OsString::from));
+        fx.sbx_with(&args, None, &[("PATH", path.as_str())])
+    };
+    let fmt = bin.join("fmt");
+    let secret = fx.path("outside/secret");
+    let data = fx.ws.join("data");
+    let data = data.to_str().unwrap();
+    for named in [fx.path("outside"), secret.clone()] {
+        // Planted by an earlier run: the workspace is writable.
+        std::fs::write(&fmt, format!("#!{named}\n")).unwrap();
+        std::fs::set_permissions(
+            &fmt,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
+        .unwrap();
+        expect(&format!("#!{named}"), &run(&["read", &secret]), "ENOENT")?;
+        expect(
+            &format!("#!{named}: workspace"),
+            &run(&["read", data]),
+            "OK",
+        )?;
+    }
+    let out = run(&["read", data]);
+    check(
+        out.stderr.contains("is not granted") && out.stderr.contains("names it as its interpreter"),
+        || format!("no warning for the dropped interpreter:\n{}", out.stderr),
+    )?;
+    std::fs::write(&fmt, "#!/bin/sh\necho fmt\n").unwrap();
+    expect("#!/bin/sh", &run(&["read", data]), "OK")
+}

@@ -67,6 +67,17 @@ impl FsSet {
         FsSet(FS.iter().fold(0, |a, r| a | r.bit))
     }
     /// Rights that make sense on a non-directory.
+    /// Rights that change what a path holds or names (write a file, make,
+    /// remove or rename an entry, truncate): everything but reading,
+    /// running and device ioctls.
+    pub fn changes() -> FsSet {
+        let keep = ["execute", "read_file", "read_dir", "ioctl_dev"]
+            .iter()
+            .fold(FsSet::EMPTY, |s, n| {
+                s.or(FsSet::named(n).expect("known right"))
+            });
+        FsSet::all().minus(keep)
+    }
     pub fn file_legal() -> FsSet {
         FsSet(FS.iter().filter(|r| r.file_ok).fold(0, |a, r| a | r.bit))
     }

@@ -65,6 +65,37 @@ pub(super) fn line(rule: impl Into<String>, status: Status, reason: String) -> P
     }
 }
 
+/// The rights `doc`'s rules give `path` (absolute, normalised): those
+/// of every rule at or above it, as Landlock adds them up. Rules whose
+/// template does not expand give none.
+pub fn rights_at(doc: &LandlockConfig, values: &Values, path: &str) -> FsSet {
+    let lookup = |name: &str| template_value(values, name);
+    let mut r = FsSet::EMPTY;
+    for pb in &doc.path_beneath {
+        let here = pb
+            .parent
+            .iter()
+            .filter_map(|t| expand_template(t, &lookup).ok())
+            .any(|p| path_within(path, &normalise(&p)));
+        if here {
+            for n in &pb.allowed_access {
+                r = r.or(FsSet::named(n).unwrap_or(FsSet::EMPTY));
+            }
+        }
+    }
+    r
+}
+
+/// A portable artifact's placeholder, for this run.
+fn template_value(values: &Values, name: &str) -> Option<String> {
+    match name {
+        "WORKSPACE" => Some(values.workspace.clone()),
+        "HOME" => Some(values.home.clone()),
+        "TMPDIR" => Some(values.temp.clone()),
+        _ => None,
+    }
+}
+
 /// `extra_files`: executables that get `read_file` + `execute` (the
 /// program, the listed commands, their interpreters), already absolute.
 pub fn plan<F>(
@@ -77,12 +108,7 @@ pub fn plan<F>(
     resolve: &mut dyn FnMut(&str) -> Option<String>,
 ) -> Result<Plan<F>, String> {
     let abi = forced_abi.map_or(kernel_abi, |f| f.min(kernel_abi));
-    let lookup = |name: &str| match name {
-        "WORKSPACE" => Some(values.workspace.clone()),
-        "HOME" => Some(values.home.clone()),
-        "TMPDIR" => Some(values.temp.clone()),
-        _ => None,
-    };
+    let lookup = |name: &str| template_value(values, name);
     let mut lines = Vec::new();
 
     // Requested sets, from the (single) ruleset.

@@ -64,6 +64,15 @@ fn cstring(b: &[u8]) -> Result<CString, Fail> {
     CString::new(b).map_err(|_| fail("argument or environment contains a NUL byte"))
 }
 
+/// What [`exec_files`] found.
+struct ExecFiles {
+    files: Vec<String>,
+    /// The report's lines.
+    lines: Vec<Precision>,
+    /// Said before the command starts.
+    warnings: Vec<String>,
+}
+
 /// Executables that get `execute`: the program and the listed commands,
 /// each with the interpreters the kernel opens to start it. Listed
 /// commands not found are reported.
@@ -71,16 +80,18 @@ fn exec_files(
     art: &LinuxArtifact,
     program: &Path,
     path_var: Option<&OsStr>,
-) -> Result<(Vec<String>, Vec<Precision>), Fail> {
+    values: &Values,
+) -> Result<ExecFiles, Fail> {
     let mut lines = Vec::new();
-    let mut paths = program::exec_chain(program);
+    let mut warnings = Vec::new();
+    let mut paths = exec_chain(art, values, program, &mut lines, &mut warnings);
     for e in art.exec_allow.iter().flatten() {
         let found = match &e.path {
             Some(p) => Some(PathBuf::from(p)),
             None => program::resolve(OsStr::new(&e.name), path_var),
         };
         match found {
-            Some(p) => paths.extend(program::exec_chain(&p)),
+            Some(p) => paths.extend(exec_chain(art, values, &p, &mut lines, &mut warnings)),
             None => lines.push(Precision {
                 rule: format!("commands.{}", e.name),
                 target: "linux".into(),
@@ -97,7 +108,75 @@ fn exec_files(
             files.push(s);
         }
     }
-    Ok((files, lines))
+    Ok(ExecFiles {
+        files,
+        lines,
+        warnings,
+    })
+}
+
+/// `start` and the interpreters the kernel opens to run it, as far as
+/// they may be granted. Each is named by the file before it (a `#!`
+/// line, an ELF's `PT_INTERP`), whose content the command may have
+/// written in an earlier run where the policy lets it change that file:
+/// an interpreter named there is granted only where the policy already
+/// lets the command read it (so the grant adds `execute` alone), or any
+/// file on the host could be named, read and run. Only regular files are
+/// granted: a directory's rule would reach everything beneath it.
+fn exec_chain(
+    art: &LinuxArtifact,
+    values: &Values,
+    start: &Path,
+    lines: &mut Vec<Precision>,
+    warnings: &mut Vec<String>,
+) -> Vec<PathBuf> {
+    use crate::back::landlock::rights::FsSet;
+    let rights = |p: &Path| -> FsSet {
+        let Some(s) = p.to_str() else {
+            return FsSet::EMPTY;
+        };
+        let canon = crate::canonical::canonicalize(p).ok();
+        let canon = canon.as_ref().and_then(|c| c.to_str());
+        [Some(s), canon]
+            .into_iter()
+            .flatten()
+            .fold(FsSet::EMPTY, |r, p| {
+                r.or(plan::rights_at(&art.landlock, values, p))
+            })
+    };
+    let read = FsSet::named("read_file").expect("known right");
+    let chain = program::exec_chain(start);
+    let mut out = Vec::new();
+    for (i, next) in chain.iter().enumerate() {
+        if !std::fs::metadata(next).is_ok_and(|m| m.is_file()) {
+            break;
+        }
+        if i > 0 {
+            let by = &chain[i - 1];
+            let changed = !rights(by).and(FsSet::changes()).is_empty();
+            if changed && !rights(next).contains(read) {
+                let (n, b) = (next.display(), by.display());
+                warnings.push(format!(
+                    "{n} is not granted: {b} names it as its interpreter (`#!` or ELF), and \
+                     the command can change {b}; a rule that lets the command read {n} makes \
+                     it runnable"
+                ));
+                lines.push(Precision {
+                    rule: format!("exec {n}"),
+                    target: "linux".into(),
+                    status: Status::Dropped,
+                    reason: format!(
+                        "named as the interpreter of {b}, which the command can change, and \
+                         not readable under the policy: not granted"
+                    ),
+                    advisory: false,
+                });
+                break;
+            }
+        }
+        out.push(next.clone());
+    }
+    out
 }
 
 /// Values for a portable artifact's placeholders.
@@ -186,8 +265,12 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
         ));
     }
 
-    let (exec_files, lines) = exec_files(art, &program, path_var.as_deref())?;
     let values = values(opts)?;
+    let ExecFiles {
+        files: exec_files,
+        lines,
+        warnings: chain_warnings,
+    } = exec_files(art, &program, path_var.as_deref(), &values)?;
 
     let kabi = kernel_abi();
     let mut plan = plan::plan(
@@ -201,6 +284,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
     )
     .map_err(fail)?;
     plan.lines.splice(0..0, lines);
+    plan.warnings.extend(chain_warnings);
     // Host rules (#15): served by sbx's proxy behind a private network
     // namespace. With `[linux] namespaces = "never"` they fall back to
     // their ports (said in --report, refused under `required`).
