@@ -74,6 +74,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::caller_grants_not_steered,
     ),
     ("exec_chain_not_steered", protect::exec_chain_not_steered),
+    (
+        "never_with_writable_state_is_refused",
+        protect::never_with_writable_state_is_refused,
+    ),
     ("git_commondir_cannot_redirect", protect::git_commondir),
     (
         "git_repository_made_in_the_run_is_swept",

@@ -776,3 +776,52 @@ pub fn exec_chain_not_steered(fx: &Fx) -> Result<(), String> {
     std::fs::write(&fmt, "#!/bin/sh\necho fmt\n").unwrap();
     expect("#!/bin/sh", &run(&["read", data]), "OK")
 }
+
+/// sbx's state directory holds what sbx itself acts on outside the
+/// sandbox (the journal of runs to finish, approvals, records). Beneath a
+/// writable rule only the layer's read-only mount keeps it from the
+/// command, so `namespaces = "never"` with such a rule is refused (exit
+/// 125) instead of letting the command forge a journal entry that a later
+/// sbx would replay. Controls: the same rule with the layer runs, and the
+/// state directory is read-only there; `never` without the rule runs.
+pub fn never_with_writable_state_is_refused(fx: &Fx) -> Result<(), String> {
+    let home = fx.path("home");
+    let state = fx.root.join("home/.local/state/sbx");
+    std::fs::create_dir_all(&state).unwrap();
+    let rule = format!("[[fs]]\npath = \"{home}\"\nread = true\nwrite = true\n");
+    let never = "[linux]\nnamespaces = \"never\"\n";
+    let data = fx.ws.join("data");
+    let data = data.to_str().unwrap();
+    let out = fx.run(
+        &fx.policy("best_effort", &format!("{rule}{never}")),
+        &[],
+        &["read", data],
+    );
+    check(
+        out.code == 125 && out.stderr.contains("sbx's state directory") && out.answer().is_empty(),
+        || {
+            format!(
+                "never with a writable state directory ran: exit {}\n{}",
+                out.code, out.stderr
+            )
+        },
+    )?;
+    expect(
+        "never, no rule",
+        &fx.run(&fx.policy("best_effort", never), &[], &["read", data]),
+        "OK",
+    )?;
+    let layered = fx.policy("best_effort", &rule);
+    let slot = state.join("forged.slot");
+    expect(
+        "layer: state",
+        &fx.run(&layered, &[], &["create", slot.to_str().unwrap(), "600"]),
+        "EROFS",
+    )?;
+    let mine = fx.root.join("home/mine");
+    expect(
+        "layer: home",
+        &fx.run(&layered, &[], &["create", mine.to_str().unwrap(), "600"]),
+        "OK",
+    )
+}

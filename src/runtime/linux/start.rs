@@ -233,6 +233,9 @@ struct Decided {
     protections: Vec<String>,
     repo_tops: Vec<String>,
     carve_outs: Vec<String>,
+    /// sbx's state directory, where a writable rule covers it (only the
+    /// layer's read-only mount keeps it from the command).
+    state_exposed: Option<String>,
     user_ns: bool,
     wanted: ns::Wanted,
     new_root: bool,
@@ -315,6 +318,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
         protections,
         repo_tops,
         carve_outs,
+        state_exposed,
         user_ns,
         wanted,
         new_root,
@@ -375,6 +379,7 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
         protections,
         repo_tops,
         carve_outs,
+        state_exposed,
         user_ns,
         wanted,
         new_root,
@@ -462,6 +467,9 @@ struct Layer {
     protections: Vec<String>,
     repo_tops: Vec<String>,
     carve_outs: Vec<String>,
+    /// sbx's state directory, where a writable rule covers it (only the
+    /// layer's read-only mount keeps it from the command).
+    state_exposed: Option<String>,
     user_ns: bool,
     wanted: ns::Wanted,
     new_root: bool,
@@ -564,6 +572,10 @@ fn layer(
             .map(|r| r.path.as_str()),
     );
     let writable = |d: &str| !renamable.covering(d).is_empty();
+    let state_exposed = exposed_state(&writable);
+    if let (true, Some(state)) = (never, &state_exposed) {
+        return Err(fail(state_refusal(state, "[linux] namespaces = \"never\"")));
+    }
     let unpinned = pins::add(&mut mounts, &writable, &mut |p| kernel::open_path(p));
     plan.lines.extend(unpinned);
     if !new_root && plan.abi > 0 {
@@ -612,10 +624,48 @@ fn layer(
         protections,
         repo_tops,
         carve_outs,
+        state_exposed,
         user_ns,
         wanted,
         new_root,
     })
+}
+
+/// sbx's state directory (its path, or where it would be), if `writable`
+/// says a rule lets the command change it, as written or resolved.
+fn exposed_state(writable: &dyn Fn(&str) -> bool) -> Option<String> {
+    let state = crate::runtime::state_dir()?;
+    let mut forms = vec![state.to_string()];
+    // Resolved: the nearest directory that exists, and the rest.
+    let mut at = state.as_std_path().to_path_buf();
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(&at).is_err() {
+        match at.file_name() {
+            Some(n) => rest.push(n.to_owned()),
+            None => break,
+        }
+        at.pop();
+    }
+    if let Ok(mut c) = crate::canonical::canonicalize(&at) {
+        c.extend(rest.iter().rev());
+        forms.extend(c.to_str().map(String::from));
+    }
+    forms.into_iter().find(|f| writable(f))
+}
+
+/// Why a run without the layer is refused when the command could write
+/// sbx's state directory: sbx itself, outside any sandbox, acts on what
+/// is there (the journal of runs to finish, the approvals, the records
+/// it keeps between runs), so a command that writes it could have sbx
+/// rename files anywhere or widen later runs (POLICY.md §13).
+fn state_refusal(state: &str, without: &str) -> String {
+    format!(
+        "sbx's state directory {state} lies beneath a writable rule, and without the \
+         namespace layer ({without}) nothing keeps it read-only to the command: it could \
+         forge the after-run work a later sbx does outside the sandbox, and the approvals \
+         and records sbx trusts; nothing was run. Narrow the rule that covers it, or let \
+         sbx use namespaces"
+    )
 }
 
 /// `min_abi` and `required` refuse here; best effort warns once.
@@ -694,6 +744,9 @@ struct SetUp {
     /// millisecond on a core, which would otherwise compete with them.
     net_ns: Option<OwnedFd>,
     carve_outs: Vec<String>,
+    /// sbx's state directory, where a writable rule covers it (only the
+    /// layer's read-only mount keeps it from the command).
+    state_exposed: Option<String>,
     user_ns: bool,
     new_root: bool,
     not_ours: Vec<libc::pid_t>,
@@ -726,6 +779,7 @@ fn set_up(
         protections,
         repo_tops,
         carve_outs,
+        state_exposed,
         user_ns,
         wanted,
         new_root,
@@ -906,6 +960,7 @@ fn set_up(
         beside: beside::Beside::default(),
         net_ns: None,
         carve_outs,
+        state_exposed,
         user_ns,
         new_root,
         not_ours,
@@ -1120,6 +1175,14 @@ fn spawn(art: &LinuxArtifact, opts: &RunOptions, s: &mut SetUp) -> Result<child:
                      without the new root the command can change the modes and times of any \
                      file {} owns, granted or not; nothing was run",
                     if s.user_ns { "its user" } else { "root" }
+                )));
+            }
+            // Whatever the enforcement: sbx's own state is not the
+            // command's to change.
+            if let Some(state) = &s.state_exposed {
+                return Err(fail(state_refusal(
+                    state,
+                    &format!("namespaces are not available: {why}"),
                 )));
             }
             // Past the listeners, their ports are in the ruleset already:
