@@ -472,7 +472,7 @@ fn this_hosts_own_address_needs_a_literal_rule() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines, [" rc=22", "HOST-ONLY rc=0"], "{stdout}\n{stderr}");
     assert!(
-        stderr.contains(&format!("{own} is this host's own address")),
+        stderr.contains(&format!("{own} is an address of this host's own")),
         "{stderr}"
     );
 }

@@ -43,9 +43,11 @@ pub enum Reason {
     Path,
     /// A link-local or cloud-metadata destination no rule names literally.
     Metadata(String),
-    /// This host's own loopback, or another address of this host's, which
-    /// no rule names literally.
+    /// This host's own loopback, which no rule names literally.
     Loopback(String),
+    /// Another address of this host's own interfaces (its LAN or public
+    /// address), which no rule names literally.
+    ThisHost(String),
     /// The name does not resolve.
     Unresolved(String),
     /// Every checked address refused the connection or timed out.
@@ -70,7 +72,11 @@ impl fmt::Display for Reason {
             ),
             Reason::Loopback(a) => write!(
                 f,
-                "{a} is this host's own address (a rule must name it literally)"
+                "{a} is this host's loopback (a rule must name it literally)"
+            ),
+            Reason::ThisHost(a) => write!(
+                f,
+                "{a} is an address of this host's own (a rule must name it literally)"
             ),
             Reason::Unresolved(e) => write!(f, "name not resolved: {e}"),
             Reason::Unreachable(e) => write!(f, "unreachable: {e}"),
@@ -230,7 +236,7 @@ impl Allowed {
             // on every address: only a rule naming it reaches it (not
             // `localhost`, nor the test table, which names loopback).
             Class::Public if !names_ip && super::local::this_host(addr) => {
-                Err(Reason::Loopback(addr.to_string()))
+                Err(Reason::ThisHost(addr.to_string()))
             }
             Class::Public => Ok(()),
             Class::Loopback if names_ip || pinned || literal(&|h| h == "localhost") => Ok(()),
@@ -606,11 +612,11 @@ pub(super) mod tests {
         let at = |h: &str, p| rules.decide(Via::Connect, &dest(h, p), None).unwrap();
         assert!(matches!(
             at("rebound.test", 80).address(own, false),
-            Err(Reason::Loopback(_))
+            Err(Reason::ThisHost(_))
         ));
         assert!(matches!(
             at(&text, 80).address(own, false),
-            Err(Reason::Loopback(_))
+            Err(Reason::ThisHost(_))
         ));
         assert!(at(&text, 81).address(own, false).is_ok());
         // Control: an address of no interface here.
