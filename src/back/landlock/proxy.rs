@@ -126,8 +126,29 @@ pub fn claimed_rule(p: &Precision) -> Option<usize> {
     p.rule.strip_prefix("net[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// One line per rule that names a host or a path.
+/// One line per rule that names a host or a path, and one per allow rule
+/// for any host at a port.
 pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
+    // Any host at a port is the kernel's port rule, on the host's network
+    // or through a namespace's forward: the proxy never sees it, so what
+    // it refuses for names (loopback, this host's own addresses, a
+    // cloud's metadata service) is reached too. Said, not refused: the
+    // rule asks for any host.
+    for r in ir.net.rules.iter().filter(|r| r.allow && !r.bind && r.host == "*") {
+        let Some(port) = r.port else { continue };
+        out.push(Precision {
+            rule: format!("net[{}]", r.index),
+            target: target.into(),
+            status: Status::Wider,
+            reason: format!(
+                "host \"*\" at port {port}: the kernel filters TCP by port, so every address \
+                 at that port is reached, this host's loopback and its other addresses (the \
+                 services it runs) and a cloud's metadata service (169.254.169.254) included; \
+                 name the hosts instead to have sbx's proxy refuse those"
+            ),
+            advisory: true,
+        });
+    }
     let proxied = target != TARGET_LANDLOCKCONFIG && spec(ir).is_some();
     for r in ir.net.rules.iter().filter(|r| needs_proxy(r)) {
         let label = format!("net[{}]", r.index);
