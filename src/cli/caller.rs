@@ -79,9 +79,22 @@ pub fn add(
         .filter(|g| g.access.writes())
         .flat_map(|g| std::iter::once(g.path.as_str()).chain(g.aliases.iter().map(String::as_str)))
         .collect();
+    // By identity too: a directory reached by another path (a bind
+    // mount of the workspace) is the same directory to the kernel.
+    let identity = |p: &str| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    };
+    let writable_ids: HashSet<(u64, u64)> = writable.iter().filter_map(|w| identity(w)).collect();
+    let ids = std::cell::RefCell::new(HashMap::<String, Option<(u64, u64)>>::new());
     let steerable = |dir: &str| {
-        writable.iter().any(|w| sbx::ir::path_within(dir, w))
-            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes())
+        let by_path = writable.iter().any(|w| sbx::ir::path_within(dir, w))
+            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes());
+        by_path || {
+            let mut ids = ids.borrow_mut();
+            let id = *ids.entry(dir.to_string()).or_insert_with(|| identity(dir));
+            id.is_some_and(|i| writable_ids.contains(&i))
+        }
     };
     let mut refused = Vec::new();
     {

@@ -699,6 +699,32 @@ pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
             "OK",
         )?;
     }
+    // The workspace seen through a bind mount (root only): the same
+    // directories to the kernel, so the same refusal.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let view = fx.root.join("view");
+        std::fs::create_dir_all(&view).unwrap();
+        let c = |p: &Path| std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        let (src, dst) = (c(&fx.ws), c(&view));
+        // SAFETY: C strings; a bind mount undone below.
+        let bound = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        } == 0;
+        if bound {
+            let aliased = format!("{}/.venv/bin:/usr/local/bin:/usr/bin:/bin", view.display());
+            let out = run(&[("PATH", aliased.as_str())], &["read", &secret]);
+            // SAFETY: as above.
+            unsafe { libc::umount2(dst.as_ptr(), libc::MNT_DETACH) };
+            expect("venv link through a bind mount", &out, "ENOENT")?;
+        }
+    }
     // Controls: a bundle outside the workspace is granted, by the same
     // code, and `--report` names what it would not follow.
     let ro = fx.path("ro/file");
@@ -774,7 +800,48 @@ pub fn exec_chain_not_steered(fx: &Fx) -> Result<(), String> {
         || format!("no warning for the dropped interpreter:\n{}", out.stderr),
     )?;
     std::fs::write(&fmt, "#!/bin/sh\necho fmt\n").unwrap();
-    expect("#!/bin/sh", &run(&["read", data]), "OK")
+    expect("#!/bin/sh", &run(&["read", data]), "OK")?;
+
+    // A portable artifact run with the workspace named through a
+    // symlink: `${WORKSPACE}` is that path, the program's is the real one.
+    std::fs::write(&fmt, format!("#!{secret}\n")).unwrap();
+    let art = fx.root.join("portable.json");
+    let mut args: Vec<OsString> = vec!["compile".into(), p.clone().into()];
+    args.extend(["--target", "linux", "--portable", "-o"].map(OsString::from));
+    args.push(art.clone().into());
+    let made = fx.sbx_with(&args, None, &[("PATH", path.as_str())]);
+    check(made.code == 0, || {
+        format!("compile --portable: {}", made.stderr)
+    })?;
+    let alias = fx.root.join("ws-link");
+    std::os::unix::fs::symlink(&fx.ws, &alias).unwrap();
+    let mut args: Vec<OsString> = vec!["run".into(), "--artifact".into(), art.into()];
+    args.extend(["--workspace".into(), alias.into(), "--".into()]);
+    args.push(std::env::current_exe().unwrap().into());
+    args.extend(["--probe", "read", &secret].map(OsString::from));
+    let out = fx.sbx_with(&args, None, &[("PATH", path.as_str())]);
+    expect("portable, workspace through a symlink", &out, "ENOENT")?;
+
+    // A listed command outside the workspace with a second name inside
+    // it: written through that name, its `#!` changes too.
+    let tools = fx.root.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::remove_file(&fmt).unwrap();
+    let real = tools.join("fmt");
+    std::fs::write(&real, format!("#!{secret}\n")).unwrap();
+    std::fs::set_permissions(
+        &real,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::hard_link(&real, fx.ws.join("fmt-copy")).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", tools.display());
+    let mut args: Vec<OsString> = vec!["run".into(), p.clone().into()];
+    args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+    args.push(std::env::current_exe().unwrap().into());
+    args.extend(["--probe", "read", &secret].map(OsString::from));
+    let out = fx.sbx_with(&args, None, &[("PATH", path.as_str())]);
+    expect("hard-linked into the workspace", &out, "ENOENT")
 }
 
 /// sbx's state directory holds what sbx itself acts on outside the

@@ -134,7 +134,12 @@ pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
     // it refuses for names (loopback, this host's own addresses, a
     // cloud's metadata service) is reached too. Said, not refused: the
     // rule asks for any host.
-    for r in ir.net.rules.iter().filter(|r| r.allow && !r.bind && r.host == "*") {
+    for r in ir
+        .net
+        .rules
+        .iter()
+        .filter(|r| r.allow && !r.bind && r.host == "*")
+    {
         let Some(port) = r.port else { continue };
         out.push(Precision {
             rule: format!("net[{}]", r.index),

@@ -131,18 +131,45 @@ fn exec_chain(
     warnings: &mut Vec<String>,
 ) -> Vec<PathBuf> {
     use crate::back::landlock::rights::FsSet;
+    // A placeholder's value as given (`--workspace` through a symlink)
+    // and resolved: the kernel grants the directory either way.
+    let canon = |v: &str| {
+        crate::canonical::canonicalize(v)
+            .ok()
+            .and_then(|c| c.to_str().map(String::from))
+            .unwrap_or_else(|| v.to_string())
+    };
+    let resolved = Values {
+        workspace: canon(&values.workspace),
+        home: canon(&values.home),
+        temp: canon(&values.temp),
+    };
     let rights = |p: &Path| -> FsSet {
         let Some(s) = p.to_str() else {
             return FsSet::EMPTY;
         };
         let canon = crate::canonical::canonicalize(p).ok();
         let canon = canon.as_ref().and_then(|c| c.to_str());
-        [Some(s), canon]
-            .into_iter()
-            .flatten()
-            .fold(FsSet::EMPTY, |r, p| {
-                r.or(plan::rights_at(&art.landlock, values, p))
-            })
+        let mut r = FsSet::EMPTY;
+        for p in [Some(s), canon].into_iter().flatten() {
+            for v in [values, &resolved] {
+                r = r.or(plan::rights_at(&art.landlock, v, p));
+            }
+        }
+        r
+    };
+    // A file with another name elsewhere changes with it: where the
+    // caller may write it, a writable rule could cover that other name.
+    let linked_writable = |p: &Path| {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::MetadataExt;
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            return true;
+        };
+        std::fs::metadata(p).is_ok_and(|m| m.nlink() > 1)
+            // SAFETY: a C string; no other pointer.
+            && unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) }
+                == 0
     };
     let read = FsSet::named("read_file").expect("known right");
     let chain = program::exec_chain(start);
@@ -153,7 +180,7 @@ fn exec_chain(
         }
         if i > 0 {
             let by = &chain[i - 1];
-            let changed = !rights(by).and(FsSet::changes()).is_empty();
+            let changed = !rights(by).and(FsSet::changes()).is_empty() || linked_writable(by);
             if changed && !rights(next).contains(read) {
                 let (n, b) = (next.display(), by.display());
                 warnings.push(format!(
