@@ -219,8 +219,10 @@ pub fn text<F>(art: &LinuxArtifact, plan: &Plan<F>, x: &Extras) -> String {
     if x.root {
         let _ = writeln!(
             s,
-            "sbx: note: the child runs as root and keeps its capabilities (it bypasses file \
-             permission bits, not Landlock, and may chmod/chown files it can reach)"
+            "sbx: note: the child runs as uid 0 with no capability but those [linux] \
+             capabilities lists (file permission bits apply to it); it owns root's files, so \
+             it may change the modes of those it can write (read-only mounts stop it under the \
+             new root)"
         );
     }
     s
