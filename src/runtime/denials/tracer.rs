@@ -132,8 +132,8 @@ mod tests {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
 
-    /// A root-owned program in a root-owned directory under `/tmp`
-    /// (sticky): run as root only, where files can be made root's.
+    /// A program (mode 0755) in a directory of its own (0755) under
+    /// `/tmp` (sticky): root's where the test runs as root.
     fn tool_dir() -> tempfile::TempDir {
         let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
         chmod(d.path(), 0o755);
@@ -160,11 +160,7 @@ mod tests {
 
     #[test]
     fn a_copy_a_user_could_write_is_passed_over() {
-        let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
-        chmod(d.path(), 0o755);
-        let t = d.path().join("tool");
-        std::fs::write(&t, "#!/bin/sh\n").unwrap();
-        chmod(&t, 0o755);
+        let d = tool_dir();
         if is_root() {
             // Root's own directory passes; a user's does not.
             let dir = d.path().to_str().unwrap();

@@ -191,6 +191,17 @@ mod tests {
         rx
     }
 
+    /// A relay in a temp directory to a [`fake_agent`]: the directory,
+    /// what the agent saw, a client's connection.
+    fn relayed() -> (tempfile::TempDir, std::sync::mpsc::Receiver<u8>, UnixStream) {
+        let d = tempfile::tempdir().unwrap();
+        let agent = d.path().join("agent");
+        let seen = fake_agent(&agent);
+        serve(listen(d.path()).unwrap(), agent);
+        let c = UnixStream::connect(d.path().join("sbx-ssh-agent/agent.sock")).unwrap();
+        (d, seen, c)
+    }
+
     fn ask(c: &mut UnixStream, body: &[u8]) -> Vec<u8> {
         write_message(c, body).unwrap();
         read_message(c).unwrap()
@@ -201,12 +212,7 @@ mod tests {
     /// get the failure answer and never reach it.
     #[test]
     fn only_using_keys_reaches_the_agent() {
-        let d = tempfile::tempdir().unwrap();
-        let agent = d.path().join("agent");
-        let seen = fake_agent(&agent);
-        let l = listen(d.path()).unwrap();
-        serve(l, agent);
-        let mut c = UnixStream::connect(d.path().join("sbx-ssh-agent/agent.sock")).unwrap();
+        let (_d, seen, mut c) = relayed();
         let ext = |name: &[u8]| {
             let mut b = vec![EXTENSION];
             b.extend_from_slice(&(name.len() as u32).to_be_bytes());
@@ -248,12 +254,7 @@ mod tests {
     #[test]
     fn an_oversized_message_ends_the_connection() {
         use std::io::{Read, Write};
-        let d = tempfile::tempdir().unwrap();
-        let agent = d.path().join("agent");
-        let seen = fake_agent(&agent);
-        let l = listen(d.path()).unwrap();
-        serve(l, agent);
-        let mut c = UnixStream::connect(d.path().join("sbx-ssh-agent/agent.sock")).unwrap();
+        let (_d, seen, mut c) = relayed();
         c.write_all(&((MAX_MESSAGE as u32) + 1).to_be_bytes())
             .unwrap();
         c.write_all(&[SIGN_REQUEST]).unwrap();
