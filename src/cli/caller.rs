@@ -117,8 +117,9 @@ pub fn add(
                 Ok(Bundle::Steerable(via)) => {
                     ir.env.allow.push(name.clone());
                     refused.push(format!(
-                        "preset {CERTIFICATES}: {value} not granted: the way to it passes \
-                         through {via}, which the command can write"
+                        "preset {CERTIFICATES}: {value} not granted (passed on with what the \
+                         policy gives it): the way to it passes through {via}, which the \
+                         command can write"
                     ));
                 }
                 Err(why) => ir.precision.push(Precision {
@@ -152,10 +153,18 @@ pub fn add(
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
             }
             refused.extend(found.refused.into_iter().map(|(what, via)| {
-                format!(
-                    "preset {CALLER_PATH}: {what} not granted: the way to it passes through \
-                     {via}, which the command can write"
-                )
+                if path.split(':').any(|e| e == what) {
+                    format!(
+                        "preset {CALLER_PATH}: {what}: nothing granted and its links not \
+                         followed: the way to it passes through {via}, which the command can \
+                         write (what the policy gives there stays)"
+                    )
+                } else {
+                    format!(
+                        "preset {CALLER_PATH}: {what} not granted: a link to it passes \
+                         through {via}, which the command can write"
+                    )
+                }
             }));
             scans.save();
         }

@@ -743,9 +743,11 @@ pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
     let out = fx.sbx_with(&args, None, &vars);
     check(
         out.stderr.contains(&format!(
-            "{} not granted: the way to it passes through",
+            "{}: nothing granted and its links not followed",
             ws(".venv/bin")
-        )) && out.stderr.contains(&format!("{cert} not granted")),
+        )) && out
+            .stderr
+            .contains(&format!("{cert} not granted (passed on")),
         || {
             format!(
                 "--report does not name what it did not follow:\n{}",
