@@ -86,16 +86,12 @@ pub fn add(
         std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
     };
     let writable_ids: HashSet<(u64, u64)> = writable.iter().filter_map(|w| identity(w)).collect();
-    let ids = std::cell::RefCell::new(HashMap::<String, Option<(u64, u64)>>::new());
-    let steerable = |dir: &str| {
-        let by_path = writable.iter().any(|w| sbx::ir::path_within(dir, w))
-            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes());
-        by_path || {
-            let mut ids = ids.borrow_mut();
-            let id = *ids.entry(dir.to_string()).or_insert_with(|| identity(dir));
-            id.is_some_and(|i| writable_ids.contains(&i))
-        }
+    let by_path = |dir: &str| {
+        writable.iter().any(|w| sbx::ir::path_within(dir, w))
+            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes())
     };
+    let by_id = |id: Option<(u64, u64)>| id.is_some_and(|i| writable_ids.contains(&i));
+    let steerable = |dir: &str| by_path(dir) || by_id(identity(dir));
     let mut refused = Vec::new();
     {
         // Several variables usually name one bundle: looked at once.
@@ -148,7 +144,9 @@ pub fn add(
             let mut scans = links::Scans::load(
                 sbx::approvals::state_dir().map(|d| d.join(links::FILE).into_std_path_buf()),
             );
-            let found = path_dirs(path, &roots, &is_sensitive, &steerable, &mut scans);
+            // Identities from the record's stamps, read once per run.
+            let steer = |d: &str, scans: &mut links::Scans| by_path(d) || by_id(scans.identity(d));
+            let found = path_dirs(path, &roots, &is_sensitive, &steer, &mut scans);
             for (dir, written) in found.dirs {
                 grants.push((dir, Access::READ_EXEC, PathKind::Dir, CALLER_PATH, written));
             }
@@ -249,7 +247,7 @@ fn path_dirs(
     path: &str,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
-    steerable: &dyn Fn(&str) -> bool,
+    steerable: &dyn Fn(&str, &mut links::Scans) -> bool,
     scans: &mut links::Scans,
 ) -> PathDirs {
     let mut out = PathDirs::default();
@@ -279,7 +277,7 @@ fn path_dirs(
             continue;
         };
         let way = via.iter().filter_map(|p| p.to_str()).chain([canon]);
-        if let Some(d) = first_steerable(way, steerable) {
+        if let Some(d) = first_steerable(way, &mut |d| steerable(d, scans)) {
             if !out.refused.iter().any(|(e, _)| e == entry) {
                 out.refused.push((entry.to_string(), d));
             }
@@ -294,7 +292,8 @@ fn path_dirs(
         // Where its symlinks lead (a pyenv shim, `~/.local/bin/tool`
         // linked into an install elsewhere): the directory of each target.
         for target in scans.targets(&dir, SCAN_LIMIT) {
-            if let Some(d) = first_steerable(target.via.iter().map(String::as_str), steerable) {
+            let way = target.via.iter().map(String::as_str);
+            if let Some(d) = first_steerable(way, &mut |d| steerable(d, scans)) {
                 if !out.refused.iter().any(|(t, _)| *t == target.dir) {
                     out.refused.push((target.dir, d));
                 }
@@ -309,7 +308,7 @@ fn path_dirs(
 /// The first directory on a way that the command can write.
 fn first_steerable<'a>(
     way: impl IntoIterator<Item = &'a str>,
-    steerable: &dyn Fn(&str) -> bool,
+    steerable: &mut dyn FnMut(&str) -> bool,
 ) -> Option<String> {
     way.into_iter().find(|d| steerable(d)).map(str::to_string)
 }
@@ -383,7 +382,7 @@ mod tests {
             &path,
             &[home.as_str(), "/nonexistent"],
             &|_, _| false,
-            &|_| false,
+            &|_, _| false,
             &mut scans,
         );
         assert!(got.refused.is_empty(), "{:?}", got.refused);
@@ -426,6 +425,7 @@ mod tests {
         symlink(d.join("ws/hop"), d.join("opt/bin/via-ws")).unwrap();
         symlink(d.join("lib/tool"), d.join("opt/bin/tool")).unwrap();
         let steerable = |p: &str| sbx::ir::path_within(p, &ws);
+        let steer = |p: &str, _: &mut links::Scans| steerable(p);
         let path = format!(
             "{}:{}:{}",
             s(&d.join("ws/.venv/bin")),
@@ -433,13 +433,7 @@ mod tests {
             s(&d.join("opt/bin"))
         );
         let mut scans = links::Scans::load(None);
-        let got = path_dirs(
-            &path,
-            &["/nonexistent"],
-            &|_, _| false,
-            &steerable,
-            &mut scans,
-        );
+        let got = path_dirs(&path, &["/nonexistent"], &|_, _| false, &steer, &mut scans);
         let dirs: Vec<&str> = got.dirs.iter().map(|(d, _)| d.as_str()).collect();
         assert_eq!(dirs, [s(&d.join("opt/bin")), s(&d.join("lib"))]);
         let refused: Vec<(&str, &str)> = got

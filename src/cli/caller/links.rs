@@ -234,6 +234,16 @@ impl Scans {
         targets
     }
 
+    /// `dir`'s device and inode (`None` where it does not exist), from
+    /// the stamps this run took already where it took one.
+    pub fn identity(&mut self, dir: &str) -> Option<(u64, u64)> {
+        let s = *self
+            .seen
+            .entry(dir.to_string())
+            .or_insert_with(|| Stamp::of(Path::new(dir)));
+        (s != Stamp([0; 6])).then_some((s.0[0] as u64, s.0[1] as u64))
+    }
+
     /// Where the PATH entry `dir` leads, with the directories whose
     /// entries decided it ([`Links::resolve_via`]).
     pub fn resolve_via(&mut self, dir: &Path) -> (Option<PathBuf>, BTreeSet<PathBuf>) {

@@ -65,25 +65,38 @@ pub(super) fn line(rule: impl Into<String>, status: Status, reason: String) -> P
     }
 }
 
-/// The rights `doc`'s rules give `path` (absolute, normalised): those
-/// of every rule at or above it, as Landlock adds them up. Rules whose
-/// template does not expand give none.
-pub fn rights_at(doc: &LandlockConfig, values: &Values, path: &str) -> FsSet {
-    let lookup = |name: &str| template_value(values, name);
-    let mut r = FsSet::EMPTY;
+/// `doc`'s rules as paths (absolute, normalised) with their rights, the
+/// placeholders expanded with each of `values` (rules whose template
+/// does not expand are left out), for [`rights_at`].
+pub fn rule_paths(doc: &LandlockConfig, values: &[&Values]) -> Vec<(String, FsSet)> {
+    let mut out: Vec<(String, FsSet)> = Vec::new();
     for pb in &doc.path_beneath {
-        let here = pb
-            .parent
-            .iter()
-            .filter_map(|t| expand_template(t, &lookup).ok())
-            .any(|p| path_within(path, &normalise(&p)));
-        if here {
-            for n in &pb.allowed_access {
-                r = r.or(FsSet::named(n).unwrap_or(FsSet::EMPTY));
+        let r = pb.allowed_access.iter().fold(FsSet::EMPTY, |r, n| {
+            r.or(FsSet::named(n).unwrap_or(FsSet::EMPTY))
+        });
+        for t in &pb.parent {
+            for v in values {
+                let lookup = |name: &str| template_value(v, name);
+                if let Ok(p) = expand_template(t, &lookup) {
+                    let p = normalise(&p);
+                    if !out.iter().any(|(q, s)| *q == p && *s == r) {
+                        out.push((p, r));
+                    }
+                }
             }
         }
     }
-    r
+    out
+}
+
+/// The rights `rules` ([`rule_paths`]) give `path` (absolute,
+/// normalised): those of every rule at or above it, as Landlock adds
+/// them up.
+pub fn rights_at(rules: &[(String, FsSet)], path: &str) -> FsSet {
+    rules
+        .iter()
+        .filter(|(p, _)| path_within(path, p))
+        .fold(FsSet::EMPTY, |r, (_, s)| r.or(*s))
 }
 
 /// A portable artifact's placeholder, for this run.

@@ -84,14 +84,19 @@ fn exec_files(
 ) -> Result<ExecFiles, Fail> {
     let mut lines = Vec::new();
     let mut warnings = Vec::new();
-    let mut paths = exec_chain(art, values, program, &mut lines, &mut warnings);
+    let rules = RulePaths {
+        art,
+        values,
+        made: std::cell::OnceCell::new(),
+    };
+    let mut paths = exec_chain(&rules, program, &mut lines, &mut warnings);
     for e in art.exec_allow.iter().flatten() {
         let found = match &e.path {
             Some(p) => Some(PathBuf::from(p)),
             None => program::resolve(OsStr::new(&e.name), path_var),
         };
         match found {
-            Some(p) => paths.extend(exec_chain(art, values, &p, &mut lines, &mut warnings)),
+            Some(p) => paths.extend(exec_chain(&rules, &p, &mut lines, &mut warnings)),
             None => lines.push(Precision {
                 rule: format!("commands.{}", e.name),
                 target: "linux".into(),
@@ -115,6 +120,37 @@ fn exec_files(
     })
 }
 
+/// The artifact's rules as paths with their rights, made when first
+/// asked for (a program with no interpreter never asks).
+struct RulePaths<'a> {
+    art: &'a LinuxArtifact,
+    values: &'a Values,
+    made: std::cell::OnceCell<Vec<(String, crate::back::landlock::rights::FsSet)>>,
+}
+
+impl RulePaths<'_> {
+    fn get(&self) -> &[(String, crate::back::landlock::rights::FsSet)] {
+        self.made.get_or_init(|| {
+            // A placeholder's value as given (`--workspace` through a
+            // symlink) and resolved: the kernel grants the directory
+            // either way.
+            let canon = |v: &str| {
+                crate::canonical::canonicalize(v)
+                    .ok()
+                    .and_then(|c| c.to_str().map(String::from))
+                    .unwrap_or_else(|| v.to_string())
+            };
+            let v = self.values;
+            let resolved = Values {
+                workspace: canon(&v.workspace),
+                home: canon(&v.home),
+                temp: canon(&v.temp),
+            };
+            plan::rule_paths(&self.art.landlock, &[v, &resolved])
+        })
+    }
+}
+
 /// `start` and the interpreters the kernel opens to run it, as far as
 /// they may be granted. Each is named by the file before it (a `#!`
 /// line, an ELF's `PT_INTERP`), whose content the command may have
@@ -124,39 +160,23 @@ fn exec_files(
 /// file on the host could be named, read and run. Only regular files are
 /// granted: a directory's rule would reach everything beneath it.
 fn exec_chain(
-    art: &LinuxArtifact,
-    values: &Values,
+    rules: &RulePaths,
     start: &Path,
     lines: &mut Vec<Precision>,
     warnings: &mut Vec<String>,
 ) -> Vec<PathBuf> {
     use crate::back::landlock::rights::FsSet;
-    // A placeholder's value as given (`--workspace` through a symlink)
-    // and resolved: the kernel grants the directory either way.
-    let canon = |v: &str| {
-        crate::canonical::canonicalize(v)
-            .ok()
-            .and_then(|c| c.to_str().map(String::from))
-            .unwrap_or_else(|| v.to_string())
-    };
-    let resolved = Values {
-        workspace: canon(&values.workspace),
-        home: canon(&values.home),
-        temp: canon(&values.temp),
-    };
     let rights = |p: &Path| -> FsSet {
+        let rules = rules.get();
         let Some(s) = p.to_str() else {
             return FsSet::EMPTY;
         };
         let canon = crate::canonical::canonicalize(p).ok();
         let canon = canon.as_ref().and_then(|c| c.to_str());
-        let mut r = FsSet::EMPTY;
-        for p in [Some(s), canon].into_iter().flatten() {
-            for v in [values, &resolved] {
-                r = r.or(plan::rights_at(&art.landlock, v, p));
-            }
-        }
-        r
+        [Some(s), canon]
+            .into_iter()
+            .flatten()
+            .fold(FsSet::EMPTY, |r, p| r.or(plan::rights_at(rules, p)))
     };
     // A file with another name elsewhere changes with it: where the
     // caller may write it, a writable rule could cover that other name.
