@@ -45,6 +45,8 @@ fn with_symlinks() -> Host {
     // What the symlink examples describe.
     std::os::unix::fs::symlink(h.root.join("bin"), h.ws.join("data")).unwrap();
     std::os::unix::fs::symlink(h.root.join("bin"), h.ws.join("vendor")).unwrap();
+    std::fs::create_dir_all(h.ws.join("built")).unwrap();
+    std::os::unix::fs::symlink(h.ws.join("built"), h.ws.join("steered")).unwrap();
     h
 }
 

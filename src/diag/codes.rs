@@ -279,6 +279,19 @@ read = true
         "`ssh_agent = true` forwards the caller's ssh agent into the sandbox and shows `~/.ssh/known_hosts`, for ssh and `git push` over ssh. No allow rule of the policy lets ssh out (`[[net]]` with `scheme = \"ssh\"` or port 22), so the agent can sign for nothing the command may reach: add the host rule (`host = \"github.com\"`, `scheme = \"ssh\"`), or drop the opt-in.",
         example = r#"ssh_agent = true
 "#;
+    STEERED_LINK = "SBX035", Warning, "rule reaches its path through a link the command could have made",
+        "A rule's path (or a preset's) leads through a symlink that lies in a directory the policy lets the command change: a rule for a path missing at launch beneath a writable rule, made a link by an earlier run, would otherwise grant whatever the link names (`~/.ssh`, a protected `.vscode`). POLICY.md §13: a run cannot widen its own next run. The grant is dropped. Name the link's target in the rule itself, or keep the link out of writable directories; an `external = true` rule approved with `sbx approve` is kept.",
+        example = r#"# `steered` is a symlink in the workspace, which this policy makes writable
+[[fs]]
+path = "."
+read = true
+write = true
+
+[[fs]]
+path = "steered"
+read = true
+execute = true
+"#;
 }
 
 pub fn lookup(code: &str) -> Option<&'static CodeInfo> {

@@ -13,6 +13,8 @@ pub mod paths;
 pub mod presets;
 pub mod protect;
 pub mod ssh;
+#[cfg(unix)]
+mod steered;
 #[cfg(target_os = "linux")]
 mod walk;
 
@@ -203,6 +205,11 @@ pub fn lower_unhashed(policy: &Policy, opts: &Options) -> Result<Lowered, Vec<Di
         }
     }
     let commands = lower_commands(&mut cx, policy, &mut grants);
+    // Links the command could have planted (POLICY.md §13).
+    #[cfg(unix)]
+    if resolve {
+        cx.drop_steered(policy, &mut grants);
+    }
     let mut fs = finish_grants(grants);
     cx.protect(policy, &mut fs);
     cx.known_hosts(policy, &mut fs);

@@ -75,6 +75,10 @@ pub const ALL: &[(&str, Case)] = &[
     ),
     ("exec_chain_not_steered", protect::exec_chain_not_steered),
     (
+        "rule_link_planted_is_not_followed",
+        protect::rule_link_planted_is_not_followed,
+    ),
+    (
         "never_with_writable_state_is_refused",
         protect::never_with_writable_state_is_refused,
     ),

@@ -290,6 +290,17 @@ fn run_with_deadline(mut cmd: Command, limit: Duration) -> Out {
     }
 }
 
+/// A directory outside every temp directory (which temp rules grant):
+/// `SBX_ESCAPE_NONTEMP` (unprivileged.sh makes one under /var/lib), else
+/// this process's home.
+pub fn outside_temp() -> Result<PathBuf, String> {
+    std::env::var_os("SBX_ESCAPE_NONTEMP")
+        .or_else(|| std::env::var_os("HOME"))
+        .map(PathBuf::from)
+        .filter(|b| b.is_dir() && !b.starts_with("/tmp") && !b.starts_with("/var/tmp"))
+        .ok_or_else(|| "no directory outside the temp directories: set SBX_ESCAPE_NONTEMP".into())
+}
+
 /// Assert the probe printed `want` and sbx exited 0.
 pub fn expect(what: &str, out: &Out, want: &str) -> Result<(), String> {
     if out.code == 0 && out.answer() == want {

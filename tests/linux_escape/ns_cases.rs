@@ -433,11 +433,7 @@ pub fn read_only_grant_metadata(fx: &Fx) -> Result<(), String> {
 /// The tree is made in `SBX_ESCAPE_NONTEMP` (set by unprivileged.sh) or
 /// the caller's home, never beneath `/tmp`.
 pub fn metadata_outside_temp(fx: &Fx) -> Result<(), String> {
-    let base = std::env::var_os("SBX_ESCAPE_NONTEMP")
-        .or_else(|| std::env::var_os("HOME"))
-        .map(std::path::PathBuf::from)
-        .filter(|b| b.is_dir() && !b.starts_with("/tmp") && !b.starts_with("/var/tmp"))
-        .ok_or("no directory outside the temp directories: set SBX_ESCAPE_NONTEMP")?;
+    let base = crate::fixture::outside_temp()?;
     let t = tempfile::Builder::new()
         .prefix("sbx-escape-")
         .tempdir_in(&base)
@@ -565,13 +561,39 @@ pub fn private_temp_hides_host_sockets(fx: &Fx) -> Result<(), String> {
         "OK",
     )?;
     // What the layer adds: Landlock alone leaves the host's /tmp shared.
+    // The fixture's home lies in /tmp, which this policy lets the command
+    // write: sbx's state goes elsewhere, or `never` is refused for it.
+    let state = tempfile::Builder::new()
+        .prefix("sbx-escape-state-")
+        .tempdir_in(crate::fixture::outside_temp()?)
+        .unwrap();
     let never = temp_policy(fx, NEVER);
+    let run_never = |flags: &[&str], probe: &[&str]| {
+        let mut args: Vec<std::ffi::OsString> = vec!["run".into(), never.clone().into()];
+        args.extend(["--workspace".into(), fx.ws.clone().into()]);
+        args.extend(flags.iter().map(std::ffi::OsString::from));
+        args.push("--".into());
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(std::ffi::OsString::from));
+        fx.sbx_with(
+            &args,
+            None,
+            &[("XDG_STATE_HOME", state.path().to_str().unwrap())],
+        )
+    };
     expect(
         "host socket, no namespaces",
-        &fx.run(&never, &[], &["unix-connect", h]),
+        &run_never(&[], &["unix-connect", h]),
         "OK",
     )?;
-    let out = fx.run(&never, &["--report"], &["read", &fx.path("ws/data")]);
+    // With the state in the fixture's home: refused.
+    let refused = fx.run(&never, &[], &["unix-connect", h]);
+    check(
+        refused.code == 125 && refused.stderr.contains("sbx's state directory"),
+        || format!("never with the state in /tmp ran: {}", refused.stderr),
+    )?;
+    let out = run_never(&["--report"], &["read", &fx.path("ws/data")]);
     check(out.stderr.contains("linux.private_temp"), || {
         out.stderr.clone()
     })

@@ -894,3 +894,65 @@ pub fn never_with_writable_state_is_refused(fx: &Fx) -> Result<(), String> {
         "OK",
     )
 }
+
+/// A rule for a path missing at launch, beneath a writable rule: an
+/// earlier run can make that path a symlink to anything (`~/.ssh`, the
+/// protected `.vscode`), and the next run's rule must not follow it
+/// (SBX035: the grant is dropped). Controls: a rule through a link in a
+/// directory the command cannot change is followed; the workspace reads.
+pub fn rule_link_planted_is_not_followed(fx: &Fx) -> Result<(), String> {
+    let home = fx.root.join("home");
+    for d in ["shared", ".ssh"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id"), "key").unwrap();
+    std::os::unix::fs::symlink(fx.root.join("ro"), home.join("other")).unwrap();
+    std::fs::create_dir_all(fx.ws.join(".vscode")).unwrap();
+    std::fs::write(fx.ws.join(".vscode/settings.json"), "{}").unwrap();
+    let p = fx.policy(
+        "best_effort",
+        "[[fs]]\npath = \"~/shared\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"~/shared/docs\"\nread = true\n\
+         [[fs]]\npath = \"~/other\"\nread = true\n\
+         [[fs]]\npath = \"out\"\nread = true\nwrite = true\n",
+    );
+    let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    let key = s(home.join(".ssh/id"));
+    // Run 1 plants.
+    expect("read key", &fx.run(&p, &[], &["read", &key]), "ENOENT")?;
+    let ssh = s(home.join(".ssh"));
+    let docs = s(home.join("shared/docs"));
+    expect(
+        "plant docs",
+        &fx.run(&p, &[], &["symlink", &ssh, &docs]),
+        "OK",
+    )?;
+    expect(
+        "plant out",
+        &fx.run(&p, &[], &["symlink", ".vscode", &s(fx.ws.join("out"))]),
+        "OK",
+    )?;
+    // Run 2: neither rule follows its link.
+    let out = fx.run(&p, &[], &["read", &key]);
+    expect("key through ~/shared/docs", &out, "ENOENT")?;
+    check(out.stderr.contains("SBX035"), || {
+        format!("no SBX035:\n{}", out.stderr)
+    })?;
+    let task = s(fx.ws.join("out/tasks.json"));
+    expect(
+        "task through out",
+        &fx.run(&p, &[], &["create", &task, "600"]),
+        "EROFS",
+    )?;
+    // Controls.
+    expect(
+        "~/other",
+        &fx.run(&p, &[], &["read", &fx.path("ro/file")]),
+        "OK",
+    )?;
+    expect(
+        "workspace",
+        &fx.run(&p, &[], &["read", &s(fx.ws.join("data"))]),
+        "OK",
+    )
+}
