@@ -165,6 +165,11 @@ fn resolved_workspace() {
     let src = grant(&ir, &r("ws/src")).expect("link_in → src");
     assert_eq!(src["aliases"], serde_json::json!([r("ws/link_in")]));
     assert_eq!(src["kind"], "dir");
+    // The link lies in the writable workspace (an earlier run could have
+    // made it): the rule keeps only what the workspace already gives
+    // there, read, not its execute (SBX035).
+    assert_eq!(src["access"], serde_json::json!(["read"]));
+    assert!(diags.to_string().contains("SBX035"), "{diags}");
     // Leaving the workspace through a symlink is never granted.
     assert!(ir["fs"]
         .as_array()

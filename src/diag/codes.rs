@@ -280,7 +280,7 @@ read = true
         example = r#"ssh_agent = true
 "#;
     STEERED_LINK = "SBX035", Warning, "rule reaches its path through a link the command could have made",
-        "A rule's path (or a preset's) leads through a symlink that lies in a directory the policy lets the command change: a rule for a path missing at launch beneath a writable rule, made a link by an earlier run, would otherwise grant whatever the link names (`~/.ssh`, a protected `.vscode`). POLICY.md §13: a run cannot widen its own next run. The grant is dropped. Name the link's target in the rule itself, or keep the link out of writable directories; an `external = true` rule approved with `sbx approve` is kept.",
+        "A rule's path (or a preset's) leads through a symlink that lies in a directory the policy lets the command change: a rule for a path missing at launch beneath a writable rule, made a link by an earlier run, would otherwise grant whatever the link names (`~/.ssh`, a protected `.vscode`). POLICY.md §13: a run cannot widen its own next run. The grant keeps only the rights the other rules give that path anyway (none: it is dropped; a grant that narrows keeps narrowing, since most specific wins), and a protected path reached that way stays protected. Name the link's target in the rule itself, or keep the link out of writable directories; an `external = true` rule approved with `sbx approve` is kept.",
         example = r#"# `steered` is a symlink in the workspace, which this policy makes writable
 [[fs]]
 path = "."

@@ -14,7 +14,7 @@ pub mod presets;
 pub mod protect;
 pub mod ssh;
 #[cfg(unix)]
-mod steered;
+pub(crate) mod steered;
 #[cfg(target_os = "linux")]
 mod walk;
 

@@ -3,13 +3,14 @@
 //! lies in a directory the policy lets the command change may have been
 //! put there by an earlier run (a rule for a path missing at launch,
 //! beneath a writable rule, made a link to `~/.ssh` or to a protected
-//! `.vscode`), so a grant reached through one is dropped. An approved
-//! external rule (RFD D43) is the user's word for its link and is kept;
-//! a grant with no rights (a deny) only narrows and is kept too.
+//! `.vscode`), so a grant reached through one loses the rights it would
+//! add there (most specific wins: a grant that narrows keeps narrowing,
+//! or dropping it would widen). An approved external rule (RFD D43) is
+//! the user's word for its link and is kept; a deny only narrows.
 
 use super::Ctx;
-use crate::diag::{codes, Diagnostic, Location};
-use crate::ir::{path_within, Grant, Precision, Source, Status};
+use crate::diag::{codes, Diagnostic};
+use crate::ir::{path_within, Access, Grant, Precision, Source, Status};
 use crate::policy::Policy;
 use std::path::Path;
 
@@ -23,15 +24,29 @@ impl Ctx<'_> {
                 continue;
             }
             for a in &g.aliases {
-                if let Some((link, dir)) = links_on_the_way(a).find(|(_, d)| changeable(grants, d))
-                {
+                let found = links_on_the_way(a).find(|(_, d)| access_at(grants, d, &[]).writes());
+                if let Some((link, dir)) = found {
                     steered.push((i, link, dir));
                     break;
                 }
             }
         }
-        for (i, link, dir) in steered.iter().rev() {
-            let g = grants.remove(*i);
+        // Reached through such links, grants cannot vouch for each other.
+        // Decided on the list as it is, then applied.
+        let skip: Vec<usize> = steered.iter().map(|(i, _, _)| *i).collect();
+        let mut cut: Vec<(usize, Access)> = Vec::new();
+        for (i, link, dir) in &steered {
+            // What the path gets without these grants. Most specific wins,
+            // so dropping a grant that narrows would widen: only the
+            // rights it adds there go.
+            let others = access_at(grants, &grants[*i].path, &skip);
+            let g = &grants[*i];
+            let added = g.access.minus(others);
+            if added.is_empty() {
+                continue;
+            }
+            let kept = g.access.minus(added);
+            cut.push((*i, kept));
             let loc = match &g.source {
                 Source::Rule { index, .. } => policy
                     .fs
@@ -40,39 +55,56 @@ impl Ctx<'_> {
                     .and_then(|r| r.loc.clone()),
                 _ => None,
             };
-            self.diags.push(steered_diagnostic(&g, link, dir, loc));
+            let what = if kept.is_empty() {
+                "the grant is dropped".to_string()
+            } else {
+                format!("only {} is kept", kept.names().join(", "))
+            };
+            self.diags.push(
+                Diagnostic::new(
+                    codes::STEERED_LINK,
+                    format!(
+                        "{} reaches {} through the symlink {link}, in {dir}, which the command \
+                         can change; {what}",
+                        g.source.label(),
+                        g.path
+                    ),
+                )
+                .at(loc)
+                .help(
+                    "name the link's target in the rule itself, or keep the link out of \
+                     writable directories",
+                ),
+            );
             self.notes.push(Precision {
                 rule: g.source.label(),
                 target: "ir".into(),
-                status: Status::Dropped,
+                status: if kept.is_empty() {
+                    Status::Dropped
+                } else {
+                    Status::Narrower
+                },
                 reason: format!(
                     "reaches {} through the symlink {link}, which lies in {dir}, where the \
-                     command can make or replace entries: the rule is dropped",
+                     command can make or replace entries: {what}",
                     g.path
                 ),
                 advisory: false,
             });
         }
+        for (i, kept) in cut.into_iter().rev() {
+            if kept.is_empty() {
+                grants.remove(i);
+            } else {
+                grants[i].access = kept;
+            }
+        }
     }
-}
-
-fn steered_diagnostic(g: &Grant, link: &str, dir: &str, loc: Option<Location>) -> Diagnostic {
-    Diagnostic::new(
-        codes::STEERED_LINK,
-        format!(
-            "{} reaches {} through the symlink {link}, in {dir}, which the command can change; \
-             the grant is dropped",
-            g.source.label(),
-            g.path
-        ),
-    )
-    .at(loc)
-    .help("name the link's target in the rule itself, or keep the link out of writable directories")
 }
 
 /// Each symlink met on the way along the absolute path `p`, with the
 /// directory that holds it (resolved).
-fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)> + '_ {
+pub(crate) fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)> + '_ {
     let mut prefix = String::new();
     p.split('/').filter(|c| !c.is_empty()).filter_map(move |c| {
         let parent = if prefix.is_empty() {
@@ -91,26 +123,28 @@ fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)> + '_ {
     })
 }
 
-/// Whether the grants let the command make, replace or remove entries of
-/// `dir`: the most specific grants covering it (rights add up among
-/// those on one path) give a write right.
-fn changeable(grants: &[Grant], dir: &str) -> bool {
+/// The rights the most specific grants covering `dir` give it (rights add
+/// up among grants on one path), leaving out the grants `skip` lists.
+fn access_at(grants: &[Grant], dir: &str, skip: &[usize]) -> Access {
     let mut best = 0;
-    let mut writes = false;
-    for g in grants {
+    let mut access = Access::NONE;
+    for (i, g) in grants.iter().enumerate() {
+        if skip.contains(&i) {
+            continue;
+        }
         for p in std::iter::once(&g.path).chain(&g.aliases) {
             if !path_within(dir, p) {
                 continue;
             }
             if p.len() > best {
                 best = p.len();
-                writes = g.access.writes();
+                access = g.access;
             } else if p.len() == best {
-                writes |= g.access.writes();
+                access = access.union(g.access);
             }
         }
     }
-    writes
+    access
 }
 
 #[cfg(test)]

@@ -902,7 +902,7 @@ pub fn never_with_writable_state_is_refused(fx: &Fx) -> Result<(), String> {
 /// directory the command cannot change is followed; the workspace reads.
 pub fn rule_link_planted_is_not_followed(fx: &Fx) -> Result<(), String> {
     let home = fx.root.join("home");
-    for d in ["shared", ".ssh"] {
+    for d in ["shared/pub", ".ssh"] {
         std::fs::create_dir_all(home.join(d)).unwrap();
     }
     std::fs::write(home.join(".ssh/id"), "key").unwrap();
@@ -913,46 +913,58 @@ pub fn rule_link_planted_is_not_followed(fx: &Fx) -> Result<(), String> {
         "best_effort",
         "[[fs]]\npath = \"~/shared\"\nread = true\nwrite = true\n\
          [[fs]]\npath = \"~/shared/docs\"\nread = true\n\
+         [[fs]]\npath = \"~/shared/pub\"\nread = true\n\
          [[fs]]\npath = \"~/other\"\nread = true\n\
          [[fs]]\npath = \"out\"\nread = true\nwrite = true\n",
     );
     let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
     let key = s(home.join(".ssh/id"));
-    // Run 1 plants.
-    expect("read key", &fx.run(&p, &[], &["read", &key]), "ENOENT")?;
     let ssh = s(home.join(".ssh"));
-    let docs = s(home.join("shared/docs"));
+    // An artifact compiled while `docs` and `out` are missing (it has no
+    // rule for them) and `pub` is a directory (it has one).
+    let art = fx.root.join("links.json");
+    let made = fx.compile_linux(&p, &art);
+    check(made.code == 0, || format!("compile: {}", made.stderr))?;
+    // Run 1 plants.
+    let r = |probe: &[&str]| fx.run(&p, &[], probe);
+    expect("read key", &r(&["read", &key]), "ENOENT")?;
     expect(
         "plant docs",
-        &fx.run(&p, &[], &["symlink", &ssh, &docs]),
+        &r(&["symlink", &ssh, &s(home.join("shared/docs"))]),
         "OK",
     )?;
     expect(
         "plant out",
-        &fx.run(&p, &[], &["symlink", ".vscode", &s(fx.ws.join("out"))]),
+        &r(&["symlink", ".vscode", &s(fx.ws.join("out"))]),
         "OK",
     )?;
-    // Run 2: neither rule follows its link.
-    let out = fx.run(&p, &[], &["read", &key]);
-    expect("key through ~/shared/docs", &out, "ENOENT")?;
+    // `pub` is pinned while a run lasts (EBUSY); swapped between runs,
+    // as a concurrent run with the directory writable could.
+    let pubd = home.join("shared/pub");
+    std::fs::rename(&pubd, home.join("shared/pub.old")).unwrap();
+    std::os::unix::fs::symlink(&ssh, &pubd).unwrap();
+    // Run 2: no rule follows its link.
+    let out = r(&["read", &key]);
+    expect("key through ~/shared", &out, "ENOENT")?;
     check(out.stderr.contains("SBX035"), || {
         format!("no SBX035:\n{}", out.stderr)
     })?;
     let task = s(fx.ws.join("out/tasks.json"));
+    expect("task through out", &r(&["create", &task, "600"]), "EROFS")?;
+    // The artifact at run time: `pub`'s rule meets the link and drops.
+    let out = fx.run_artifact(&art, &["read", &key]);
+    expect("artifact: key", &out, "ENOENT")?;
+    check(
+        out.stderr
+            .contains("which the command can change; the rule is dropped"),
+        || format!("artifact: no warning for pub:\n{}", out.stderr),
+    )?;
     expect(
-        "task through out",
-        &fx.run(&p, &[], &["create", &task, "600"]),
+        "artifact: task",
+        &fx.run_artifact(&art, &["create", &task, "600"]),
         "EROFS",
     )?;
     // Controls.
-    expect(
-        "~/other",
-        &fx.run(&p, &[], &["read", &fx.path("ro/file")]),
-        "OK",
-    )?;
-    expect(
-        "workspace",
-        &fx.run(&p, &[], &["read", &s(fx.ws.join("data"))]),
-        "OK",
-    )
+    expect("~/other", &r(&["read", &fx.path("ro/file")]), "OK")?;
+    expect("workspace", &r(&["read", &s(fx.ws.join("data"))]), "OK")
 }

@@ -244,6 +244,36 @@ pub fn plan<F>(
                         ));
                         continue;
                     }
+                    // A symlink where the command may change entries
+                    // could have been put there by an earlier run (a
+                    // rule for a path missing when it was compiled):
+                    // followed, it would grant whatever it names.
+                    Some(canon) if !extra.contains(path.as_str()) => {
+                        let steered =
+                            crate::lower::steered::links_on_the_way(path).find(|(_, d)| {
+                                merged.iter().any(|(_, p, r)| {
+                                    !r.and(FsSet::changes()).is_empty()
+                                        && (path_within(d, p)
+                                            || resolve(p).is_some_and(|c| path_within(d, &c)))
+                                })
+                            });
+                        if let Some((link, dir)) = steered {
+                            warnings.push(format!(
+                                "{path} leads through the symlink {link}, in {dir}, which the \
+                                 command can change; the rule is dropped"
+                            ));
+                            lines.push(line(
+                                path.clone(),
+                                Status::Dropped,
+                                format!(
+                                    "leads through the symlink {link}, in {dir}, where the \
+                                     command can make or replace entries: the rule is dropped"
+                                ),
+                            ));
+                            continue;
+                        }
+                        open(&canon).map(|o| (canon, o))
+                    }
                     Some(canon) => open(&canon).map(|o| (canon, o)),
                     None => Err(e),
                 },

@@ -243,10 +243,14 @@ fn values(opts: &RunOptions) -> Result<Values, Fail> {
     let temp = std::env::var_os("TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp"));
+    // Resolved once, here, as lowering resolves its roots: a placeholder
+    // expanded through a symlink would meet it again at every rule
+    // (where a link in a directory the command can change is refused).
+    let resolved = |p: PathBuf| crate::canonical::canonicalize(&p).unwrap_or(p);
     Ok(Values {
-        workspace: utf8(&workspace)?,
-        home: utf8(&home)?,
-        temp: utf8(&temp)?,
+        workspace: utf8(&resolved(workspace))?,
+        home: utf8(&resolved(home))?,
+        temp: utf8(&resolved(temp))?,
     })
 }
 
