@@ -265,7 +265,7 @@ write = true
 capabilities = ["CAP_SYS_ADMIN"]
 "#;
     NAMESPACES_NEVER = "SBX032", Warning, "namespaces turned off",
-        "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... can be replaced during the run, and sbx moves what differs aside when it ends), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and the modes and times of files: Landlock checks neither `chmod` nor `utimensat`, so the command can change those of any file its user owns (as root, most of the system's), granted or not. `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
+        "`[linux] namespaces = \"never\"` runs the command with Landlock alone. That gives up what only the namespace layer enforces (POLICY.md §13): protected paths (`.git/hooks`, `.git/config`... can be changed during the run; sbx moves aside what was created or replaced when it ends, but an edit in place stays), the run's own temp directories (the host's `/tmp` and its sockets, tmux's and ssh-agent's among them, are shared), the hiding of host paths and sockets outside the grants, a private process tree and `/proc`, and the modes and times of files: Landlock checks neither `chmod` nor `utimensat`, so the command can change those of any file its user owns (as root, most of the system's), granted or not. `sbx run` says the same in one line. Keep `auto` unless a program cannot run in namespaces.",
         example = r#"[linux]
 namespaces = "never"
 "#;

@@ -40,7 +40,9 @@ impl Ctx<'_> {
             };
             let g = &fs[i];
             let by_user = g.source.authored() || g.source == Source::Default;
-            let names = g.path == path || g.aliases.contains(&path);
+            // Named in the rule itself, not only reached through a link
+            // (the command may have made it in an earlier run).
+            let names = g.aliases.contains(&path) || (g.path == path && g.aliases.is_empty());
             if !by_user || names || g.access.is_empty() {
                 continue;
             }

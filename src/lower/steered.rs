@@ -12,7 +12,6 @@ use super::Ctx;
 use crate::diag::{codes, Diagnostic};
 use crate::ir::{path_within, Access, Grant, Precision, Source, Status};
 use crate::policy::Policy;
-use std::path::Path;
 
 impl Ctx<'_> {
     pub(super) fn drop_steered(&mut self, policy: &Policy, grants: &mut Vec<Grant>) {
@@ -24,7 +23,7 @@ impl Ctx<'_> {
                 continue;
             }
             for a in &g.aliases {
-                let found = links_on_the_way(a).find(|(_, d)| access_at(grants, d, &[]).writes());
+                let found = links_on_the_way(a).find(|(_, d)| changeable(grants, d));
                 if let Some((link, dir)) = found {
                     steered.push((i, link, dir));
                     break;
@@ -34,13 +33,28 @@ impl Ctx<'_> {
         // Reached through such links, grants cannot vouch for each other.
         // Decided on the list as it is, then applied.
         let skip: Vec<usize> = steered.iter().map(|(i, _, _)| *i).collect();
+        // What a broader rule only covers there stays hidden (§7): a
+        // grant reached through a planted link must not lift that.
+        let sensitive: Vec<String> = super::SENSITIVE_PATHS
+            .iter()
+            .copied()
+            .chain(policy.sensitive_paths.iter().map(|s| s.value.as_str()))
+            .filter_map(|p| p.strip_prefix("~/"))
+            .map(|r| r.trim_end_matches('/'))
+            .filter(|r| !r.is_empty() && !r.contains(['*', '?', '[', '{']))
+            .map(|r| super::paths::join(&self.roots.home, r))
+            .collect();
         let mut cut: Vec<(usize, Access)> = Vec::new();
         for (i, link, dir) in &steered {
             // What the path gets without these grants. Most specific wins,
             // so dropping a grant that narrows would widen: only the
             // rights it adds there go.
-            let others = access_at(grants, &grants[*i].path, &skip);
             let g = &grants[*i];
+            let others = if sensitive.iter().any(|h| path_within(&g.path, h)) {
+                Access::NONE
+            } else {
+                access_at(grants, &g.path, &skip)
+            };
             let added = g.access.minus(others);
             if added.is_empty() {
                 continue;
@@ -102,24 +116,67 @@ impl Ctx<'_> {
     }
 }
 
-/// Each symlink met on the way along the absolute path `p`, with the
-/// directory that holds it (resolved).
-pub(crate) fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)> + '_ {
-    let mut prefix = String::new();
-    p.split('/').filter(|c| !c.is_empty()).filter_map(move |c| {
-        let parent = if prefix.is_empty() {
-            "/".to_string()
-        } else {
-            prefix.clone()
-        };
-        prefix.push('/');
-        prefix.push_str(c);
-        let m = std::fs::symlink_metadata(&prefix).ok()?;
-        if !m.file_type().is_symlink() {
-            return None;
+/// Each symlink met on the way along the absolute path `p`, following
+/// each as the kernel would (a link inside a link's target too, at most
+/// 40), with the directory that holds it (resolved).
+pub(crate) fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)> {
+    let mut out = Vec::new();
+    let mut todo: std::collections::VecDeque<String> = p
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect();
+    let mut cur = std::path::PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(c) = todo.pop_front() {
+        match c.as_str() {
+            "." => continue,
+            ".." => {
+                cur.pop();
+                continue;
+            }
+            _ => {}
         }
-        let dir = crate::canonical::canonicalize(Path::new(&parent)).ok()?;
-        Some((prefix.clone(), dir.to_str()?.to_string()))
+        let next = cur.join(&c);
+        let Ok(m) = std::fs::symlink_metadata(&next) else {
+            break;
+        };
+        if !m.file_type().is_symlink() {
+            cur = next;
+            continue;
+        }
+        hops += 1;
+        let (Some(link), Some(dir), Ok(to)) =
+            (next.to_str(), cur.to_str(), std::fs::read_link(&next))
+        else {
+            break;
+        };
+        out.push((link.to_string(), dir.to_string()));
+        if hops >= 40 {
+            break;
+        }
+        let to = to.to_string_lossy().into_owned();
+        for part in to.split('/').filter(|c| !c.is_empty()).rev() {
+            todo.push_front(part.to_string());
+        }
+        if to.starts_with('/') {
+            cur = std::path::PathBuf::from("/");
+        }
+    }
+    out.into_iter()
+}
+
+/// Whether the command can make, replace or remove entries of `dir`:
+/// a grant at or above it gives a write right. Any, not only the most
+/// specific: a read-only rule on a directory that is missing at launch
+/// keeps nothing from the writable one above (the command can make it,
+/// and what is in it).
+fn changeable(grants: &[Grant], dir: &str) -> bool {
+    grants.iter().any(|g| {
+        g.access.writes()
+            && std::iter::once(&g.path)
+                .chain(&g.aliases)
+                .any(|p| path_within(dir, p))
     })
 }
 
@@ -162,5 +219,15 @@ mod tests {
         let a = d.join("a").to_str().unwrap().to_string();
         assert_eq!(got, [(format!("{a}/link"), a.clone())]);
         assert!(links_on_the_way(&format!("{a}/real")).next().is_none());
+        // A second hop, inside the first link's target, and `..` there.
+        std::fs::create_dir_all(d.join("b")).unwrap();
+        std::os::unix::fs::symlink("../b/hop", d.join("a/first")).unwrap();
+        std::os::unix::fs::symlink(d.join("a/real"), d.join("b/hop")).unwrap();
+        let got: Vec<(String, String)> = links_on_the_way(&format!("{a}/first/x")).collect();
+        let b = d.join("b").to_str().unwrap().to_string();
+        assert_eq!(
+            got,
+            [(format!("{a}/first"), a.clone()), (format!("{b}/hop"), b)]
+        );
     }
 }

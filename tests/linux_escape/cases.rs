@@ -79,6 +79,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::rule_link_planted_is_not_followed,
     ),
     (
+        "rule_link_chains_are_not_followed",
+        protect::rule_link_chains_are_not_followed,
+    ),
+    (
         "never_with_writable_state_is_refused",
         protect::never_with_writable_state_is_refused,
     ),

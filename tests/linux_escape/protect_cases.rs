@@ -968,3 +968,65 @@ pub fn rule_link_planted_is_not_followed(fx: &Fx) -> Result<(), String> {
     expect("~/other", &r(&["read", &fx.path("ro/file")]), "OK")?;
     expect("workspace", &r(&["read", &s(fx.ws.join("data"))]), "OK")
 }
+
+/// Shapes past the first steered-link check (found by attacking it): a
+/// directory with its own read-only rule, missing at launch beneath a
+/// writable rule, made by the command with a link in it; a link in a
+/// writable directory reached as the second hop of a user's own link;
+/// a planted link that would lift the hiding of `~/.ssh` under a rule
+/// on home. Controls: home reads; the workspace reads.
+pub fn rule_link_chains_are_not_followed(fx: &Fx) -> Result<(), String> {
+    let home = fx.root.join("home");
+    for d in ["work", ".ssh", ".config"] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id"), "key").unwrap();
+    std::fs::write(home.join("notes"), "notes").unwrap();
+    // The user's own link, into the writable `work` (missing at first).
+    std::os::unix::fs::symlink(home.join("work/foo"), home.join(".config/foo")).unwrap();
+    let p = fx.policy(
+        "best_effort",
+        "[[fs]]\npath = \"~\"\nread = true\n\
+         [[fs]]\npath = \"~/work\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"~/work/cache\"\nread = true\n\
+         [[fs]]\npath = \"~/work/cache/sub\"\nread = true\n\
+         [[fs]]\npath = \"~/.config/foo\"\nread = true\n\
+         [[fs]]\npath = \"~/work/keys\"\nread = true\n",
+    );
+    let s = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    let key = s(home.join(".ssh/id"));
+    let r = |probe: &[&str]| fx.run(&p, &[], probe);
+    let hidden = r(&["read", &key]);
+    check(hidden.code == 0 && hidden.answer() != "OK", || {
+        format!("~/.ssh not hidden at first: {}", hidden.stderr)
+    })?;
+    let hidden = hidden.answer().to_string();
+    // Run 1 plants.
+    let ssh = s(home.join(".ssh"));
+    // One run makes `cache` (missing at its launch) and a link in it.
+    let script = format!(
+        "mkdir {c} && ln -s {ssh} {c}/sub",
+        c = s(home.join("work/cache"))
+    );
+    let mut args: Vec<OsString> = vec!["run".into(), p.clone().into()];
+    args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+    args.extend(["/bin/sh", "-c", &script].map(OsString::from));
+    let planted = fx.sbx(&args, None);
+    check(planted.code == 0, || {
+        format!("plant cache/sub: {}", planted.stderr)
+    })?;
+    expect(
+        "plant foo",
+        &r(&["symlink", &key, &s(home.join("work/foo"))]),
+        "OK",
+    )?;
+    expect(
+        "plant keys",
+        &r(&["symlink", &ssh, &s(home.join("work/keys"))]),
+        "OK",
+    )?;
+    // Run 2: still hidden, whichever way.
+    expect("key after the plants", &r(&["read", &key]), &hidden)?;
+    expect("notes", &r(&["read", &s(home.join("notes"))]), "OK")?;
+    expect("workspace", &r(&["read", &s(fx.ws.join("data"))]), "OK")
+}

@@ -265,8 +265,9 @@ pub fn wanted(art: &LinuxArtifact, proxy: bool) -> Wanted {
 /// as root.
 pub fn given_up(carve_outs: &[String], root: bool) -> String {
     let mut out = String::from(
-        "which gives up: protected paths (.git/hooks, .git/config, … can be replaced \
-         during the run, and sbx moves what differs aside when it ends), private temp directories (the host's /tmp and its sockets are \
+        "which gives up: protected paths (.git/hooks, .git/config, … can be changed \
+         during the run; sbx moves aside what was created or replaced when it ends, not what \
+         was edited in place), private temp directories (the host's /tmp and its sockets are \
          shared), hiding the host's paths and sockets outside the grants, a private \
          process tree and /proc",
     );

@@ -244,30 +244,33 @@ pub fn plan<F>(
                         ));
                         continue;
                     }
-                    // A symlink where the command may change entries
-                    // could have been put there by an earlier run (a
-                    // rule for a path missing when it was compiled):
-                    // followed, it would grant whatever it names.
+                    // A symlink on the way (ELOOP) where the command may
+                    // change entries could have been put there by an
+                    // earlier run or a concurrent one: followed, it would
+                    // grant whatever it names. Decided from the written
+                    // path and the rules alone, never a second look at
+                    // the path, which could change again meanwhile.
                     Some(canon) if !extra.contains(path.as_str()) => {
-                        let steered =
-                            crate::lower::steered::links_on_the_way(path).find(|(_, d)| {
-                                merged.iter().any(|(_, p, r)| {
-                                    !r.and(FsSet::changes()).is_empty()
-                                        && (path_within(d, p)
-                                            || resolve(p).is_some_and(|c| path_within(d, &c)))
-                                })
-                            });
-                        if let Some((link, dir)) = steered {
+                        let changeable = |d: &str| {
+                            merged.iter().any(|(_, p, r)| {
+                                !r.and(FsSet::changes()).is_empty() && path_within(d, p)
+                            })
+                        };
+                        let steered = path
+                            .match_indices('/')
+                            .map(|(i, _)| if i == 0 { "/" } else { &path[..i] })
+                            .find(|d| changeable(d));
+                        if let Some(dir) = steered {
                             warnings.push(format!(
-                                "{path} leads through the symlink {link}, in {dir}, which the \
-                                 command can change; the rule is dropped"
+                                "{path} leads through a symlink, below {dir}, which the command \
+                                 can change; the rule is dropped"
                             ));
                             lines.push(line(
                                 path.clone(),
                                 Status::Dropped,
                                 format!(
-                                    "leads through the symlink {link}, in {dir}, where the \
-                                     command can make or replace entries: the rule is dropped"
+                                    "leads through a symlink below {dir}, where the command can \
+                                     make or replace entries: the rule is dropped"
                                 ),
                             ));
                             continue;
