@@ -317,6 +317,14 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// Whether this grant's rule names `path` itself: as written (an
+    /// alias), or as its path where no link led there. A grant that only
+    /// reaches `path` through a symlink does not name it: the command may
+    /// have made that link in an earlier run (POLICY.md §13).
+    pub fn names(&self, path: &str) -> bool {
+        self.aliases.iter().any(|a| a == path) || (self.path == path && self.aliases.is_empty())
+    }
+
     /// The other spellings of `path`, which lies at or below this grant's
     /// path: each alias with the rest of `path` appended, sorted.
     pub fn aliases_below(&self, path: &str) -> Vec<String> {

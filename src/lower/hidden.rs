@@ -10,28 +10,34 @@ use crate::hashed::Set;
 use crate::ir::{Access, Grant, PathKind, Source};
 use crate::policy::Policy;
 
+/// The sensitive paths §7 hides where a broader rule covers them: the
+/// literal `~/` ones, built in and the policy's, as (pattern, path under
+/// `home`).
+pub(super) fn hideable<'a>(policy: &'a Policy, home: &str) -> Vec<(&'a str, String)> {
+    let mut sensitive: Vec<&str> = super::SENSITIVE_PATHS.to_vec();
+    for s in &policy.sensitive_paths {
+        if !sensitive.contains(&s.value.as_str()) {
+            sensitive.push(&s.value);
+        }
+    }
+    sensitive
+        .into_iter()
+        .filter_map(|pattern| {
+            let rest = pattern.strip_prefix("~/")?.trim_end_matches('/');
+            (!rest.is_empty() && !rest.contains(['*', '?', '[', '{']))
+                .then(|| (pattern, join(home, rest)))
+        })
+        .collect()
+}
+
 impl Ctx<'_> {
     /// §7: a literal `~/` sensitive path that a broader rule covers (not
     /// one that names it) becomes a grant with no rights.
     pub(super) fn covered(&mut self, policy: &Policy, fs: &[Grant], look: &Lookup) -> Vec<Grant> {
         let mut out = Vec::new();
         let home = self.roots.home.clone();
-        let mut sensitive: Vec<&str> = super::SENSITIVE_PATHS.to_vec();
-        for s in &policy.sensitive_paths {
-            if !sensitive.contains(&s.value.as_str()) {
-                sensitive.push(&s.value);
-            }
-        }
         let mut seen = Set::default();
-        for pattern in sensitive {
-            let Some(rest) = pattern.strip_prefix("~/") else {
-                continue;
-            };
-            let rest = rest.trim_end_matches('/');
-            if rest.is_empty() || rest.contains(['*', '?', '[', '{']) {
-                continue;
-            }
-            let path = join(&home, rest);
+        for (pattern, path) in hideable(policy, &home) {
             if !seen.insert(path.clone()) {
                 continue;
             }
@@ -40,10 +46,7 @@ impl Ctx<'_> {
             };
             let g = &fs[i];
             let by_user = g.source.authored() || g.source == Source::Default;
-            // Named in the rule itself, not only reached through a link
-            // (the command may have made it in an earlier run).
-            let names = g.aliases.contains(&path) || (g.path == path && g.aliases.is_empty());
-            if !by_user || names || g.access.is_empty() {
+            if !by_user || g.names(&path) || g.access.is_empty() {
                 continue;
             }
             let kind = self.kind_of(&path);

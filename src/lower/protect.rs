@@ -543,8 +543,7 @@ impl Ctx<'_> {
             // Lifted only by a rule that names the path itself: one that
             // reaches it through a symlink (which the command may have
             // made in an earlier run) protects it like any other grant.
-            let named = g.aliases.contains(&w.path) || (g.path == w.path && g.aliases.is_empty());
-            if named && g.source.authored() {
+            if g.names(&w.path) && g.source.authored() {
                 lifted.push((i, w.path, w.entry));
                 continue;
             }

@@ -35,22 +35,14 @@ impl Ctx<'_> {
         let skip: Vec<usize> = steered.iter().map(|(i, _, _)| *i).collect();
         // What a broader rule only covers there stays hidden (§7): a
         // grant reached through a planted link must not lift that.
-        let sensitive: Vec<String> = super::SENSITIVE_PATHS
-            .iter()
-            .copied()
-            .chain(policy.sensitive_paths.iter().map(|s| s.value.as_str()))
-            .filter_map(|p| p.strip_prefix("~/"))
-            .map(|r| r.trim_end_matches('/'))
-            .filter(|r| !r.is_empty() && !r.contains(['*', '?', '[', '{']))
-            .map(|r| super::paths::join(&self.roots.home, r))
-            .collect();
+        let sensitive = super::hidden::hideable(policy, &self.roots.home);
         let mut cut: Vec<(usize, Access)> = Vec::new();
         for (i, link, dir) in &steered {
             // What the path gets without these grants. Most specific wins,
             // so dropping a grant that narrows would widen: only the
             // rights it adds there go.
             let g = &grants[*i];
-            let others = if sensitive.iter().any(|h| path_within(&g.path, h)) {
+            let others = if sensitive.iter().any(|(_, h)| path_within(&g.path, h)) {
                 Access::NONE
             } else {
                 access_at(grants, &g.path, &skip)

@@ -66,23 +66,18 @@ pub(super) fn line(rule: impl Into<String>, status: Status, reason: String) -> P
 }
 
 /// `doc`'s rules as paths (absolute, normalised) with their rights, the
-/// placeholders expanded with each of `values` (rules whose template
-/// does not expand are left out), for [`rights_at`].
-pub fn rule_paths(doc: &LandlockConfig, values: &[&Values]) -> Vec<(String, FsSet)> {
+/// placeholders expanded with `values` (rules whose template does not
+/// expand are left out), for [`rights_at`].
+pub fn rule_paths(doc: &LandlockConfig, values: &Values) -> Vec<(String, FsSet)> {
+    let lookup = |name: &str| template_value(values, name);
     let mut out: Vec<(String, FsSet)> = Vec::new();
     for pb in &doc.path_beneath {
         let r = pb.allowed_access.iter().fold(FsSet::EMPTY, |r, n| {
             r.or(FsSet::named(n).unwrap_or(FsSet::EMPTY))
         });
         for t in &pb.parent {
-            for v in values {
-                let lookup = |name: &str| template_value(v, name);
-                if let Ok(p) = expand_template(t, &lookup) {
-                    let p = normalise(&p);
-                    if !out.iter().any(|(q, s)| *q == p && *s == r) {
-                        out.push((p, r));
-                    }
-                }
+            if let Ok(p) = expand_template(t, &lookup) {
+                out.push((normalise(&p), r));
             }
         }
     }

@@ -130,24 +130,10 @@ struct RulePaths<'a> {
 
 impl RulePaths<'_> {
     fn get(&self) -> &[(String, crate::back::landlock::rights::FsSet)] {
-        self.made.get_or_init(|| {
-            // A placeholder's value as given (`--workspace` through a
-            // symlink) and resolved: the kernel grants the directory
-            // either way.
-            let canon = |v: &str| {
-                crate::canonical::canonicalize(v)
-                    .ok()
-                    .and_then(|c| c.to_str().map(String::from))
-                    .unwrap_or_else(|| v.to_string())
-            };
-            let v = self.values;
-            let resolved = Values {
-                workspace: canon(&v.workspace),
-                home: canon(&v.home),
-                temp: canon(&v.temp),
-            };
-            plan::rule_paths(&self.art.landlock, &[v, &resolved])
-        })
+        // The placeholders' values are resolved already ([`values`]): the
+        // rules' paths compare with a program's as written or resolved.
+        self.made
+            .get_or_init(|| plan::rule_paths(&self.art.landlock, self.values))
     }
 }
 
