@@ -659,6 +659,22 @@ pub fn merge_sorted<T>(a: Vec<T>, b: Vec<T>, key: impl Fn(&T) -> &str) -> Vec<T>
     out
 }
 
+/// Whether the command can make, replace or remove entries of `dir`: a
+/// grant at or above it gives a write right. Any, not only the most
+/// specific: a read-only rule on a directory that is missing at launch
+/// keeps nothing from the writable one above (the command can make it,
+/// and what is in it, in an earlier run). Relied on wherever a link
+/// found on disk may have been planted by an earlier run: lowering's
+/// SBX035 and the caller's `PATH` and certificate grants.
+pub fn changeable_in(fs: &[Grant], dir: &str) -> bool {
+    fs.iter().any(|g| {
+        g.access.writes()
+            && std::iter::once(&g.path)
+                .chain(&g.aliases)
+                .any(|p| path_within(dir, p))
+    })
+}
+
 /// [`Ir::decide`] over any list of grants.
 pub fn decide_in<'a>(fs: &'a [Grant], path: &str) -> Option<&'a Grant> {
     fs.iter()

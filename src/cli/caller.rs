@@ -86,10 +86,9 @@ pub fn add(
         std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
     };
     let writable_ids: HashSet<(u64, u64)> = writable.iter().filter_map(|w| identity(w)).collect();
-    let by_path = |dir: &str| {
-        writable.iter().any(|w| sbx::ir::path_within(dir, w))
-            && sbx::ir::decide_in(fs, dir).is_some_and(|g| g.access.writes())
-    };
+    // Any writable grant above, not only the most specific: a read-only
+    // rule's directory missing at launch was the command's to make.
+    let by_path = |dir: &str| sbx::ir::changeable_in(fs, dir);
     let by_id = |id: Option<(u64, u64)>| id.is_some_and(|i| writable_ids.contains(&i));
     let steerable = |dir: &str| by_path(dir) || by_id(identity(dir));
     let mut refused = Vec::new();

@@ -23,7 +23,7 @@ impl Ctx<'_> {
                 continue;
             }
             for a in &g.aliases {
-                let found = links_on_the_way(a).find(|(_, d)| changeable(grants, d));
+                let found = links_on_the_way(a).find(|(_, d)| crate::ir::changeable_in(grants, d));
                 if let Some((link, dir)) = found {
                     steered.push((i, link, dir));
                     break;
@@ -156,20 +156,6 @@ pub(crate) fn links_on_the_way(p: &str) -> impl Iterator<Item = (String, String)
         }
     }
     out.into_iter()
-}
-
-/// Whether the command can make, replace or remove entries of `dir`:
-/// a grant at or above it gives a write right. Any, not only the most
-/// specific: a read-only rule on a directory that is missing at launch
-/// keeps nothing from the writable one above (the command can make it,
-/// and what is in it).
-fn changeable(grants: &[Grant], dir: &str) -> bool {
-    grants.iter().any(|g| {
-        g.access.writes()
-            && std::iter::once(&g.path)
-                .chain(&g.aliases)
-                .any(|p| path_within(dir, p))
-    })
 }
 
 /// The rights the most specific grants covering `dir` give it (rights add

@@ -640,9 +640,11 @@ pub fn user_site_pth_swept(fx: &Fx) -> Result<(), String> {
 /// directories on `PATH` and where their links lead, certificate
 /// bundles) follows no way the command could have changed: a link a run
 /// plants in an activated `.venv/bin`, a `PATH` entry or a bundle in the
-/// workspace swapped for a link, grants nothing in the next run. Controls:
-/// a bundle outside the workspace is granted and read; a workspace file
-/// is read.
+/// workspace swapped for a link, grants nothing in the next run; nor does
+/// a `PATH` directory with a read-only rule of its own that was missing at
+/// launch beneath the writable workspace (the run made it). Controls: a
+/// bundle outside the workspace is granted and read; a workspace file is
+/// read.
 pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
     let p = fx.write_policy(
         "version = 1\n[process]\npresets = [\"system_runtime\", \"developer_toolchains\"]\n\
@@ -725,6 +727,44 @@ pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
             expect("venv link through a bind mount", &out, "ENOENT")?;
         }
     }
+    // A read-only rule does not make its directory the caller's: missing
+    // at launch, the writable workspace above let run 1 make it and fill
+    // it (old: the most specific rule decided, and the link was followed).
+    let ro_rule = fx.write_policy(
+        "version = 1\n[process]\npresets = [\"system_runtime\", \"developer_toolchains\"]\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n\
+         [[fs]]\npath = \"tools\"\nread = true\nexecute = true\n",
+    );
+    let run_ro = |vars: &[(&str, &str)], probe: &[&str]| {
+        let mut args: Vec<OsString> = vec!["run".into(), ro_rule.clone().into()];
+        args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+        args.push(std::env::current_exe().unwrap().into());
+        args.push("--probe".into());
+        args.extend(probe.iter().map(OsString::from));
+        fx.sbx_with(&args, None, vars)
+    };
+    let tools = format!("{}:/usr/local/bin:/usr/bin:/bin", ws("tools"));
+    let in_tools = [("PATH", tools.as_str())];
+    // One run makes the directory and plants in it: the next finds the
+    // rule's directory there, read-only to it.
+    let mut args: Vec<OsString> = vec!["run".into(), ro_rule.clone().into()];
+    args.extend(["--workspace".into(), fx.ws.clone().into(), "--".into()]);
+    args.extend(["/bin/sh".into(), "-c".into()]);
+    args.push(format!("mkdir '{0}' && ln -s '{1}' '{0}/s'", ws("tools"), secret).into());
+    let out = fx.sbx_with(&args, None, &in_tools);
+    check(std::fs::read_link(ws("tools/s")).is_ok(), || {
+        format!("run 1 did not plant in tools: {}", out.stderr)
+    })?;
+    expect(
+        "tools link",
+        &run_ro(&in_tools, &["read", &secret]),
+        "ENOENT",
+    )?;
+    expect(
+        "tools link: workspace",
+        &run_ro(&in_tools, &["read", &ws("data")]),
+        "OK",
+    )?;
     // Controls: a bundle outside the workspace is granted, by the same
     // code, and `--report` names what it would not follow.
     let ro = fx.path("ro/file");
