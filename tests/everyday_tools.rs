@@ -288,6 +288,13 @@ fn git_in_a_subdirectory_of_a_repository() {
             )),
         "{err}"
     );
+    // A linked worktree: its gitdir and the common dir are granted too,
+    // as `git worktree add` made them (a `.git` file that does not name
+    // the worktree back gets nothing: tests/linux_escape).
+    let wt = env.home.join("wt");
+    host(&["worktree", "add", "-q", wt.to_str().unwrap()]);
+    let (code, out, err) = run_report_in(&env, &wt.join("sub"), "git log --format=%s; cat a");
+    assert_eq!((code, out.as_str()), (0, "one\na\n"), "{err}");
 }
 
 #[test]

@@ -23,21 +23,15 @@ impl Ctx<'_> {
             return Vec::new();
         };
         let mut paths = vec![top.clone()];
-        let dotgit = join(&top, ".git");
-        if std::fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_file()) {
-            // A linked worktree or a submodule's checkout: git reads the
-            // gitdir the file names and the common dir that one names.
-            if let Some(g) = git::gitdir_line(&dotgit) {
-                let gitdir = anchored(&top, &g);
-                if let Ok(c) = std::fs::read_to_string(join(&gitdir, "commondir")) {
-                    let c = c.trim();
-                    if !c.is_empty() {
-                        paths.push(anchored(&gitdir, c));
-                    }
-                }
-                paths.push(gitdir);
+        // A linked worktree or a submodule's checkout: git reads the
+        // gitdir its `.git` file names and the common dir that one names.
+        let refused = match linked(&top, &self.roots.home) {
+            Ok(more) => {
+                paths.extend(more);
+                None
             }
-        }
+            Err(why) => Some(why),
+        };
         let grants: Vec<Grant> = paths
             .iter()
             .filter_map(|p| self.grant_abs(p, Access::READ, Source::Default, false))
@@ -57,6 +51,18 @@ impl Ctx<'_> {
             // sbx adds it for git to work; `required` has nothing to refuse.
             advisory: true,
         });
+        if let Some(why) = refused {
+            self.notes.push(Precision {
+                rule: "default policy".into(),
+                target: "ir".into(),
+                status: Status::Dropped,
+                reason: format!(
+                    "{top}/.git names a git directory that is not granted: {why} (git there \
+                     finds no repository; `git worktree repair` mends a worktree moved since)"
+                ),
+                advisory: true,
+            });
+        }
         grants
     }
 }
@@ -97,6 +103,78 @@ fn top_below_ceilings(ws: &str, home: &str, ceilings: &[std::path::PathBuf]) -> 
     None
 }
 
+/// What the `.git` file at `top` makes git read besides the worktree: the
+/// gitdir, and a linked worktree's common dir. Both are named by files
+/// below the repository's top, which an earlier run with a wider
+/// workspace could have written, so only what git itself made is taken:
+/// a linked worktree's gitdir in its common dir's `worktrees`, naming
+/// this `.git` file back; a submodule's in the `.git/modules` of a
+/// repository around it. Read without blocking and bounded (a FIFO or
+/// `/dev/zero` planted there). Empty where `.git` is no file.
+fn linked(top: &str, home: &str) -> Result<Vec<String>, String> {
+    let dotgit = join(top, ".git");
+    if !std::fs::symlink_metadata(&dotgit).is_ok_and(|m| m.is_file()) {
+        return Ok(Vec::new());
+    }
+    let named = git::gitdir_line(&dotgit).ok_or("it names no gitdir")?;
+    let canon = |p: &str| {
+        crate::canonical::canonicalize(p)
+            .ok()
+            .and_then(|c| c.to_str().map(str::to_string))
+    };
+    let is = |p: &str, dir: bool| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+    };
+    // What git takes for a git directory (`is_git_directory`).
+    let repository = |d: &str| {
+        is(&join(d, "HEAD"), false) && is(&join(d, "objects"), true) && is(&join(d, "refs"), true)
+    };
+    let gitdir = canon(&anchored(top, &named))
+        .filter(|g| is(g, true))
+        .ok_or_else(|| format!("its gitdir {named} is no directory"))?;
+    if !is(&join(&gitdir, "HEAD"), false) {
+        return Err(format!("{gitdir} is no git directory"));
+    }
+    let out = match git::read_small(&join(&gitdir, "commondir")) {
+        Some(c) if !c.trim().is_empty() => {
+            let common = canon(&anchored(&gitdir, c.trim()))
+                .filter(|c| repository(c))
+                .ok_or_else(|| format!("the common dir {} names is no repository", c.trim()))?;
+            let back = git::read_small(&join(&gitdir, "gitdir"))
+                .and_then(|b| canon(&anchored(&gitdir, b.trim())));
+            let within =
+                Path::new(&gitdir).parent() == Some(Path::new(&join(&common, "worktrees")));
+            if !within || back.as_deref() != canon(&dotgit).as_deref() {
+                return Err(format!(
+                    "{gitdir} is not a worktree of {common} that names this worktree back"
+                ));
+            }
+            vec![common, gitdir]
+        }
+        _ => {
+            // A submodule's: `A/.git/modules/NAME` for a repository `A`
+            // whose worktree holds this one.
+            let around = gitdir
+                .find("/.git/modules/")
+                .map(|i| &gitdir[..i])
+                .filter(|a| {
+                    crate::ir::path_within(top, a) && *a != top && is(&join(a, ".git"), true)
+                });
+            if around.is_none() || !repository(&gitdir) {
+                return Err(format!(
+                    "{gitdir} is not a submodule's git directory in a repository around it"
+                ));
+            }
+            vec![gitdir]
+        }
+    };
+    // As for the top: never home, a directory above it, or `/`.
+    if let Some(p) = out.iter().find(|p| crate::ir::path_within(home, p)) {
+        return Err(format!("{p} is home or above it"));
+    }
+    Ok(out)
+}
+
 /// `rel` against `base` unless it is absolute.
 fn anchored(base: &str, rel: &str) -> String {
     if rel.starts_with('/') {
@@ -109,6 +187,85 @@ fn anchored(base: &str, rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What git makes for a linked worktree and a submodule is taken;
+    /// a `.git` file a run could have planted, naming a secret, another
+    /// repository's common dir or a FIFO, is not.
+    #[test]
+    fn only_gitdirs_git_made_are_taken() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let p = |r: &str| root.join(r).to_str().unwrap().to_string();
+        let repo = |d: &str| {
+            for s in ["objects", "refs"] {
+                std::fs::create_dir_all(p(&format!("{d}/{s}"))).unwrap();
+            }
+            std::fs::write(p(&format!("{d}/HEAD")), "ref: refs/heads/main\n").unwrap();
+        };
+        let home = p("home");
+        std::fs::create_dir_all(p("home/.ssh")).unwrap();
+        // A linked worktree, as `git worktree add` makes it.
+        repo("repo/.git");
+        std::fs::create_dir_all(p("repo/.git/worktrees/wt")).unwrap();
+        std::fs::create_dir_all(p("wt/sub")).unwrap();
+        std::fs::write(p("repo/.git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n").unwrap();
+        std::fs::write(p("repo/.git/worktrees/wt/commondir"), "../..\n").unwrap();
+        std::fs::write(p("repo/.git/worktrees/wt/gitdir"), p("wt/.git") + "\n").unwrap();
+        std::fs::write(
+            p("wt/.git"),
+            format!("gitdir: {}\n", p("repo/.git/worktrees/wt")),
+        )
+        .unwrap();
+        assert_eq!(
+            linked(&p("wt"), &home),
+            Ok(vec![p("repo/.git"), p("repo/.git/worktrees/wt")])
+        );
+        // Its back-link names another worktree: not this one's.
+        std::fs::create_dir_all(p("wt2")).unwrap();
+        std::fs::write(
+            p("wt2/.git"),
+            format!("gitdir: {}\n", p("repo/.git/worktrees/wt")),
+        )
+        .unwrap();
+        assert!(linked(&p("wt2"), &home).is_err());
+        // Planted: a secret directory; a gitdir of its own whose common
+        // dir is another repository; a FIFO for the common dir.
+        std::fs::create_dir_all(p("ws/a")).unwrap();
+        std::fs::write(p("ws/a/.git"), format!("gitdir: {home}/.ssh\n")).unwrap();
+        assert!(linked(&p("ws/a"), &home).is_err());
+        repo("ws/g");
+        std::fs::write(p("ws/g/commondir"), p("repo/.git")).unwrap();
+        std::fs::write(p("ws/g/gitdir"), p("ws/b/.git")).unwrap();
+        std::fs::create_dir_all(p("ws/b")).unwrap();
+        std::fs::write(p("ws/b/.git"), "gitdir: ../g\n").unwrap();
+        assert!(linked(&p("ws/b"), &home).is_err());
+        repo("ws/f");
+        let fifo = std::ffi::CString::new(p("ws/f/commondir")).unwrap();
+        // SAFETY: a C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::create_dir_all(p("ws/c")).unwrap();
+        std::fs::write(p("ws/c/.git"), "gitdir: ../f\n").unwrap();
+        assert!(linked(&p("ws/c"), &home).is_err());
+        // A submodule's checkout: its gitdir in the `.git/modules` of the
+        // repository around it; not in another repository's.
+        repo("sup/.git");
+        repo("sup/.git/modules/lib/x");
+        std::fs::create_dir_all(p("sup/lib/x")).unwrap();
+        std::fs::write(p("sup/lib/x/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
+        assert_eq!(
+            linked(&p("sup/lib/x"), &home),
+            Ok(vec![p("sup/.git/modules/lib/x")])
+        );
+        std::fs::create_dir_all(p("ws/d")).unwrap();
+        std::fs::write(
+            p("ws/d/.git"),
+            format!("gitdir: {}\n", p("sup/.git/modules/lib/x")),
+        )
+        .unwrap();
+        assert!(linked(&p("ws/d"), &home).is_err());
+        // No `.git` file: nothing more.
+        assert_eq!(linked(&p("repo"), &home), Ok(Vec::new()));
+    }
 
     #[test]
     fn the_nearest_repository_above_but_never_home() {

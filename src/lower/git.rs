@@ -73,7 +73,7 @@ fn open_small(p: &str) -> Result<Option<String>, ()> {
     }
 }
 
-fn read_small(p: &str) -> Option<String> {
+pub(super) fn read_small(p: &str) -> Option<String> {
     open_small(p).ok().flatten()
 }
 

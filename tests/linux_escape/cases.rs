@@ -73,6 +73,10 @@ pub const ALL: &[(&str, Case)] = &[
         "caller_grants_not_steered",
         protect::caller_grants_not_steered,
     ),
+    (
+        "gitdir_planted_above_grants_nothing",
+        protect::gitdir_planted_above_grants_nothing,
+    ),
     ("exec_chain_not_steered", protect::exec_chain_not_steered),
     (
         "rule_link_planted_is_not_followed",

@@ -797,6 +797,50 @@ pub fn caller_grants_not_steered(fx: &Fx) -> Result<(), String> {
     )
 }
 
+/// Under the default policy a workspace inside a repository gets the
+/// repository's worktree read-only, and the gitdir its `.git` file
+/// names. A run with the wider workspace plants such a file deeper than
+/// the after-run sweep looks, naming a secret directory: the next run,
+/// in a directory below it, is not granted that directory (old: read
+/// through the "linked worktree" grant). Control: the workspace is read.
+pub fn gitdir_planted_above_grants_nothing(fx: &Fx) -> Result<(), String> {
+    let p = fx.default_policy();
+    let deep = fx.ws.join("a1/b/c/d");
+    let below = deep.join("e");
+    let run = |ws: &Path, cmd: &[&str]| {
+        let mut args: Vec<OsString> = vec!["run".into(), p.clone().into()];
+        args.extend(["--workspace".into(), ws.into(), "--".into()]);
+        args.extend(cmd.iter().map(OsString::from));
+        fx.sbx_with(&args, None, &[])
+    };
+    let plant = format!(
+        "mkdir -p '{}' && printf 'gitdir: {}\\n' > '{}/.git'",
+        below.display(),
+        fx.path("outside"),
+        deep.display()
+    );
+    let out = run(&fx.ws, &["/bin/sh", "-c", &plant]);
+    check(deep.join(".git").is_file(), || {
+        format!("run 1 did not plant the .git file: {}", out.stderr)
+    })?;
+    std::fs::write(below.join("mine"), "mine").unwrap();
+    let probe = |what: &str| {
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        run(&below, &[exe, "--probe", "read", what])
+    };
+    expect(
+        "secret through the planted gitdir",
+        &probe(&fx.path("outside/secret")),
+        "ENOENT",
+    )?;
+    expect(
+        "workspace",
+        &probe(below.join("mine").to_str().unwrap()),
+        "OK",
+    )
+}
+
 /// The interpreters sbx grants so that a program can start (`#!`, an
 /// ELF's `PT_INTERP`) are named by files the command may have written in
 /// an earlier run: a listed command in the workspace whose `#!` names a
