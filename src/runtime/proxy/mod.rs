@@ -267,7 +267,6 @@ pub struct Proxy {
     ports: (u16, u16),
     wake: Option<OwnedFd>,
     accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
-    dns: Option<JoinHandle<()>>,
 }
 
 /// What a listener serves.
@@ -334,28 +333,22 @@ impl Proxy {
             next: AtomicU64::new(0),
             live: Mutex::new(Vec::new()),
         });
-        let dns = match udp {
-            Some(u) => {
-                let (dcx, dwait) = (Arc::clone(&cx), Arc::clone(&wait));
-                Some(
-                    std::thread::Builder::new()
-                        .name("sbx-dns".into())
-                        .spawn(move || dns_loop(&dcx, &u, &dwait))?,
-                )
-            }
-            None => None,
-        };
+        if let Some(u) = &udp {
+            u.set_nonblocking(true)?;
+        }
+        // One thread accepts and answers DNS over UDP: an answer is a
+        // table look-up, and a thread fewer is less for every run with
+        // host rules to start and join.
         let acx = Arc::clone(&cx);
         let accept = std::thread::Builder::new()
             .name("sbx-proxy".into())
-            .spawn(move || accept_loop(&acx, &listeners, &wait))?;
+            .spawn(move || accept_loop(&acx, &listeners, udp.as_ref(), &wait))?;
         Ok(Proxy {
             cx,
             record: None,
             ports,
             wake: Some(wake),
             accept: Some(accept),
-            dns,
         })
     }
 
@@ -453,9 +446,6 @@ impl Proxy {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        if let Some(d) = self.dns.take() {
-            let _ = d.join();
-        }
         self.cx.shut_all();
         // Every socket is shut down, so a thread ends at once unless it
         // is in a name lookup or a connect (bounded by their timeouts):
@@ -513,9 +503,12 @@ fn ready(cx: &Cx, fds: &mut [libc::pollfd]) -> bool {
     }
 }
 
+/// Accept on `listeners` and answer DNS on `udp` (non-blocking) until
+/// the pipe closes.
 fn accept_loop(
     cx: &Arc<Cx>,
     listeners: &[(TcpListener, Kind)],
+    udp: Option<&UdpSocket>,
     wait: &OwnedFd,
 ) -> Vec<JoinHandle<()>> {
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
@@ -526,8 +519,15 @@ fn accept_loop(
     };
     let mut fds: Vec<libc::pollfd> = std::iter::once(poll_in(wait.as_raw_fd()))
         .chain(listeners.iter().map(|(l, _)| poll_in(l.as_raw_fd())))
+        .chain(udp.map(|u| poll_in(u.as_raw_fd())))
         .collect();
+    let mut dns = udp.map(|u| Responder::new(cx, u));
     while ready(cx, &mut fds) {
+        if let (Some(d), Some(p)) = (&mut dns, fds.last()) {
+            if p.revents != 0 {
+                d.answer_all();
+            }
+        }
         workers.retain(|w| !w.is_finished());
         for (i, (l, kind)) in listeners.iter().enumerate() {
             if fds[i + 1].revents == 0 {
@@ -586,42 +586,42 @@ fn serve(cx: &Cx, s: TcpStream, kind: Kind) {
     }
 }
 
-/// Answer DNS questions until the pipe closes. One thread: each answer
-/// is a table look-up, with no lookup of its own.
-fn dns_loop(cx: &Cx, udp: &UdpSocket, wait: &OwnedFd) {
-    let names = dns::Names {
-        rules: &cx.rules,
-        ports: &cx.relay_ports,
-        ipv6: cx.relay6,
-        book: &cx.book,
-    };
-    // A refused name is logged once, not once per retry and record type.
-    let mut logged = std::collections::HashSet::new();
-    let mut buf = [0u8; 1500];
-    let mut fds = [
-        libc::pollfd {
-            fd: wait.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: udp.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    if udp.set_nonblocking(true).is_err() {
-        return;
+/// The DNS responder over UDP: each answer is a table look-up, with no
+/// lookup of its own.
+struct Responder<'a> {
+    cx: &'a Cx,
+    udp: &'a UdpSocket,
+    names: dns::Names<'a>,
+    /// A refused name is logged once, not once per retry and record type.
+    logged: std::collections::HashSet<String>,
+}
+
+impl<'a> Responder<'a> {
+    fn new(cx: &'a Cx, udp: &'a UdpSocket) -> Responder<'a> {
+        Responder {
+            cx,
+            udp,
+            names: dns::Names {
+                rules: &cx.rules,
+                ports: &cx.relay_ports,
+                ipv6: cx.relay6,
+                book: &cx.book,
+            },
+            logged: std::collections::HashSet::new(),
+        }
     }
-    while ready(cx, &mut fds) {
-        while let Ok((len, from)) = udp.recv_from(&mut buf) {
-            let (reply, refused) = names.answer(&buf[..len]);
+
+    /// Answer every question waiting.
+    fn answer_all(&mut self) {
+        let mut buf = [0u8; 1500];
+        while let Ok((len, from)) = self.udp.recv_from(&mut buf) {
+            let (reply, refused) = self.names.answer(&buf[..len]);
             if let Some(r) = reply {
-                let _ = udp.send_to(&r, from);
+                let _ = self.udp.send_to(&r, from);
             }
             if let Some((name, reason)) = refused {
-                if logged.len() < 10_000 && logged.insert(name.clone()) {
-                    cx.refuse(Via::Dns, &name, 0, reason);
+                if self.logged.len() < 10_000 && self.logged.insert(name.clone()) {
+                    self.cx.refuse(Via::Dns, &name, 0, reason);
                 }
             }
         }
