@@ -51,6 +51,8 @@ pub const PROXY_PORTS: [u16; 2] = [3128, 1080];
 pub fn relayed(r: &NetRule) -> bool {
     r.allow
         && !r.bind
+        // A path is the proxy's to check: the relay sees none.
+        && r.path_prefix.is_none()
         && !loopback(&r.host)
         && r.host
             .trim_start_matches('[')
@@ -161,7 +163,9 @@ pub(crate) fn precision(ir: &Ir, target: &str, out: &mut Vec<Precision>) {
             (true, true, Some(_)) => (
                 Status::Wider,
                 "path_prefix is enforced by the proxy for plain-HTTP requests; an HTTPS \
-                 (CONNECT or SOCKS5) tunnel does not show the path: cooperative there"
+                 (CONNECT or SOCKS5) tunnel does not show the path: cooperative there; a \
+                 client that ignores the proxy variables does not reach it (the relay sees \
+                 no path)"
                     .to_string(),
             ),
             (true, true, None) if forwarded(r) => (

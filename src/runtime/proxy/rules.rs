@@ -177,10 +177,14 @@ impl Rules {
             return Err(Reason::NoRule);
         }
         // CONNECT and SOCKS carry no path: path_prefix stays cooperative.
+        // The relay and the responder serve no rule with a path: a client
+        // that ignores the proxy variables would send any path, unseen
+        // (and for `http`, plain HTTP the proxy would have checked).
         let matched: Vec<&NetRule> = candidates
             .into_iter()
             .filter(|r| match (via, &r.path_prefix) {
                 (Via::Http, Some(pp)) => path.is_some_and(|p| path_within(p, pp)),
+                (Via::Relay | Via::Dns, Some(_)) => false,
                 _ => true,
             })
             .collect();
@@ -356,6 +360,7 @@ fn scheme_matches(scheme: Option<&str>, via: Via) -> bool {
 /// `;`, plain or encoded, which starts a path parameter that Tomcat and
 /// Spring drop before routing (`/allowed/..;/secret` is `/secret` there);
 /// no empty segment (`//`), which servers merge or route differently.
+/// On a segment boundary: `/v1` is `/v1` and `/v1/…`, not `/v1admin`.
 fn path_within(path: &str, prefix: &str) -> bool {
     let path = path.split(['?', '#']).next().unwrap_or("");
     let lower = path.to_ascii_lowercase();
@@ -366,7 +371,8 @@ fn path_within(path: &str, prefix: &str) -> bool {
     if path.split('/').any(|seg| seg == "." || seg == "..") {
         return false;
     }
-    path.starts_with(prefix)
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || prefix.ends_with('/'))
 }
 
 /// `host` as the rules compare it: lower case, no trailing dot, IPv6
@@ -536,6 +542,22 @@ pub(super) mod tests {
         // A `;` or `%25` in the query is the server's business, not a path.
         assert_eq!(http("/simple/pkg/?a=1;b=%25"), Ok(()));
         assert!(rules.decide(Via::Connect, &d, None).is_ok(), "cooperative");
+        // The relay and the responder cannot see a path: not theirs.
+        assert_eq!(
+            rules.decide(Via::Relay, &d, None).map(|_| ()),
+            Err(Reason::Path)
+        );
+        assert!(rules.decide(Via::Dns, &d, None).is_err());
+        // On a segment boundary.
+        let mut v1 = rule(0, "api.test", Some(80));
+        v1.path_prefix = Some("/v1".into());
+        let rules = Rules::new(&[v1]);
+        let d = dest("api.test", 80);
+        let http = |p: &str| rules.decide(Via::Http, &d, Some(p)).map(|_| ());
+        assert_eq!(http("/v1"), Ok(()));
+        assert_eq!(http("/v1/users?q=1"), Ok(()));
+        assert_eq!(http("/v1?q=1"), Ok(()));
+        assert_eq!(http("/v1admin"), Err(Reason::Path));
     }
 
     #[test]
