@@ -211,6 +211,9 @@ pub fn repo(
             for f in files {
                 out.push(found(join(&m, f), entry));
             }
+            if sub == "modules" {
+                deeper_modules(&m, files, entry, budget, &mut out);
+            }
         }
     }
     // git reads the global configs, then the repository's, then (with
@@ -227,6 +230,54 @@ pub fn repo(
         out.push(found(anchored(dir, &h), "core.hooksPath"));
     }
     out
+}
+
+/// How deep below `.git/modules` submodules' git directories are looked
+/// for: a submodule's is named by its path (`modules/a/b/c`), a nested
+/// submodule's lies in its parent's (`modules/x/modules/y`).
+const MODULES_DEPTH: usize = 12;
+
+/// The git directories below `.git/modules/NAME` (`m`, whose own parts
+/// the caller took): where `m` is no repository, its subdirectories, as
+/// a path with `/` names one; where it is one, its `modules`. Each git
+/// directory found gets the same protections as `m`.
+fn deeper_modules(m: &str, files: &[&str], entry: &str, budget: &mut usize, out: &mut Vec<Found>) {
+    let is = |p: &str, dir: bool| {
+        std::fs::symlink_metadata(p).is_ok_and(|x| if dir { x.is_dir() } else { x.is_file() })
+    };
+    let mut todo = vec![(m.to_string(), 0)];
+    while let Some((d, level)) = todo.pop() {
+        if level >= MODULES_DEPTH || *budget == 0 {
+            continue;
+        }
+        let repository = is(&join(&d, "HEAD"), false)
+            && is(&join(&d, "objects"), true)
+            && is(&join(&d, "refs"), true);
+        let below = if repository {
+            join(&d, "modules")
+        } else {
+            d.clone()
+        };
+        let Ok(rd) = crate::dirents::read_dir(&below) else {
+            continue;
+        };
+        *budget -= 1;
+        let mut names: Vec<String> = rd
+            .flatten()
+            .filter(|e| e.is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        names.sort();
+        for n in names.iter().rev() {
+            let c = join(&below, n);
+            if is(&join(&c, "HEAD"), false) {
+                for f in files {
+                    out.push(found(join(&c, f), entry));
+                }
+            }
+            todo.push((c, level + 1));
+        }
+    }
 }
 
 /// Directories up to [`NESTED_DEPTH`] below `root` (itself excluded) that

@@ -96,6 +96,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_nested_repo_made_in_the_run,
     ),
     (
+        "git_submodule_dirs_deep_in_modules",
+        protect::git_submodule_dirs_deep_in_modules,
+    ),
+    (
         "pin_hooks_path_and_include",
         pin::git_hooks_path_and_include,
     ),

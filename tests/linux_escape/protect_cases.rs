@@ -216,6 +216,65 @@ pub fn git_nested_repo_made_in_the_run(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// Submodules' git directories are named by their path
+/// (`.git/modules/a/b/c/d/foo`), at any depth. One that exists at launch
+/// keeps its config read-only (old: only `.git/modules/NAME/config` one
+/// level down was protected, and a planted `core.fsmonitor` ran on the
+/// user's next `git status`); one the command makes during the run, deep
+/// in `.git/modules` with its index split (so no index entry leads to
+/// it), has its config moved aside after the run (old: the sweep looked
+/// only where the index pointed). Control: the command's other files
+/// stay, and the existing config is still read.
+pub fn git_submodule_dirs_deep_in_modules(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_submodule_dirs_deep_in_modules")? {
+        return Ok(());
+    }
+    let existing = ".git/modules/a/b/c/d/foo";
+    git(fx, "", &["init", "-q", "--bare", existing]).map_err(|e| e.to_string())?;
+    let config = fx.ws.join(existing).join("config");
+    let before = std::fs::read(&config).map_err(|e| e.to_string())?;
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "cat {existing}/config >/dev/null && echo read; {} >> {existing}/config || echo refused",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "read\nrefused", || {
+        format!("run 1: {out:?}")
+    })?;
+    check(std::fs::read(&config).ok() == Some(before), || {
+        "the existing submodule's config changed".into()
+    })?;
+    let made = ".git/modules/x/y/z/w";
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q --bare {made} && {} >> {made}/config && \
+             git update-index --split-index && echo kept > keep.txt && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.code == 0 && out.answer() == "planted", || {
+        format!("run 2: {out:?}")
+    })?;
+    let made = fx.ws.join(made);
+    check(
+        !made.join("config").exists() && made.join("config.sbx-blocked").exists(),
+        || {
+            format!(
+                "the new submodule's config is still in place: {}",
+                out.stderr
+            )
+        },
+    )?;
+    check(
+        fx.ws.join("keep.txt").exists() && made.join("HEAD").exists(),
+        || "the run's other files are gone".into(),
+    )
+}
+
 /// Issue #36: a config made during the run stays only when every key in
 /// it is inert. Under the default policy, in a workspace with no
 /// repository at launch, the command makes one at the top with a

@@ -313,6 +313,50 @@ fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
 
 /// The parts of git directory `g` changed during the run.
 fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
+    parts_in(s, top, g, out);
+    modules_in(s, top, g, out);
+}
+
+/// How deep below a git directory's `modules`, and how many directories
+/// listed there at most, submodules' git directories are looked for.
+const MODULES_DEPTH: usize = 12;
+const MODULES_BUDGET: usize = 1000;
+
+/// The submodules' git directories below `g/modules`, at any depth the
+/// bounds allow: a submodule's is named by its path (`modules/a/b/c`),
+/// a nested one's lies in its parent's `modules`. Each is looked in: the
+/// index names only the submodules it still holds, and a split index
+/// keeps them in another file.
+fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
+    let t = s.tops.get(top);
+    let mut left = MODULES_BUDGET;
+    let mut todo = vec![(join(g, b"modules"), 0)];
+    while let Some((d, level)) = todo.pop() {
+        if left == 0 {
+            out.unswept += todo.len() + 1;
+            break;
+        }
+        let Ok(names) = t.list(&d) else {
+            continue;
+        };
+        left -= 1;
+        for name in names {
+            let c = join(&d, &name);
+            if level + 1 > MODULES_DEPTH || !is(t, &c, libc::S_IFDIR) {
+                continue;
+            }
+            parts_in(s, top, &c, out);
+            let repository = is(t, &join(&c, b"HEAD"), libc::S_IFREG)
+                && is(t, &join(&c, b"objects"), libc::S_IFDIR)
+                && is(t, &join(&c, b"refs"), libc::S_IFDIR);
+            todo.push((if repository { join(&c, b"modules") } else { c }, level + 1));
+        }
+    }
+}
+
+/// The parts of git directory `g` ([`PARTS`]) changed during the run,
+/// moved aside.
+fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
     let t = s.tops.get(top);
     for part in PARTS {
         let p = join(g, part.as_bytes());
