@@ -15,7 +15,7 @@ pub fn serve(client: TcpStream, cx: &Cx) {
     let Ok(local) = client.local_addr() else {
         return;
     };
-    if local.ip().to_canonical().is_loopback() {
+    if super::rules::canonical(local.ip()).is_loopback() {
         if let Some(host) = cx.rules.forward_host(local.port()) {
             return super::forward::serve(client, cx, host);
         }

@@ -51,7 +51,7 @@ unsafe fn address(sa: *const libc::sockaddr) -> Option<IpAddr> {
         }
         libc::AF_INET6 => {
             let v6 = &*(sa as *const libc::sockaddr_in6);
-            Some(IpAddr::from(v6.sin6_addr.s6_addr).to_canonical())
+            Some(super::rules::canonical(IpAddr::from(v6.sin6_addr.s6_addr)))
         }
         _ => None,
     }

@@ -205,7 +205,7 @@ impl Rules {
             .iter()
             .filter(|r| !r.allow && port_matches(r, via, dest.port))
             .filter(|r| scheme_matches(r.scheme.as_deref(), via))
-            .filter_map(|r| Some((r.host.parse::<IpAddr>().ok()?.to_canonical(), r.index)))
+            .filter_map(|r| Some((canonical(r.host.parse::<IpAddr>().ok()?), r.index)))
             .collect();
         Ok(Allowed {
             hosts: matched
@@ -229,12 +229,12 @@ impl Allowed {
     /// (DNS rebinding) would reach services on this host or the cloud's
     /// credentials.
     pub fn address(&self, addr: IpAddr, pinned: bool) -> Result<(), Reason> {
-        let addr = addr.to_canonical();
+        let addr = canonical(addr);
         if let Some((_, i)) = self.deny_ips.iter().find(|(a, _)| *a == addr) {
             return Err(Reason::DeniedBy(*i));
         }
         let literal = |f: &dyn Fn(&str) -> bool| self.hosts.iter().any(|h| f(h));
-        let names_ip = literal(&|h| h.parse::<IpAddr>().is_ok_and(|a| a.to_canonical() == addr));
+        let names_ip = literal(&|h| h.parse::<IpAddr>().is_ok_and(|a| canonical(a) == addr));
         match class(addr) {
             // Another address of this host's own reaches what it serves
             // on every address: only a rule naming it reaches it (not
@@ -261,13 +261,25 @@ pub enum Class {
     Metadata,
 }
 
-/// What kind of destination `addr` is; IPv4-mapped and -compatible IPv6
-/// addresses count as their IPv4 address.
+/// `addr` as the rules compare it: an IPv6 address that stands for an
+/// IPv4 one (mapped, compatible, NAT64) as that IPv4 address, so that a
+/// deny rule, a rule naming an address and this host's own addresses
+/// match it in every spelling. `::1` and `::` stay as they are.
+pub fn canonical(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => addr,
+        IpAddr::V6(a) => a.to_ipv4().or_else(|| nat64(a)).map_or(addr, IpAddr::V4),
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// What kind of destination `addr` is; an IPv6 address that stands for
+/// an IPv4 one ([`canonical`]) counts as that IPv4 address.
 pub fn class(addr: IpAddr) -> Class {
-    let v4 = match addr {
+    let v4 = match canonical(addr) {
         IpAddr::V4(a) => Some(a),
         IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => return Class::Loopback,
-        IpAddr::V6(a) => a.to_ipv4().or_else(|| nat64(a)),
+        IpAddr::V6(_) => None,
     };
     if let Some(a) = v4 {
         let o = a.octets();
@@ -324,7 +336,7 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
             && h[h.len() - d.len() - 1] == b'.';
     }
     match (pattern.parse::<IpAddr>(), host.parse::<IpAddr>()) {
-        (Ok(a), Ok(b)) => a.to_canonical() == b.to_canonical(),
+        (Ok(a), Ok(b)) => canonical(a) == canonical(b),
         _ => pattern.eq_ignore_ascii_case(host),
     }
 }
@@ -473,6 +485,27 @@ pub(super) mod tests {
             Err(Reason::DeniedBy(1))
         );
         assert!(a.address("203.0.113.8".parse().unwrap(), false).is_ok());
+        // In every IPv6 spelling of it: mapped, and NAT64 (a DNS64
+        // network answers AAAA with 64:ff9b::/96).
+        for six in [
+            "::ffff:203.0.113.7",
+            "64:ff9b::cb00:7107",
+            "64:ff9b:1::cb00:7107",
+        ] {
+            assert_eq!(
+                a.address(six.parse().unwrap(), false),
+                Err(Reason::DeniedBy(1)),
+                "{six}"
+            );
+        }
+        assert_eq!(
+            canonical("64:ff9b::cb00:7107".parse().unwrap()),
+            "203.0.113.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            canonical("::1".parse().unwrap()),
+            "::1".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]
