@@ -122,13 +122,7 @@ fn linked(top: &str, home: &str) -> Result<Vec<String>, String> {
             .ok()
             .and_then(|c| c.to_str().map(str::to_string))
     };
-    let is = |p: &str, dir: bool| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
-    };
-    // What git takes for a git directory (`is_git_directory`).
-    let repository = |d: &str| {
-        is(&join(d, "HEAD"), false) && is(&join(d, "objects"), true) && is(&join(d, "refs"), true)
-    };
+    let (is, repository) = (git::is_kind, git::is_repository);
     let gitdir = canon(&anchored(top, &named))
         .filter(|g| is(g, true))
         .ok_or_else(|| format!("its gitdir {named} is no directory"))?;

@@ -196,16 +196,10 @@ pub fn repo(
         if *budget == 0 {
             break;
         }
-        let Ok(rd) = crate::dirents::read_dir(&d) else {
+        let Some(names) = subdirs(&d) else {
             continue;
         };
         *budget -= 1;
-        let mut names: Vec<String> = rd
-            .flatten()
-            .filter(|e| e.is_dir())
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .collect();
-        names.sort();
         for n in names {
             let m = join(&d, &n);
             for f in files {
@@ -242,35 +236,23 @@ const MODULES_DEPTH: usize = 12;
 /// a path with `/` names one; where it is one, its `modules`. Each git
 /// directory found gets the same protections as `m`.
 fn deeper_modules(m: &str, files: &[&str], entry: &str, budget: &mut usize, out: &mut Vec<Found>) {
-    let is = |p: &str, dir: bool| {
-        std::fs::symlink_metadata(p).is_ok_and(|x| if dir { x.is_dir() } else { x.is_file() })
-    };
     let mut todo = vec![(m.to_string(), 0)];
     while let Some((d, level)) = todo.pop() {
         if level >= MODULES_DEPTH || *budget == 0 {
             continue;
         }
-        let repository = is(&join(&d, "HEAD"), false)
-            && is(&join(&d, "objects"), true)
-            && is(&join(&d, "refs"), true);
-        let below = if repository {
+        let below = if is_repository(&d) {
             join(&d, "modules")
         } else {
             d.clone()
         };
-        let Ok(rd) = crate::dirents::read_dir(&below) else {
+        let Some(names) = subdirs(&below) else {
             continue;
         };
         *budget -= 1;
-        let mut names: Vec<String> = rd
-            .flatten()
-            .filter(|e| e.is_dir())
-            .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .collect();
-        names.sort();
         for n in names.iter().rev() {
             let c = join(&below, n);
-            if is(&join(&c, "HEAD"), false) {
+            if is_kind(&join(&c, "HEAD"), false) {
                 for f in files {
                     out.push(found(join(&c, f), entry));
                 }
@@ -278,6 +260,32 @@ fn deeper_modules(m: &str, files: &[&str], entry: &str, budget: &mut usize, out:
             todo.push((c, level + 1));
         }
     }
+}
+
+/// The names of `d`'s subdirectories (UTF-8 ones), sorted; `None` where
+/// it cannot be listed.
+fn subdirs(d: &str) -> Option<Vec<String>> {
+    let mut names: Vec<String> = crate::dirents::read_dir(d)
+        .ok()?
+        .flatten()
+        .filter(|e| e.is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    Some(names)
+}
+
+/// `p` is a directory (or a regular file), not followed.
+pub(super) fn is_kind(p: &str, dir: bool) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|x| if dir { x.is_dir() } else { x.is_file() })
+}
+
+/// What git takes for a git directory (`is_git_directory`): `HEAD`, and
+/// `objects` and `refs` directories.
+pub(super) fn is_repository(d: &str) -> bool {
+    is_kind(&join(d, "HEAD"), false)
+        && is_kind(&join(d, "objects"), true)
+        && is_kind(&join(d, "refs"), true)
 }
 
 /// Directories up to [`NESTED_DEPTH`] below `root` (itself excluded) that
