@@ -147,16 +147,25 @@ fn linked(top: &str, home: &str) -> Result<Vec<String>, String> {
         }
         _ => {
             // A submodule's: `A/.git/modules/NAME` for a repository `A`
-            // whose worktree holds this one.
+            // whose worktree holds this one (never home's or above, as
+            // for the top), whose `core.worktree` names this checkout.
             let around = gitdir
                 .find("/.git/modules/")
                 .map(|i| &gitdir[..i])
                 .filter(|a| {
-                    crate::ir::path_within(top, a) && *a != top && is(&join(a, ".git"), true)
+                    crate::ir::path_within(top, a)
+                        && *a != top
+                        && !crate::ir::path_within(home, a)
+                        && is(&join(a, ".git"), true)
                 });
-            if around.is_none() || !repository(&gitdir) {
+            let back = git::read_small(&join(&gitdir, "config"))
+                .and_then(|c| core_worktree(&c))
+                .and_then(|w| canon(&anchored(&gitdir, &w)));
+            if around.is_none() || !repository(&gitdir) || back.as_deref() != canon(top).as_deref()
+            {
                 return Err(format!(
-                    "{gitdir} is not a submodule's git directory in a repository around it"
+                    "{gitdir} is not the git directory of this submodule, in a repository \
+                     around it"
                 ));
             }
             vec![gitdir]
@@ -167,6 +176,26 @@ fn linked(top: &str, home: &str) -> Result<Vec<String>, String> {
         return Err(format!("{p} is home or above it"));
     }
     Ok(out)
+}
+
+/// The `worktree` key of the `[core]` section as git writes it for a
+/// submodule (`\tworktree = ../../../sub`); `None` for anything else, so
+/// that a config git did not write is not taken for a back-link.
+fn core_worktree(config: &str) -> Option<String> {
+    let mut core = false;
+    let mut found = None;
+    for line in config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            core = line.eq_ignore_ascii_case("[core]");
+        } else if core {
+            if let Some((k, v)) = line.split_once('=') {
+                if k.trim().eq_ignore_ascii_case("worktree") {
+                    found = Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    found.filter(|w| !w.is_empty() && !w.contains(['"', '\\']))
 }
 
 /// `rel` against `base` unless it is absolute.
@@ -244,6 +273,11 @@ mod tests {
         // repository around it; not in another repository's.
         repo("sup/.git");
         repo("sup/.git/modules/lib/x");
+        std::fs::write(
+            p("sup/.git/modules/lib/x/config"),
+            "[core]\n\tbare = false\n\tworktree = ../../../../lib/x\n",
+        )
+        .unwrap();
         std::fs::create_dir_all(p("sup/lib/x")).unwrap();
         std::fs::write(p("sup/lib/x/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
         assert_eq!(
@@ -257,6 +291,26 @@ mod tests {
         )
         .unwrap();
         assert!(linked(&p("ws/d"), &home).is_err());
+        // Another checkout naming that gitdir: its `core.worktree` names
+        // `sup/lib/x`, not this one.
+        std::fs::create_dir_all(p("sup/lib/y")).unwrap();
+        std::fs::write(p("sup/lib/y/.git"), "gitdir: ../../.git/modules/lib/x\n").unwrap();
+        assert!(linked(&p("sup/lib/y"), &home).is_err());
+        // Home's dotfiles repository is never the one around it.
+        repo("home/.git");
+        repo("home/.git/modules/secret");
+        std::fs::write(
+            p("home/.git/modules/secret/config"),
+            "[core]\n\tworktree = ../../../proj/sub\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(p("home/proj/sub")).unwrap();
+        std::fs::write(
+            p("home/proj/sub/.git"),
+            format!("gitdir: {home}/.git/modules/secret\n"),
+        )
+        .unwrap();
+        assert!(linked(&p("home/proj/sub"), &home).is_err());
         // No `.git` file: nothing more.
         assert_eq!(linked(&p("repo"), &home), Ok(Vec::new()));
     }
