@@ -39,6 +39,30 @@ pub struct Known {
     pub path: String,
     /// Programs whose presence on PATH asks for the cache.
     pub tools: &'static [&'static str],
+    /// Why the path cannot be a cache ([`sensitive`]), if so.
+    pub sensitive: Option<String>,
+}
+
+/// Why `path` cannot be a cache: home or a directory above it, or a
+/// sensitive place of POLICY.md §7 under home, or one holding such a
+/// place (a variable such as `npm_config_cache=~/.ssh` would show the
+/// host's directory to the command, beneath the private layer).
+pub fn sensitive(path: &str, home: &str) -> Option<String> {
+    if path_within(home, path) {
+        return Some("it is home or a directory above it".into());
+    }
+    crate::lower::SENSITIVE_PATHS
+        .iter()
+        .filter_map(|p| p.strip_prefix("~/"))
+        .map(|rel| {
+            format!(
+                "{}/{}",
+                home.trim_end_matches('/'),
+                rel.trim_end_matches('/')
+            )
+        })
+        .find(|s| path_within(path, s) || path_within(s, path))
+        .map(|s| format!("it is, lies in or holds the sensitive path {s}"))
 }
 
 /// Where each tool keeps its cache, following the variables that move
@@ -57,7 +81,12 @@ pub fn known(var: &dyn Fn(&str) -> Option<String>, home: &str) -> Vec<Known> {
         .filter(|p| p.starts_with('/'))
         .unwrap_or_else(|| under(home, "go"));
     let gradle = abs("GRADLE_USER_HOME").unwrap_or_else(|| under(home, ".gradle"));
-    let k = |name, path, tools| Known { name, path, tools };
+    let k = |name, path: String, tools| Known {
+        name,
+        sensitive: sensitive(&path, home),
+        path,
+        tools,
+    };
     vec![
         k(
             "npm",
@@ -192,6 +221,10 @@ pub fn decide(
         }
         if path_within(&k.path, &state_s) || path_within(&state_s, &k.path) {
             left("it holds sbx's state directory, or lies in it".into());
+            continue;
+        }
+        if let Some(why) = k.sensitive.clone() {
+            left(why);
             continue;
         }
         if through_symlink(&k.path) {
@@ -1047,6 +1080,25 @@ mod tests {
         assert!(n.contains(&("go-mod", "/g1/pkg/mod")));
         assert!(n.contains(&("go-build", "/gc")));
         assert!(n.contains(&("npm", "/h/.npm")));
+        assert!(k.iter().all(|k| k.sensitive.is_none()));
+        // A variable naming a sensitive place, or home: never a cache.
+        let set = |v: &str| -> Option<String> {
+            match v {
+                "npm_config_cache" => Some("/h/.ssh".into()),
+                "PIP_CACHE_DIR" => Some("/h/.gnupg/x".into()),
+                "XDG_CACHE_HOME" => Some("/h/.config".into()),
+                "GOCACHE" => Some("/h".into()),
+                _ => None,
+            }
+        };
+        let k = known(&set, "/h");
+        for name in ["npm", "pip", "go-build"] {
+            let c = k.iter().find(|k| k.name == name).unwrap();
+            assert!(c.sensitive.is_some(), "{name} at {}", c.path);
+        }
+        // `~/.config` holds `~/.config/gcloud`: its caches below are fine.
+        let uv = k.iter().find(|k| k.name == "uv").unwrap();
+        assert_eq!((uv.path.as_str(), &uv.sensitive), ("/h/.config/uv", &None));
     }
 
     #[test]
