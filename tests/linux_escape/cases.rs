@@ -100,6 +100,14 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_submodule_dirs_deep_in_modules,
     ),
     (
+        "git_deep_submodule_entry_is_swept",
+        protect::git_deep_submodule_entry_is_swept,
+    ),
+    (
+        "git_repo_in_unlistable_dir_is_swept",
+        protect::git_repo_in_unlistable_dir_is_swept,
+    ),
+    (
         "pin_hooks_path_and_include",
         pin::git_hooks_path_and_include,
     ),

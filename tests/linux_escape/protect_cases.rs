@@ -4,6 +4,7 @@
 use crate::cases::protections_exact;
 use crate::fixture::{check, expect, Fx};
 use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -273,6 +274,118 @@ pub fn git_submodule_dirs_deep_in_modules(fx: &Fx) -> Result<(), String> {
         fx.ws.join("keep.txt").exists() && made.join("HEAD").exists(),
         || "the run's other files are gone".into(),
     )
+}
+
+/// A repository deeper than the after-run walk goes is not looked at
+/// after the run that makes it (a documented limit); once a submodule
+/// entry leads git to it, it runs. Run 1 plants one five directories
+/// down with a `core.fsmonitor` and no entry; run 2 only adds the entry,
+/// into a split index (its entries in `.git/sharedindex.*`): the config
+/// moves aside though it is older than run 2 (old: run 2's sweep read
+/// only `.git/index`, and only what changed during it). A repository
+/// made below the top with its own entry for a deep one (`cd lib && git
+/// status`) is swept the same way (old: only the tops' indexes were
+/// read). Control: `git status` outside runs nothing; put back, it does.
+pub fn git_deep_submodule_entry_is_swept(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_deep_submodule_entry_is_swept")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let g = "git -c user.name=a -c user.email=a@b";
+    let deep = "p/q/r/s/sub";
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q {deep} && {g} -C {deep} commit -q --allow-empty -m x && \
+             {} >> {deep}/.git/config && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "planted", || format!("run 1: {out:?}"))?;
+    let config = fx.ws.join(deep).join(".git/config");
+    check(config.exists(), || {
+        "run 1's plant was swept: the case needs it".into()
+    })?;
+    let out = sh(
+        fx,
+        &format!(
+            "git update-index --add --cacheinfo \"160000,$(git -C {deep} rev-parse HEAD),{deep}\" && \
+             git update-index --split-index && echo added"
+        ),
+    );
+    check(out.answer() == "added", || format!("run 2: {out:?}"))?;
+    let _ = std::fs::remove_file(&mark);
+    check(!config.exists(), || {
+        format!(
+            "the deep submodule's config is still in place: {}",
+            out.stderr
+        )
+    })?;
+    let _ = git(fx, "", &["status", "--short"]);
+    check(!Path::new(&mark).exists(), || {
+        "git status at the top ran the planted core.fsmonitor".into()
+    })?;
+    // A repository below the top, with an entry of its own.
+    let nested = "lib/x/y/z/sub";
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q lib && git init -q {nested} && \
+             {g} -C {nested} commit -q --allow-empty -m x && {} >> {nested}/.git/config && \
+             cd lib && git update-index --add --cacheinfo \"160000,$(git -C x/y/z/sub rev-parse HEAD),x/y/z/sub\" && \
+             echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "planted", || format!("run 3: {out:?}"))?;
+    let _ = std::fs::remove_file(&mark);
+    let config = fx.ws.join(nested).join(".git/config");
+    check(!config.exists(), || {
+        format!(
+            "the nested repository's deep config is still in place: {}",
+            out.stderr
+        )
+    })?;
+    // Put back, git status in `lib` runs it: the hole is real.
+    std::fs::rename(config.with_file_name("config.sbx-blocked"), &config)
+        .map_err(|e| e.to_string())?;
+    let _ = git(fx, "lib", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run in lib".into()
+    })
+}
+
+/// A directory the sweep cannot list (mode 0111: git still goes
+/// through it) hides nothing: a repository made in it, within the
+/// walk's depth, has its planted config moved aside and the run says
+/// what it could not list (old, run as a user: skipped, unsaid).
+/// Control: the repository's `HEAD` stays.
+pub fn git_repo_in_unlistable_dir_is_swept(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_repo_in_unlistable_dir_is_swept")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q hid/app && {} >> hid/app/.git/config && chmod 111 hid && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    let hid = fx.ws.join("hid");
+    let perms = |m| std::fs::set_permissions(&hid, std::fs::Permissions::from_mode(m));
+    perms(0o755).map_err(|e| e.to_string())?;
+    check(out.answer() == "planted", || format!("the run: {out:?}"))?;
+    let app = hid.join("app/.git");
+    check(!app.join("config").exists(), || {
+        format!(
+            "the config below the unlistable directory stayed: {}",
+            out.stderr
+        )
+    })?;
+    check(app.join("HEAD").exists(), || {
+        "the repository's HEAD is gone".into()
+    })
 }
 
 /// Issue #36: a config made during the run stays only when every key in

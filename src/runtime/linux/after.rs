@@ -188,8 +188,9 @@ impl Drop for Held {
 /// to accept more (`poll`), so a terminal whose output the command
 /// stopped (`tcflow(TCOOFF)`) cannot hold sbx forever. stderr is shared
 /// with the user's shell: it stays blocking, and a write is only made
-/// once poll says some room is there. What cannot be written is dropped.
-pub fn write_bounded(lines: &[String], wait_ms: i32) {
+/// once poll says some room is there. What cannot be written is dropped;
+/// returns false then.
+pub fn write_bounded(lines: &[String], wait_ms: i32) -> bool {
     let err = std::io::stderr();
     let fd = err.as_raw_fd();
     for line in lines {
@@ -203,7 +204,7 @@ pub fn write_bounded(lines: &[String], wait_ms: i32) {
             };
             // SAFETY: one valid pollfd.
             if unsafe { libc::poll(&mut p, 1, wait_ms) } != 1 || p.revents & libc::POLLOUT == 0 {
-                return;
+                return false;
             }
             // A terminal that polls writable takes at least some bytes
             // without blocking; at most a pipe's atomic size at a time.
@@ -211,9 +212,10 @@ pub fn write_bounded(lines: &[String], wait_ms: i32) {
             // SAFETY: a valid buffer of n bytes.
             let w = unsafe { libc::write(fd, rest.as_ptr().cast(), n) };
             if w <= 0 {
-                return;
+                return false;
             }
             rest = &rest[w as usize..];
         }
     }
+    true
 }

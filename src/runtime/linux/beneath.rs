@@ -225,6 +225,29 @@ impl Top {
         Ok(names)
     }
 
+    /// [`Top::list`], and where the directory's mode does not let its
+    /// owner read it (0111: git still goes through), with read and search
+    /// given to its owner for the listing and the mode put back after,
+    /// through a descriptor (never a symlink). The tree has ended, so no
+    /// process of the sandbox sees the moment.
+    pub fn list_opening_up(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        match self.list(rel) {
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                let fd = self.open(rel, libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY)?;
+                let mode = fstat(&fd)?.st_mode & 0o7777;
+                // SAFETY: system calls on an open descriptor.
+                if !unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), mode | 0o500) } {
+                    return Err(e);
+                }
+                let listed = self.list(rel);
+                // SAFETY: as above.
+                unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), mode) };
+                listed
+            }
+            other => other,
+        }
+    }
+
     /// A regular file's bytes; `None` when it is larger than `max`.
     pub fn read(&self, rel: &[u8], max: u64) -> io::Result<Option<Vec<u8>>> {
         // Non-blocking: a FIFO put there opens at once, and is refused.
@@ -244,6 +267,20 @@ impl Top {
 
     /// Rename `rel` aside in its own directory ([`aside_name`]); the new
     /// path, or `None` when nothing is there.
+    /// Take every permission off `rel` (mode 000), not through a
+    /// symlink: where it cannot be moved aside (a full disk: the rename
+    /// needs a new block in a directory the command packed), git, direnv
+    /// and editors then cannot read it, and its owner can restore it.
+    pub fn lock_out(&self, rel: &[u8]) -> io::Result<()> {
+        let fd = self.open(rel, libc::O_PATH | libc::O_NOFOLLOW)?;
+        // SAFETY: system calls on an open descriptor.
+        if unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), 0) } {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     pub fn move_aside(&self, rel: &[u8]) -> io::Result<Option<String>> {
         let (dir, name) = match rel.iter().rposition(|&b| b == b'/') {
             Some(i) => (&rel[..i], &rel[i + 1..]),

@@ -74,7 +74,7 @@ impl Work {
     /// cannot leave half of it undone and the shell's prompt comes after.
     pub fn finish(self) {
         let held = Held::signals();
-        after::write_bounded(&self.run(), after::WRITE_WAIT_MS);
+        let _ = after::write_bounded(&self.run(), after::WRITE_WAIT_MS);
         drop(held);
     }
 }
@@ -282,7 +282,7 @@ impl Guardian {
         // between the work and the word, sbx would have the work done twice.
         let held = Held::signals();
         if let Some(work) = self.work.take() {
-            after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
+            let _ = after::write_bounded(&work.run(), after::WRITE_WAIT_MS);
         }
         if let Some(done) = self.done.take() {
             // SAFETY: one byte to our own pipe.
@@ -321,7 +321,7 @@ fn guard(go: OwnedFd, pidfd: Option<OwnedFd>, tree: libc::pid_t, work: Work) -> 
     // sbx is gone before the end of its work: wait for the tree.
     wait_for(pidfd.as_ref().map(AsRawFd::as_raw_fd), tree);
     let warnings = work.run();
-    after::write_bounded(&warnings, after::WRITE_WAIT_MS);
+    let _ = after::write_bounded(&warnings, after::WRITE_WAIT_MS);
     // SAFETY: ends this process without running sbx's exit handlers.
     unsafe { libc::_exit(0) }
 }

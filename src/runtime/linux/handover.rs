@@ -155,7 +155,7 @@ pub fn main(args: &[OsString]) -> i32 {
     match parse(args) {
         Ok(given) => {
             let warnings = super::journal::finish_handed(given);
-            super::after::write_bounded(&warnings, super::after::WRITE_WAIT_MS);
+            let _ = super::after::write_bounded(&warnings, super::after::WRITE_WAIT_MS);
             0
         }
         Err(e) => {

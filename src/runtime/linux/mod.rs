@@ -185,8 +185,8 @@ pub fn sweep() -> Result<Vec<String>, String> {
 }
 
 /// Write warnings to stderr without blocking on a stopped terminal.
-pub fn write_warnings(lines: &[String]) {
-    after::write_bounded(lines, after::WRITE_WAIT_MS);
+pub fn write_warnings(lines: &[String]) -> bool {
+    after::write_bounded(lines, after::WRITE_WAIT_MS)
 }
 
 /// Run `argv` under `art`; returns `sbx run`'s exit code (CLI.md): the

@@ -59,6 +59,10 @@ pub fn move_aside(tops: &Tops, records: &[Record], warnings: &mut Vec<String>) {
                  {to}. Review it, then rename it back, or name the path in a rule to allow it",
                 top.show(&rel)
             ),
+            Err(e) if top.lock_out(&rel).is_ok() => format!(
+                "sbx: warning: {did}, and it could not be moved aside ({e}): made unreadable \
+                 (mode 000) instead. Review it before restoring its mode"
+            ),
             Err(e) => format!(
                 "sbx: warning: {did}, and it could not be moved aside ({e}): review it before \
                  running git, direnv or an editor there"

@@ -100,6 +100,9 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         .filter_map(|t| s.tops.reach(t))
         .map(|at| (at, 0))
         .collect();
+    // Worktrees below the tops whose `.git` is a directory: their
+    // indexes are read for submodule entries too.
+    let mut repos: Vec<At> = Vec::new();
     while let Some(((top, dir), level)) = todo.pop() {
         if left == 0 {
             out.unswept = todo.len() + 1;
@@ -107,19 +110,33 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         }
         left -= 1;
         let t = s.tops.get(top);
+        if level > 0 && is(t, &join(&dir, b".git"), libc::S_IFDIR) && repos.len() < MAX_INDEXES {
+            repos.push((top, dir.clone()));
+        }
         if level == depth {
             // Nothing below is searched: two lookups say what a listing
             // would (most directories searched are at this level).
-            dot_git(s, top, &dir, &mut out);
+            dot_git(s, top, &dir, &mut out, false);
             if is(t, &join(&dir, b"HEAD"), libc::S_IFREG)
                 && is(t, &join(&dir, b"objects"), libc::S_IFDIR)
                 && is(t, &join(&dir, b"refs"), libc::S_IFDIR)
             {
-                look_in(s, top, &dir, &mut out);
+                look_in(s, top, &dir, &mut out, false);
             }
             continue;
         }
-        let Ok(names) = t.list(&dir) else {
+        let Ok(names) = t.list_opening_up(&dir) else {
+            // Not listable even so (another user's): the lookups of the
+            // last level, and what lies below counted as unswept, so that
+            // the run says so.
+            dot_git(s, top, &dir, &mut out, false);
+            if is(t, &join(&dir, b"HEAD"), libc::S_IFREG)
+                && is(t, &join(&dir, b"objects"), libc::S_IFDIR)
+                && is(t, &join(&dir, b"refs"), libc::S_IFDIR)
+            {
+                look_in(s, top, &dir, &mut out, false);
+            }
+            out.unswept += 1;
             continue;
         };
         let mut subdirs = Vec::new();
@@ -131,7 +148,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
                 Err(_) => continue,
             };
             match name.as_slice() {
-                b".git" => dot_git(s, top, &dir, &mut out),
+                b".git" => dot_git(s, top, &dir, &mut out, false),
                 b"HEAD" => head = kind == libc::S_IFREG,
                 b"objects" => objects = kind == libc::S_IFDIR,
                 b"refs" => refs = kind == libc::S_IFDIR,
@@ -142,33 +159,71 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         // A bare repository, or a gitdir kept outside its worktree: git
         // takes a directory with these three for a git directory.
         if head && objects && refs {
-            look_in(s, top, &dir, &mut out);
+            look_in(s, top, &dir, &mut out, false);
         }
         todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
     }
     // `git status` at a top recurses into every submodule its index
     // names, at any depth: those repositories are looked at wherever
-    // they are, beneath the same top.
-    for (top, dir) in starts.iter().filter_map(|t| s.tops.reach(t)) {
+    // they are, beneath the same top. The same for the repositories the
+    // walk found below the tops (`cd lib && git status`).
+    let tops = starts.iter().filter_map(|t| s.tops.reach(t));
+    for (top, dir) in tops.chain(repos) {
         let t = s.tops.get(top);
-        let path = join(&dir, b".git/index");
-        let index = match t.read(&path, MAX_INDEX) {
-            Ok(Some(b)) => b,
-            Ok(None) => {
-                out.unread.push(t.show(&path));
-                continue;
-            }
-            Err(_) => continue,
-        };
         // The index is the command's to write: only a path git itself
         // would accept (no `..`, `.`, empty or `.git` component) is
         // looked at, and never through a symlink.
-        for rel in gitlinks(&index).iter().filter(|r| plain(r)) {
+        for rel in index_links(t, &dir, &mut out).iter().filter(|r| plain(r)) {
+            let at = join(&dir, rel);
+            // Deeper than the walk goes, a repository was never looked
+            // at after the run that made it: an entry added later (git
+            // add, in another run) leads git to what it planted then,
+            // so what would run there moves aside whatever its age.
+            let strict = components(&at) > depth;
             // What the walk moved already is no longer there.
-            dot_git(s, top, &join(&dir, rel.as_bytes()), &mut out);
+            dot_git(s, top, &at, &mut out, strict);
         }
     }
     out
+}
+
+/// At most this many repositories' indexes are read after a run.
+const MAX_INDEXES: usize = 100;
+
+/// The submodule entries of the index of the worktree `dir`, and of each
+/// shared index beside it (`git update-index --split-index` keeps the
+/// entries in `.git/sharedindex.*`, which the index names; every one
+/// there is read, which can only add entries to look at).
+fn index_links(t: &Top, dir: &[u8], out: &mut Swept) -> Vec<Vec<u8>> {
+    let g = join(dir, b".git");
+    let mut files = vec![join(&g, b"index")];
+    if let Ok(names) = t.list(&g) {
+        let mut shared: Vec<Vec<u8>> = names
+            .into_iter()
+            .filter(|n| n.starts_with(b"sharedindex."))
+            .map(|n| join(&g, &n))
+            .collect();
+        shared.sort();
+        files.extend(shared.into_iter().take(8));
+    }
+    let mut links = Vec::new();
+    for path in files {
+        match t.read(&path, MAX_INDEX) {
+            Ok(Some(b)) => links.extend(gitlinks(&b)),
+            Ok(None) => out.unread.push(t.show(&path)),
+            Err(_) => {}
+        }
+    }
+    links.sort();
+    links.dedup();
+    links
+}
+
+/// The number of components of a path beneath a top.
+fn components(rel: &[u8]) -> usize {
+    rel.split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .count()
 }
 
 /// `rel` beneath `t` is of type `kind` (`S_IFMT` bits), not followed.
@@ -178,11 +233,11 @@ fn is(t: &Top, rel: &[u8], kind: u32) -> bool {
 }
 
 /// A relative path of ordinary components.
-fn plain(rel: &str) -> bool {
+fn plain(rel: &[u8]) -> bool {
     !rel.is_empty()
         && rel
-            .split('/')
-            .all(|c| !matches!(c, "" | "." | "..") && !c.eq_ignore_ascii_case(".git"))
+            .split(|&b| b == b'/')
+            .all(|c| !matches!(c, b"" | b"." | b"..") && !c.eq_ignore_ascii_case(b".git"))
 }
 
 /// A larger index is not read (its submodule entries are not looked at,
@@ -196,7 +251,9 @@ const MAX_GITFILE: u64 = 64 << 10;
 /// aside if it changed, else the git directory it names is looked in
 /// when it lies beneath a top), or a link (moved aside if it changed;
 /// never followed).
-fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept) {
+/// `strict`: what would run there moves aside whatever its age
+/// ([`parts_in`]).
+fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, strict: bool) {
     let t = s.tops.get(top);
     let g = join(dir, b".git");
     let Ok((_, st)) = t.lstat(&g) else {
@@ -204,7 +261,7 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept) {
     };
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFDIR {
-        look_in(s, top, &g, out);
+        look_in(s, top, &g, out, strict);
     } else if changed(s, t, &g, &st) {
         move_aside(t, &g, out);
     } else if kind == libc::S_IFREG {
@@ -230,21 +287,21 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept) {
             normal(&join(dir, d.as_bytes())).map(|rel| (top, rel))
         };
         if let Some((i, rel)) = at {
-            look_in(s, i, &rel, out);
+            look_in(s, i, &rel, out, strict);
         }
     }
 }
 /// The paths of the submodule entries (gitlinks) in a git index file
 /// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it
 /// cannot be read as one.
-pub fn gitlinks(index: &[u8]) -> Vec<String> {
+pub fn gitlinks(index: &[u8]) -> Vec<Vec<u8>> {
     [20, 32]
         .into_iter()
         .find_map(|hash| parse_index(index, hash))
         .unwrap_or_default()
 }
 
-fn parse_index(b: &[u8], hash: usize) -> Option<Vec<String>> {
+fn parse_index(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
     let be32 = |at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
@@ -296,8 +353,10 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Vec<String>> {
         if len < 0xfff && len != path.len() {
             return None;
         }
+        // As bytes: git takes any name but NUL, and one name that is
+        // not UTF-8 must not hide the others.
         if mode == 0o160000 {
-            out.push(String::from_utf8(path.clone()).ok()?);
+            out.push(path.clone());
         }
         prev = path;
     }
@@ -311,10 +370,11 @@ fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
     !s.recorded.contains(&t.show(rel)) && Stamp::of(st) >= s.since
 }
 
-/// The parts of git directory `g` changed during the run.
-fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
-    parts_in(s, top, g, out);
-    modules_in(s, top, g, out);
+/// The parts of git directory `g` changed during the run (`strict`:
+/// whatever their age, [`parts_in`]), its submodules' too.
+fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
+    parts_in(s, top, g, out, strict);
+    modules_in(s, top, g, out, strict);
 }
 
 /// How deep below a git directory's `modules`, and how many directories
@@ -327,7 +387,7 @@ const MODULES_BUDGET: usize = 1000;
 /// a nested one's lies in its parent's `modules`. Each is looked in: the
 /// index names only the submodules it still holds, and a split index
 /// keeps them in another file.
-fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
+fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
     let t = s.tops.get(top);
     let mut left = MODULES_BUDGET;
     let mut todo = vec![(join(g, b"modules"), 0)];
@@ -342,10 +402,15 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
         left -= 1;
         for name in names {
             let c = join(&d, &name);
-            if level + 1 > MODULES_DEPTH || !is(t, &c, libc::S_IFDIR) {
+            if !is(t, &c, libc::S_IFDIR) {
                 continue;
             }
-            parts_in(s, top, &c, out);
+            if level + 1 > MODULES_DEPTH {
+                // Not looked in: said, as when the budget runs out.
+                out.unswept += 1;
+                continue;
+            }
+            parts_in(s, top, &c, out, strict);
             let repository = is(t, &join(&c, b"HEAD"), libc::S_IFREG)
                 && is(t, &join(&c, b"objects"), libc::S_IFDIR)
                 && is(t, &join(&c, b"refs"), libc::S_IFDIR);
@@ -355,17 +420,24 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
 }
 
 /// The parts of git directory `g` ([`PARTS`]) changed during the run,
-/// moved aside.
-fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
+/// moved aside. `strict`: whatever their age, where something would run
+/// (hooks other than `*.sample`, a config with a key that is not inert,
+/// a `commondir`), for a repository no earlier run's sweep looked at.
+fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
     let t = s.tops.get(top);
     for part in PARTS {
         let p = join(g, part.as_bytes());
         let Ok((_, st)) = t.lstat(&p) else {
             continue;
         };
+        let dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
         let moves = if s.recorded.contains(&t.show(&p)) {
             false
-        } else if part == "hooks" && st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        } else if strict && part == "hooks" && dir {
+            has_hooks(t, &p)
+        } else if strict {
+            true
+        } else if part == "hooks" && dir {
             hooks_changed(s, t, &p, &st)
         } else {
             Stamp::of(&st) >= s.since
@@ -373,7 +445,7 @@ fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept) {
         if moves {
             // A config of inert keys (a clone's remote, `user.name`)
             // runs nothing later: it stays.
-            if part == "config" {
+            if part == "config" || (strict && part == "config.worktree") {
                 match config_unsafe(t, &p) {
                     None => continue,
                     Some(why) => out.why.push((t.show(&p), why)),
@@ -408,6 +480,13 @@ fn hooks_changed(s: &Sweep, t: &Top, p: &[u8], st: &libc::stat) -> bool {
     any && Stamp::of(st) >= s.since
 }
 
+/// Whether the hooks directory `p` holds a hook git would run (any name
+/// but `*.sample`; one that cannot be listed counts).
+fn has_hooks(t: &Top, p: &[u8]) -> bool {
+    t.list(p)
+        .map_or(true, |names| names.iter().any(|n| !n.ends_with(b".sample")))
+}
+
 /// Why the git config at `rel` cannot stay (its keys, or that it cannot
 /// be read as one: too large, not a regular file, a symlink); `None`
 /// when every key in it is inert (`lower::git::inert`).
@@ -431,6 +510,10 @@ fn move_aside(t: &Top, p: &[u8], out: &mut Swept) {
     match t.move_aside(p) {
         Ok(Some(to)) => out.moved.push((t.show(p), to)),
         Ok(None) => {}
+        Err(e) if t.lock_out(p).is_ok() => out.failed.push((
+            t.show(p),
+            format!("{e}; made unreadable (mode 000) instead"),
+        )),
         Err(e) => out.failed.push((t.show(p), e.to_string())),
     }
 }

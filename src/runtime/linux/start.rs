@@ -252,7 +252,7 @@ fn in_workspace(dir: &std::path::Path, workspace: &str) -> bool {
 fn earlier_runs(opts: &RunOptions) -> std::io::Result<PathBuf> {
     let runs = journal::dir();
     if let (Ok(dir), false) = (&runs, opts.earlier_runs_finished) {
-        after::write_bounded(&journal::finish_dead(dir), after::WRITE_WAIT_MS);
+        let _ = after::write_bounded(&journal::finish_dead(dir), after::WRITE_WAIT_MS);
     }
     runs
 }
@@ -1389,14 +1389,16 @@ fn finish(
     // thread beside, which lets it go now.
     s.beside.tree_ended();
     spawned.finish();
+    // Said once the after-run work is done, and bounded: the command
+    // shares stderr, and a pipe it filled must not hold that work.
+    let mut said = Vec::new();
     if out.timed_out {
-        eprintln!(
+        said.push(format!(
             "sbx: wall_time_s = {} reached: killed the process tree",
             art.limits.wall_time_s.unwrap_or_default()
-        );
+        ));
     }
-    // What the proxy refused, with the rules that would allow it.
-    eprint!("{}", s.served.finish());
+    let served = s.served.clone();
     // Nothing re-creates what is moved aside now. The threads beside are
     // waited for while the guardian exits.
     let beside = std::mem::take(&mut s.beside);
@@ -1418,6 +1420,9 @@ fn finish(
             waited();
         }
     }
+    // What the proxy refused, with the rules that would allow it.
+    said.extend(served.finish().lines().map(str::to_string));
+    let _ = after::write_bounded(&said, after::WRITE_WAIT_MS);
     drop(s);
     wait::exit_code(out.status)
 }

@@ -150,6 +150,8 @@ pub struct Log {
     reached: Arc<Mutex<BTreeSet<(Via, String, u16)>>>,
     shown: Arc<Mutex<Shown>>,
     echo: Echo,
+    /// A line could not be written to stderr: no more are tried.
+    stuck: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What was printed as it happened, and what was held back.
@@ -173,8 +175,22 @@ impl Log {
     }
 
     pub fn push(&self, r: Refusal) {
-        if self.show(&r) {
-            eprintln!("{}", r.line_with_rule());
+        // Bounded and never panicking: the command shares stderr, and a
+        // pipe it filled or closed must not stop the proxy (or sbx,
+        // which waits for it before it ends). Once a line could not be
+        // written, no more are tried; the summary at the end has them.
+        if self.show(&r) && !self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            let line = r.line_with_rule();
+            #[cfg(target_os = "linux")]
+            let written = crate::runtime::linux::write_warnings(&[line]);
+            #[cfg(not(target_os = "linux"))]
+            let written = {
+                use std::io::Write;
+                writeln!(std::io::stderr(), "{line}").is_ok()
+            };
+            if !written {
+                self.stuck.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         let mut l = self.list.lock().unwrap_or_else(|e| e.into_inner());
         if l.len() < KEEP {

@@ -273,7 +273,7 @@ fn gitlinks_of_every_index_version() {
             ],
         );
     }
-    let want = ["deep/x/y/z/sub", "s2"];
+    let want: Vec<Vec<u8>> = vec![b"deep/x/y/z/sub".to_vec(), b"s2".to_vec()];
     let index = || fs::read(ws.join(".git/index")).unwrap();
     assert_eq!(gitlinks(&index()), want, "version 2");
     t.write("ws/later.txt", "l\n");
@@ -294,7 +294,7 @@ fn gitlinks_of_every_index_version() {
 #[test]
 fn only_plain_submodule_paths_are_followed() {
     for ok in ["sub", "a/b/c/d/sub", "x.git", "a/.gitx"] {
-        assert!(plain(ok), "{ok}");
+        assert!(plain(ok.as_bytes()), "{ok}");
     }
     for bad in [
         "",
@@ -307,7 +307,7 @@ fn only_plain_submodule_paths_are_followed() {
         ".git/x",
         "a/.GIT",
     ] {
-        assert!(!plain(bad), "{bad}");
+        assert!(!plain(bad.as_bytes()), "{bad}");
     }
 }
 
@@ -337,7 +337,10 @@ fn submodule_entries_outside_the_top_are_not_followed() {
     t.gitdir("ws/in/deep/er/still/sub/.git");
     t.gitdir("other/.git");
     let index = index_of(&["../other", "in/deep/er/still/sub"]);
-    assert_eq!(gitlinks(&index), ["../other", "in/deep/er/still/sub"]);
+    assert_eq!(
+        gitlinks(&index),
+        [b"../other".to_vec(), b"in/deep/er/still/sub".to_vec()]
+    );
     fs::write(t.0.join("ws/.git/index"), index).unwrap();
     let since = t.start();
     t.write("other/.git/config", "[user]\n\tname = me\n");
@@ -378,4 +381,17 @@ fn nothing_outside_the_top_is_moved() {
     let s = swept(&t, since, 100);
     assert!(s.moved.is_empty() && s.failed.is_empty(), "{s:?}");
     assert!(t.exists("other/.git/modules/lib/config") && t.exists("other/lib/.git"));
+}
+
+/// A submodule path that is not UTF-8 is one entry like another, and
+/// hides none of the others (an index is the command's to write).
+#[test]
+fn a_path_that_is_not_utf8_hides_no_entry() {
+    let mut index = index_of(&["lib/a/b/c/sub", "zz"]);
+    let at = index.windows(2).position(|w| w == b"zz").unwrap();
+    index[at + 1] = 0xff;
+    assert_eq!(
+        gitlinks(&index),
+        [b"lib/a/b/c/sub".to_vec(), b"z\xff".to_vec()]
+    );
 }
