@@ -262,13 +262,16 @@ mod tests {
         std::fs::create_dir_all(p("ws/b")).unwrap();
         std::fs::write(p("ws/b/.git"), "gitdir: ../g\n").unwrap();
         assert!(linked(&p("ws/b"), &home).is_err());
-        repo("ws/f");
-        let fifo = std::ffi::CString::new(p("ws/f/commondir")).unwrap();
-        // SAFETY: a C string.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
-        std::fs::create_dir_all(p("ws/c")).unwrap();
-        std::fs::write(p("ws/c/.git"), "gitdir: ../f\n").unwrap();
-        assert!(linked(&p("ws/c"), &home).is_err());
+        #[cfg(unix)]
+        {
+            repo("ws/f");
+            let fifo = std::ffi::CString::new(p("ws/f/commondir")).unwrap();
+            // SAFETY: a C string.
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+            std::fs::create_dir_all(p("ws/c")).unwrap();
+            std::fs::write(p("ws/c/.git"), "gitdir: ../f\n").unwrap();
+            assert!(linked(&p("ws/c"), &home).is_err());
+        }
         // A submodule's checkout: its gitdir in the `.git/modules` of the
         // repository around it; not in another repository's.
         repo("sup/.git");
