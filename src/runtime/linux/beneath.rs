@@ -235,6 +235,11 @@ impl Top {
             Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
                 let fd = self.open(rel, libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY)?;
                 let mode = fstat(&fd)?.st_mode & 0o7777;
+                // A chmod by a user outside the group drops setgid: such
+                // a directory is left as it is (and counted unswept).
+                if mode & 0o7000 != 0 {
+                    return Err(e);
+                }
                 // SAFETY: system calls on an open descriptor.
                 if !unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), mode | 0o500) } {
                     return Err(e);

@@ -60,8 +60,9 @@ pub fn move_aside(tops: &Tops, records: &[Record], warnings: &mut Vec<String>) {
                 top.show(&rel)
             ),
             Err(e) if top.lock_out(&rel).is_ok() => format!(
-                "sbx: warning: {did}, and it could not be moved aside ({e}): made unreadable \
-                 (mode 000) instead. Review it before restoring its mode"
+                "sbx: warning: {did}, and it could not be moved aside ({e}): its mode set to \
+                 000 instead, which stops git, direnv and editors of its owner unless that is \
+                 root. Review it before restoring its mode"
             ),
             Err(e) => format!(
                 "sbx: warning: {did}, and it could not be moved aside ({e}): review it before \

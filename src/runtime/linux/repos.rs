@@ -67,11 +67,14 @@ pub struct Swept {
     /// Directories left unswept when the directory budget ran out (each
     /// with what lies below it); 0 when the sweep went everywhere.
     pub unswept: usize,
-    /// Index files too large to read for their submodule entries.
-    pub unread: Vec<String>,
+    /// (index file, why): not read for its submodule entries.
+    pub unread: Vec<(String, String)>,
     /// (config, why): the reason a config moved (or was to move) aside;
     /// a config whose keys are all inert stays, and is not here.
     pub why: Vec<(String, String)>,
+    /// Git directories looked in already (each once per sweep, however
+    /// many `.git` files and entries lead to it).
+    looked: HashSet<(usize, Vec<u8>, bool)>,
 }
 
 /// Where the sweep looks, and what it leaves to the identity check.
@@ -102,7 +105,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         .collect();
     // Worktrees below the tops whose `.git` is a directory: their
     // indexes are read for submodule entries too.
-    let mut repos: Vec<At> = Vec::new();
+    let mut repos: Vec<(At, usize)> = Vec::new();
     while let Some(((top, dir), level)) = todo.pop() {
         if left == 0 {
             out.unswept = todo.len() + 1;
@@ -110,8 +113,13 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         }
         left -= 1;
         let t = s.tops.get(top);
-        if level > 0 && is(t, &join(&dir, b".git"), libc::S_IFDIR) && repos.len() < MAX_INDEXES {
-            repos.push((top, dir.clone()));
+        if level > 0 && is(t, &join(&dir, b".git"), libc::S_IFDIR) {
+            if repos.len() < MAX_INDEXES {
+                repos.push(((top, dir.clone()), level));
+            } else {
+                // Its index is not read: said, as when the budget runs out.
+                out.unswept += 1;
+            }
         }
         if level == depth {
             // Nothing below is searched: two lookups say what a listing
@@ -167,19 +175,46 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
     // names, at any depth: those repositories are looked at wherever
     // they are, beneath the same top. The same for the repositories the
     // walk found below the tops (`cd lib && git status`).
-    let tops = starts.iter().filter_map(|t| s.tops.reach(t));
-    for (top, dir) in tops.chain(repos) {
+    let tops = starts
+        .iter()
+        .filter_map(|t| s.tops.reach(t))
+        .map(|at| (at, 0));
+    let mut links_left = MAX_LINKS;
+    let mut bytes_left = MAX_INDEX_BYTES;
+    let mut seen: HashSet<(usize, Vec<u8>)> = HashSet::new();
+    for ((top, dir), level) in tops.chain(repos) {
         let t = s.tops.get(top);
-        // The index is the command's to write: only a path git itself
-        // would accept (no `..`, `.`, empty or `.git` component) is
-        // looked at, and never through a symlink.
-        for rel in index_links(t, &dir, &mut out).iter().filter(|r| plain(r)) {
-            let at = join(&dir, rel);
-            // Deeper than the walk goes, a repository was never looked
-            // at after the run that made it: an entry added later (git
-            // add, in another run) leads git to what it planted then,
-            // so what would run there moves aside whatever its age.
-            let strict = components(&at) > depth;
+        let (links, changed) = index_links(s, t, &dir, &mut out, &mut bytes_left);
+        // The index is the command's to write: a path is looked at as
+        // git would reach it (empty and `.` components dropped), never
+        // through a symlink nor out of the top (`..`, a `.git` inside).
+        for rel in links.iter() {
+            let Some(rel) = plain(rel) else {
+                out.unread.push((
+                    t.show(&join(&dir, b".git/index")),
+                    format!(
+                        "names a submodule at {:?}, which leaves the top",
+                        String::from_utf8_lossy(rel)
+                    ),
+                ));
+                continue;
+            };
+            if links_left == 0 {
+                out.unswept += 1;
+                continue;
+            }
+            links_left -= 1;
+            let at = join(&dir, &rel);
+            // Each repository once, however many entries lead to it.
+            if !seen.insert((top, at.clone())) {
+                continue;
+            }
+            // Deeper than the walk goes (from where the walk started), a
+            // repository was never looked at after the run that made
+            // it: an entry added later (git add, in another run) leads
+            // git to what it planted then. So where this run changed the
+            // index, what would run there moves aside whatever its age.
+            let strict = changed && level + components(&rel) > depth;
             // What the walk moved already is no longer there.
             dot_git(s, top, &at, &mut out, strict);
         }
@@ -187,36 +222,76 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
     out
 }
 
+/// At most this many bytes of index files are read after a run, in all.
+const MAX_INDEX_BYTES: u64 = 256 << 20;
+
+/// At most this many submodule entries are followed after a run, in
+/// all the indexes read; the rest count as unswept.
+const MAX_LINKS: usize = 10_000;
+
 /// At most this many repositories' indexes are read after a run.
 const MAX_INDEXES: usize = 100;
 
-/// The submodule entries of the index of the worktree `dir`, and of each
-/// shared index beside it (`git update-index --split-index` keeps the
-/// entries in `.git/sharedindex.*`, which the index names; every one
-/// there is read, which can only add entries to look at).
-fn index_links(t: &Top, dir: &[u8], out: &mut Swept) -> Vec<Vec<u8>> {
+/// The submodule entries of the index of the worktree `dir`, and of the
+/// shared index its `link` extension names (`git update-index
+/// --split-index` keeps the entries in `.git/sharedindex.HEX`), and
+/// whether one of them changed during the run. What cannot be read or
+/// parsed is said.
+fn index_links(
+    s: &Sweep,
+    t: &Top,
+    dir: &[u8],
+    out: &mut Swept,
+    bytes_left: &mut u64,
+) -> (Vec<Vec<u8>>, bool) {
     let g = join(dir, b".git");
-    let mut files = vec![join(&g, b"index")];
-    if let Ok(names) = t.list(&g) {
-        let mut shared: Vec<Vec<u8>> = names
-            .into_iter()
-            .filter(|n| n.starts_with(b"sharedindex."))
-            .map(|n| join(&g, &n))
-            .collect();
-        shared.sort();
-        files.extend(shared.into_iter().take(8));
-    }
+    let mut next = Some(join(&g, b"index"));
     let mut links = Vec::new();
-    for path in files {
+    let mut changed = false;
+    // The index, then its shared index (which names none itself).
+    for _ in 0..2 {
+        let Some(path) = next.take() else { break };
+        let Ok((_, st)) = t.lstat(&path) else {
+            // No index (a fresh repository), or the shared one gone.
+            break;
+        };
+        changed |= Stamp::of(&st) >= s.since;
+        let size = u64::try_from(st.st_size).unwrap_or(u64::MAX);
+        if size > *bytes_left {
+            out.unread.push((
+                t.show(&path),
+                format!(
+                    "was not read: the sweep had read {} MiB of indexes already",
+                    MAX_INDEX_BYTES >> 20
+                ),
+            ));
+            break;
+        }
+        *bytes_left -= size.min(MAX_INDEX);
         match t.read(&path, MAX_INDEX) {
-            Ok(Some(b)) => links.extend(gitlinks(&b)),
-            Ok(None) => out.unread.push(t.show(&path)),
+            Ok(Some(b)) => match gitlinks_checked(&b) {
+                Some(i) => {
+                    links.extend(i.links);
+                    next = i
+                        .shared
+                        .map(|h| join(&g, format!("sharedindex.{h}").as_bytes()));
+                }
+                None => out.unread.push((
+                    t.show(&path),
+                    "cannot be read as a git index, so its submodules were not looked at".into(),
+                )),
+            },
+            Ok(None) => out.unread.push((
+                t.show(&path),
+                format!("is larger than {} MiB and was not read", MAX_INDEX >> 20),
+            )),
+            // No index (a fresh repository), or the shared one gone.
             Err(_) => {}
         }
     }
     links.sort();
     links.dedup();
-    links
+    (links, changed)
 }
 
 /// The number of components of a path beneath a top.
@@ -232,12 +307,28 @@ fn is(t: &Top, rel: &[u8], kind: u32) -> bool {
         .is_ok_and(|(_, st)| st.st_mode & libc::S_IFMT == kind)
 }
 
-/// A relative path of ordinary components.
-fn plain(rel: &[u8]) -> bool {
-    !rel.is_empty()
-        && rel
-            .split(|&b| b == b'/')
-            .all(|c| !matches!(c, b"" | b"." | b"..") && !c.eq_ignore_ascii_case(b".git"))
+/// `rel` as git's `lstat` reaches it from the worktree: empty and `.`
+/// components dropped. `None` for a path that leaves the worktree or
+/// goes through a `.git` (`..`, `/etc`, `.git/x`), or names nothing.
+fn plain(rel: &[u8]) -> Option<Vec<u8>> {
+    if rel.starts_with(b"/") {
+        return None;
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for c in rel.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => continue,
+            b".." => return None,
+            _ if c.eq_ignore_ascii_case(b".git") => return None,
+            _ => {
+                if !out.is_empty() {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(c);
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// A larger index is not read (its submodule entries are not looked at,
@@ -286,22 +377,42 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, strict: bool) {
         } else {
             normal(&join(dir, d.as_bytes())).map(|rel| (top, rel))
         };
-        if let Some((i, rel)) = at {
-            look_in(s, i, &rel, out, strict);
+        match at {
+            Some((i, rel)) if is(s.tops.get(i), &rel, libc::S_IFDIR) => {
+                look_in(s, i, &rel, out, strict)
+            }
+            // Strict: git would follow a symlink on the way, or leave the
+            // tops, to what no sweep looks at: the `.git` file goes.
+            _ if strict => move_aside(t, &g, out),
+            _ => {}
         }
     }
 }
 /// The paths of the submodule entries (gitlinks) in a git index file
 /// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it
 /// cannot be read as one.
+#[cfg(test)]
 pub fn gitlinks(index: &[u8]) -> Vec<Vec<u8>> {
+    gitlinks_checked(index).map(|i| i.links).unwrap_or_default()
+}
+
+/// What the sweep takes from an index file.
+struct Index {
+    /// The submodule entries' paths.
+    links: Vec<Vec<u8>>,
+    /// A split index's shared index (`sharedindex.HEX`), by its name.
+    shared: Option<String>,
+}
+
+/// [`gitlinks`], and the shared index named; `None` where the bytes
+/// cannot be read as an index.
+fn gitlinks_checked(index: &[u8]) -> Option<Index> {
     [20, 32]
         .into_iter()
         .find_map(|hash| parse_index(index, hash))
-        .unwrap_or_default()
 }
 
-fn parse_index(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
+fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
     let be32 = |at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
@@ -342,17 +453,20 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
             pos = end + 1;
             p
         } else {
-            let end = pos + b.get(pos..)?.iter().position(|&x| x == 0)?;
+            // As git reads it: the length in the flags where it fits
+            // there (whatever NUL follows), else up to the NUL.
+            let len = usize::from(flags & 0xfff);
+            let end = if len < 0xfff {
+                b.get(pos..pos + len)?;
+                pos + len
+            } else {
+                pos + b.get(pos..)?.iter().position(|&x| x == 0)?
+            };
             let p = b[pos..end].to_vec();
             // NUL-padded to a multiple of eight bytes.
             pos = start + ((end - start + 8) & !7);
             p
         };
-        // The name's length, where it fits in the flags, must agree.
-        let len = usize::from(flags & 0xfff);
-        if len < 0xfff && len != path.len() {
-            return None;
-        }
         // As bytes: git takes any name but NUL, and one name that is
         // not UTF-8 must not hide the others.
         if mode == 0o160000 {
@@ -360,7 +474,18 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Vec<Vec<u8>>> {
         }
         prev = path;
     }
-    Some(out)
+    // The extensions, up to the trailing checksum: `link` names the
+    // shared index of a split one (its object name, in hex).
+    let mut shared = None;
+    while pos + 8 + hash <= b.len() {
+        let size = usize::try_from(be32(pos + 4)?).ok()?;
+        if &b[pos..pos + 4] == b"link" {
+            let name = b.get(pos + 8..pos + 8 + hash)?;
+            shared = Some(name.iter().map(|x| format!("{x:02x}")).collect::<String>());
+        }
+        pos = pos.checked_add(8 + size)?;
+    }
+    Some(Index { links: out, shared })
 }
 
 /// Whether `rel` changed during the run: by identity when it was
@@ -373,6 +498,9 @@ fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
 /// The parts of git directory `g` changed during the run (`strict`:
 /// whatever their age, [`parts_in`]), its submodules' too.
 fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
+    if !out.looked.insert((top, g.to_vec(), strict)) {
+        return;
+    }
     parts_in(s, top, g, out, strict);
     modules_in(s, top, g, out, strict);
 }
@@ -512,7 +640,9 @@ fn move_aside(t: &Top, p: &[u8], out: &mut Swept) {
         Ok(None) => {}
         Err(e) if t.lock_out(p).is_ok() => out.failed.push((
             t.show(p),
-            format!("{e}; made unreadable (mode 000) instead"),
+            format!(
+                "{e}; its mode set to 000 instead, which stops its owner's git unless that is root"
+            ),
         )),
         Err(e) => out.failed.push((t.show(p), e.to_string())),
     }
@@ -545,11 +675,9 @@ pub fn report(s: &Swept, budget: usize, warnings: &mut Vec<String>) {
             why(p)
         ));
     }
-    for p in &s.unread {
+    for (p, why) in &s.unread {
         warnings.push(format!(
-            "sbx: warning: {p} is larger than {} MiB and was not read: review the \
-             submodules it names before running git there",
-            MAX_INDEX >> 20
+            "sbx: warning: {p} {why}: review the submodules it names before running git there"
         ));
     }
     if s.unswept > 0 {

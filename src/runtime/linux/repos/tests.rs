@@ -290,25 +290,40 @@ fn gitlinks_of_every_index_version() {
 }
 
 /// The index is the command's to write: a submodule entry that leaves the
-/// top, or names a `.git`, leads nowhere.
+/// top, or names a `.git`, leads nowhere; one git reaches through empty
+/// or `.` components is looked at where git reaches it.
 #[test]
 fn only_plain_submodule_paths_are_followed() {
-    for ok in ["sub", "a/b/c/d/sub", "x.git", "a/.gitx"] {
-        assert!(plain(ok.as_bytes()), "{ok}");
-    }
-    for bad in [
-        "",
-        "/etc",
-        "../up",
-        "a/../../up",
-        "a//b",
-        "./a",
-        "a/.",
-        ".git/x",
-        "a/.GIT",
+    for (ok, at) in [
+        ("sub", "sub"),
+        ("a/b/c/d/sub", "a/b/c/d/sub"),
+        ("x.git", "x.git"),
+        ("a/.gitx", "a/.gitx"),
+        ("a//b", "a/b"),
+        ("./a", "a"),
+        ("a/.", "a"),
+        ("a/b/c/d/", "a/b/c/d"),
     ] {
-        assert!(!plain(bad.as_bytes()), "{bad}");
+        assert_eq!(plain(ok.as_bytes()).as_deref(), Some(at.as_bytes()), "{ok}");
     }
+    for bad in ["", "/etc", "../up", "a/../../up", ".git/x", "a/.GIT", "./"] {
+        assert_eq!(plain(bad.as_bytes()), None, "{bad}");
+    }
+}
+
+/// git reads an entry's name by the length in its flags: a NUL later than
+/// that hides no entry after it (old: the whole index was dropped).
+#[test]
+fn a_name_length_that_disagrees_with_its_nul_hides_nothing() {
+    let mut index = index_of(&["zzz", "lib/a/b/c/sub"]);
+    // The first entry's flags: 12 bytes of header, 60 before the flags.
+    let flags = 12 + 60;
+    assert_eq!(&index[flags..flags + 2], &3u16.to_be_bytes());
+    index[flags..flags + 2].copy_from_slice(&2u16.to_be_bytes());
+    assert_eq!(
+        gitlinks(&index),
+        [b"zz".to_vec(), b"lib/a/b/c/sub".to_vec()]
+    );
 }
 
 /// A version 2 index holding one submodule entry per path, as git lays
