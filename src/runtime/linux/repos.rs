@@ -125,10 +125,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             // Nothing below is searched: two lookups say what a listing
             // would (most directories searched are at this level).
             dot_git(s, top, &dir, &mut out, false);
-            if is(t, &join(&dir, b"HEAD"), libc::S_IFREG)
-                && is(t, &join(&dir, b"objects"), libc::S_IFDIR)
-                && is(t, &join(&dir, b"refs"), libc::S_IFDIR)
-            {
+            if repository(t, &dir) {
                 look_in(s, top, &dir, &mut out, false);
             }
             continue;
@@ -138,10 +135,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             // last level, and what lies below counted as unswept, so that
             // the run says so.
             dot_git(s, top, &dir, &mut out, false);
-            if is(t, &join(&dir, b"HEAD"), libc::S_IFREG)
-                && is(t, &join(&dir, b"objects"), libc::S_IFDIR)
-                && is(t, &join(&dir, b"refs"), libc::S_IFDIR)
-            {
+            if repository(t, &dir) {
                 look_in(s, top, &dir, &mut out, false);
             }
             out.unswept += 1;
@@ -256,7 +250,10 @@ fn index_links(
             break;
         };
         changed |= Stamp::of(&st) >= s.since;
-        let size = u64::try_from(st.st_size).unwrap_or(u64::MAX);
+        // What a read takes of the bound (one too large stops early).
+        let size = u64::try_from(st.st_size)
+            .unwrap_or(u64::MAX)
+            .min(MAX_INDEX + 1);
         if size > *bytes_left {
             out.unread.push((
                 t.show(&path),
@@ -267,7 +264,7 @@ fn index_links(
             ));
             break;
         }
-        *bytes_left -= size.min(MAX_INDEX);
+        *bytes_left -= size;
         match t.read(&path, MAX_INDEX) {
             Ok(Some(b)) => match gitlinks_checked(&b) {
                 Some(i) => {
@@ -285,7 +282,7 @@ fn index_links(
                 t.show(&path),
                 format!("is larger than {} MiB and was not read", MAX_INDEX >> 20),
             )),
-            // No index (a fresh repository), or the shared one gone.
+            // Gone or changed kind since the lstat: nothing to follow.
             Err(_) => {}
         }
     }
@@ -299,6 +296,13 @@ fn components(rel: &[u8]) -> usize {
     rel.split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
         .count()
+}
+
+/// What git takes for a git directory: `HEAD`, `objects` and `refs`.
+fn repository(t: &Top, dir: &[u8]) -> bool {
+    is(t, &join(dir, b"HEAD"), libc::S_IFREG)
+        && is(t, &join(dir, b"objects"), libc::S_IFDIR)
+        && is(t, &join(dir, b"refs"), libc::S_IFDIR)
 }
 
 /// `rel` beneath `t` is of type `kind` (`S_IFMT` bits), not followed.
@@ -539,10 +543,12 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
                 continue;
             }
             parts_in(s, top, &c, out, strict);
-            let repository = is(t, &join(&c, b"HEAD"), libc::S_IFREG)
-                && is(t, &join(&c, b"objects"), libc::S_IFDIR)
-                && is(t, &join(&c, b"refs"), libc::S_IFDIR);
-            todo.push((if repository { join(&c, b"modules") } else { c }, level + 1));
+            let below = if repository(t, &c) {
+                join(&c, b"modules")
+            } else {
+                c
+            };
+            todo.push((below, level + 1));
         }
     }
 }
