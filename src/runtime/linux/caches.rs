@@ -48,6 +48,15 @@ pub struct Known {
 /// place (a variable such as `npm_config_cache=~/.ssh` would show the
 /// host's directory to the command, beneath the private layer).
 pub fn sensitive(path: &str, home: &str) -> Option<String> {
+    // Compared as written: a path spelled another way (`//`, `.`, `..`)
+    // would pass the comparisons below and still lead there.
+    if path
+        .split('/')
+        .skip(1)
+        .any(|c| matches!(c, "" | "." | ".."))
+    {
+        return Some("it is not written plainly (an empty, `.` or `..` component)".into());
+    }
     if path_within(home, path) {
         return Some("it is home or a directory above it".into());
     }
@@ -1088,17 +1097,22 @@ mod tests {
                 "PIP_CACHE_DIR" => Some("/h/.gnupg/x".into()),
                 "XDG_CACHE_HOME" => Some("/h/.config".into()),
                 "GOCACHE" => Some("/h".into()),
+                "UV_CACHE_DIR" => Some("/h//.ssh".into()),
+                "YARN_CACHE_FOLDER" => Some("/h/x/../.ssh".into()),
                 _ => None,
             }
         };
         let k = known(&set, "/h");
-        for name in ["npm", "pip", "go-build"] {
+        for name in ["npm", "pip", "go-build", "uv", "yarn"] {
             let c = k.iter().find(|k| k.name == name).unwrap();
             assert!(c.sensitive.is_some(), "{name} at {}", c.path);
         }
         // `~/.config` holds `~/.config/gcloud`: its caches below are fine.
-        let uv = k.iter().find(|k| k.name == "uv").unwrap();
-        assert_eq!((uv.path.as_str(), &uv.sensitive), ("/h/.config/uv", &None));
+        let pnpm = k.iter().find(|k| k.name == "pnpm-cache").unwrap();
+        assert_eq!(
+            (pnpm.path.as_str(), &pnpm.sensitive),
+            ("/h/.config/pnpm", &None)
+        );
     }
 
     #[test]

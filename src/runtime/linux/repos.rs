@@ -357,7 +357,8 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, strict: bool) {
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFDIR {
         look_in(s, top, &g, out, strict);
-    } else if changed(s, t, &g, &st) {
+    } else if changed(s, t, &g, &st) || (strict && kind != libc::S_IFREG) {
+        // Strict: git follows a `.git` link to what no sweep looked at.
         move_aside(t, &g, out);
     } else if kind == libc::S_IFREG {
         let Ok(Some(text)) = t.read(&g, MAX_GITFILE) else {
@@ -437,9 +438,16 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
         pos += 40 + hash;
         let flags = u16::from_be_bytes(b.get(pos..pos + 2)?.try_into().ok()?);
         pos += 2;
-        if version >= 3 && flags & 0x4000 != 0 {
+        if flags & 0x4000 != 0 {
+            // Extended flags: version 3 and later only.
+            if version < 3 {
+                return None;
+            }
             pos += 2;
         }
+        // The name's length where it fits in the flags; git reads the
+        // name by it, whatever NUL comes first.
+        let len = usize::from(flags & 0xfff);
         let path = if version == 4 {
             // The length to drop from the previous path (git's offset
             // varint), then the rest of this one.
@@ -451,15 +459,18 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
                 pos += 1;
                 strip = strip.checked_add(1)?.checked_mul(128)? + usize::from(c & 127);
             }
-            let end = pos + b.get(pos..)?.iter().position(|&x| x == 0)?;
             let mut p = prev.get(..prev.len().checked_sub(strip)?)?.to_vec();
+            let end = if len < 0xfff {
+                let rest = len.checked_sub(p.len())?;
+                b.get(pos..pos + rest)?;
+                pos + rest
+            } else {
+                pos + b.get(pos..)?.iter().position(|&x| x == 0)?
+            };
             p.extend_from_slice(&b[pos..end]);
             pos = end + 1;
             p
         } else {
-            // As git reads it: the length in the flags where it fits
-            // there (whatever NUL follows), else up to the NUL.
-            let len = usize::from(flags & 0xfff);
             let end = if len < 0xfff {
                 b.get(pos..pos + len)?;
                 pos + len
@@ -471,23 +482,34 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
             pos = start + ((end - start + 8) & !7);
             p
         };
-        // As bytes: git takes any name but NUL, and one name that is
-        // not UTF-8 must not hide the others.
+        // As bytes: one name that is not UTF-8 must not hide the
+        // others. Up to a NUL inside it, as git's lstat and chdir take it.
         if mode == 0o160000 {
-            out.push(path.clone());
+            let cut = path.iter().position(|&x| x == 0).unwrap_or(path.len());
+            out.push(path[..cut].to_vec());
         }
         prev = path;
     }
     // The extensions, up to the trailing checksum: `link` names the
     // shared index of a split one (its object name, in hex).
+    // They must end exactly at the checksum, or the bytes were read with
+    // the wrong hash length (or out of step with git): not an index.
     let mut shared = None;
-    while pos + 8 + hash <= b.len() {
+    let end = b.len().checked_sub(hash)?;
+    while pos < end {
         let size = usize::try_from(be32(pos + 4)?).ok()?;
+        let next = pos.checked_add(8)?.checked_add(size)?;
+        if next > end {
+            return None;
+        }
         if &b[pos..pos + 4] == b"link" {
             let name = b.get(pos + 8..pos + 8 + hash)?;
             shared = Some(name.iter().map(|x| format!("{x:02x}")).collect::<String>());
         }
-        pos = pos.checked_add(8 + size)?;
+        pos = next;
+    }
+    if pos != end {
+        return None;
     }
     Some(Index { links: out, shared })
 }
@@ -528,8 +550,15 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
             out.unswept += todo.len() + 1;
             break;
         }
-        let Ok(names) = t.list(&d) else {
-            continue;
+        let names = match t.list_opening_up(&d) {
+            Ok(n) => n,
+            Err(e) => {
+                // Absent is nothing to look at; anything else is said.
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    out.unswept += 1;
+                }
+                continue;
+            }
         };
         left -= 1;
         for name in names {

@@ -268,7 +268,14 @@ pub enum Class {
 pub fn canonical(addr: IpAddr) -> IpAddr {
     match addr {
         IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => addr,
-        IpAddr::V6(a) => a.to_ipv4().or_else(|| nat64(a)).map_or(addr, IpAddr::V4),
+        // The well-known NAT64 prefix only: it embeds the IPv4 address
+        // in the last 32 bits always; the local-use /48 may embed it
+        // elsewhere, so it is an IPv4 address only for refusing
+        // ([`class`]), never for matching an allow rule.
+        IpAddr::V6(a) => a
+            .to_ipv4()
+            .or_else(|| nat64(a).filter(|_| a.segments()[2..6] == [0, 0, 0, 0]))
+            .map_or(addr, IpAddr::V4),
         IpAddr::V4(_) => addr,
     }
 }
@@ -279,7 +286,7 @@ pub fn class(addr: IpAddr) -> Class {
     let v4 = match canonical(addr) {
         IpAddr::V4(a) => Some(a),
         IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => return Class::Loopback,
-        IpAddr::V6(_) => None,
+        IpAddr::V6(a) => nat64(a),
     };
     if let Some(a) = v4 {
         let o = a.octets();
@@ -487,11 +494,7 @@ pub(super) mod tests {
         assert!(a.address("203.0.113.8".parse().unwrap(), false).is_ok());
         // In every IPv6 spelling of it: mapped, and NAT64 (a DNS64
         // network answers AAAA with 64:ff9b::/96).
-        for six in [
-            "::ffff:203.0.113.7",
-            "64:ff9b::cb00:7107",
-            "64:ff9b:1::cb00:7107",
-        ] {
+        for six in ["::ffff:203.0.113.7", "64:ff9b::cb00:7107"] {
             assert_eq!(
                 a.address(six.parse().unwrap(), false),
                 Err(Reason::DeniedBy(1)),
@@ -506,6 +509,10 @@ pub(super) mod tests {
             canonical("::1".parse().unwrap()),
             "::1".parse::<IpAddr>().unwrap()
         );
+        // The local-use /48 is no IPv4 address for matching (it may embed
+        // one elsewhere), only for refusing loopback and metadata.
+        let local = "64:ff9b:1:abcd::cb00:7107".parse().unwrap();
+        assert_eq!(canonical(local), local);
     }
 
     #[test]

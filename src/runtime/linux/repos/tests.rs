@@ -327,7 +327,8 @@ fn a_name_length_that_disagrees_with_its_nul_hides_nothing() {
 }
 
 /// A version 2 index holding one submodule entry per path, as git lays
-/// entries out (62 bytes before the name, NUL-padded to eight).
+/// entries out (62 bytes before the name, NUL-padded to eight), and the
+/// 20 bytes of its checksum.
 fn index_of(paths: &[&str]) -> Vec<u8> {
     let mut b = b"DIRC".to_vec();
     b.extend(2u32.to_be_bytes());
@@ -342,6 +343,8 @@ fn index_of(paths: &[&str]) -> Vec<u8> {
         let len = (b.len() - start + 8) & !7;
         b.resize(start + len, 0);
     }
+    // The trailing checksum (zeros, as with `index.skipHash`).
+    b.extend([0u8; 20]);
     b
 }
 
@@ -409,4 +412,20 @@ fn a_path_that_is_not_utf8_hides_no_entry() {
         gitlinks(&index),
         [b"lib/a/b/c/sub".to_vec(), b"z\xff".to_vec()]
     );
+}
+
+/// A NUL inside a submodule entry's name ends it where git's lstat ends
+/// it; bytes after the last extension that are not the checksum make
+/// the file no index (said, not read out of step with git).
+#[test]
+fn names_end_at_a_nul_and_an_index_ends_at_its_checksum() {
+    let mut index = index_of(&["deep/sub_x"]);
+    let at = index.windows(2).position(|w| w == b"_x").unwrap();
+    index[at] = 0;
+    assert_eq!(gitlinks(&index), [b"deep/sub".to_vec()]);
+    let mut junk = index_of(&["sub"]);
+    let sum = junk.split_off(junk.len() - 20);
+    junk.extend(b"JUNK");
+    junk.extend(sum);
+    assert!(super::gitlinks_checked(&junk).is_none());
 }
