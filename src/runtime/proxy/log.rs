@@ -307,7 +307,9 @@ fn push_bypass(s: &mut String, set: &BTreeSet<&Refusal>) {
     let dialled: Vec<String> = set
         .iter()
         .filter(|r| r.via == Via::Relay && matches!(r.reason, Reason::Unsupported(_)))
-        .filter(|r| !r.host.is_empty())
+        // An address no answer gave; a name refused by its TLS or SSH
+        // check was reached by name, and its own line says why.
+        .filter(|r| r.host.parse::<std::net::IpAddr>().is_ok())
         .map(|r| host_port(&r.host, r.port))
         .collect();
     if !dialled.is_empty() {
@@ -401,6 +403,16 @@ mod tests {
         // Control: a refusal through the proxy is no bypass.
         let s = summary(&list[2..]);
         assert!(!s.contains("a program"), "{s}");
+        // A name the relay refused for its TLS name was reached by name:
+        // not "directly".
+        let sni = [refusal(
+            Via::Relay,
+            "allowed.test",
+            443,
+            Reason::Unsupported("the TLS name is other.test".into()),
+        )];
+        let s = summary(&sni);
+        assert!(!s.contains("directly"), "{s}");
     }
 
     /// docs/linux.md: no rule is suggested for this host's loopback or a
