@@ -121,23 +121,23 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
                 out.unswept += 1;
             }
         }
-        if level == depth {
-            // Nothing below is searched: two lookups say what a listing
-            // would (most directories searched are at this level).
-            dot_git(s, top, &dir, &mut out, false);
+        // What a listing would show of `dir` itself, by lookups.
+        let looked_up = |out: &mut Swept| {
+            dot_git(s, top, &dir, out, false);
             if repository(t, &dir) {
-                look_in(s, top, &dir, &mut out, false);
+                look_in(s, top, &dir, out, false);
             }
+        };
+        if level == depth {
+            // Nothing below is searched: the lookups say what a listing
+            // would (most directories searched are at this level).
+            looked_up(&mut out);
             continue;
         }
         let Ok(names) = t.list_opening_up(&dir) else {
-            // Not listable even so (another user's): the lookups of the
-            // last level, and what lies below counted as unswept, so that
-            // the run says so.
-            dot_git(s, top, &dir, &mut out, false);
-            if repository(t, &dir) {
-                look_in(s, top, &dir, &mut out, false);
-            }
+            // Not listable even so (another user's): the lookups, and
+            // what lies below counted as unswept, so that the run says so.
+            looked_up(&mut out);
             out.unswept += 1;
             continue;
         };
@@ -175,7 +175,6 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         .map(|at| (at, 0));
     let mut links_left = MAX_LINKS;
     let mut bytes_left = MAX_INDEX_BYTES;
-    let mut seen: HashSet<(usize, Vec<u8>)> = HashSet::new();
     for ((top, dir), level) in tops.chain(repos) {
         let t = s.tops.get(top);
         let (links, changed) = index_links(s, t, &dir, &mut out, &mut bytes_left);
@@ -199,10 +198,6 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             }
             links_left -= 1;
             let at = join(&dir, &rel);
-            // Each repository once, however many entries lead to it.
-            if !seen.insert((top, at.clone())) {
-                continue;
-            }
             // Deeper than the walk goes (from where the walk started), a
             // repository was never looked at after the run that made
             // it: an entry added later (git add, in another run) leads
@@ -291,11 +286,9 @@ fn index_links(
     (links, changed)
 }
 
-/// The number of components of a path beneath a top.
+/// The number of components of a path [`plain`] gave.
 fn components(rel: &[u8]) -> usize {
-    rel.split(|&b| b == b'/')
-        .filter(|c| !c.is_empty() && *c != b".")
-        .count()
+    rel.split(|&b| b == b'/').count()
 }
 
 /// What git takes for a git directory: `HEAD`, `objects` and `refs`.
@@ -446,8 +439,17 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
             pos += 2;
         }
         // The name's length where it fits in the flags; git reads the
-        // name by it, whatever NUL comes first.
+        // name by it, whatever NUL comes first, else up to the NUL. The
+        // end of `n` bytes from `at`, or of what lies before a NUL.
         let len = usize::from(flags & 0xfff);
+        let name_end = |at: usize, n: usize| -> Option<usize> {
+            if len < 0xfff {
+                b.get(at..at + n)?;
+                Some(at + n)
+            } else {
+                Some(at + b.get(at..)?.iter().position(|&x| x == 0)?)
+            }
+        };
         let path = if version == 4 {
             // The length to drop from the previous path (git's offset
             // varint), then the rest of this one.
@@ -460,23 +462,18 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
                 strip = strip.checked_add(1)?.checked_mul(128)? + usize::from(c & 127);
             }
             let mut p = prev.get(..prev.len().checked_sub(strip)?)?.to_vec();
-            let end = if len < 0xfff {
-                let rest = len.checked_sub(p.len())?;
-                b.get(pos..pos + rest)?;
-                pos + rest
+            // Where the flags give the length, it is the whole name's.
+            let rest = if len < 0xfff {
+                len.checked_sub(p.len())?
             } else {
-                pos + b.get(pos..)?.iter().position(|&x| x == 0)?
+                0
             };
+            let end = name_end(pos, rest)?;
             p.extend_from_slice(&b[pos..end]);
             pos = end + 1;
             p
         } else {
-            let end = if len < 0xfff {
-                b.get(pos..pos + len)?;
-                pos + len
-            } else {
-                pos + b.get(pos..)?.iter().position(|&x| x == 0)?
-            };
+            let end = name_end(pos, len)?;
             let p = b[pos..end].to_vec();
             // NUL-padded to a multiple of eight bytes.
             pos = start + ((end - start + 8) & !7);

@@ -429,3 +429,24 @@ fn names_end_at_a_nul_and_an_index_ends_at_its_checksum() {
     junk.extend(sum);
     assert!(super::gitlinks_checked(&junk).is_none());
 }
+
+/// One deep repository named by two indexes: the top's, unchanged
+/// during the run, and that of a repository below it, which the run
+/// changed. The second entry's look is strict, and moves a config
+/// planted before the run (old: the first entry's lenient look was the
+/// only one, the repository counted as seen).
+#[test]
+fn a_deep_repository_named_twice_gets_the_strict_look() {
+    let t = Tree::new("twice");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/lib/.git");
+    t.gitdir("ws/lib/x/y/z/sub/.git");
+    fs::write(t.0.join("ws/.git/index"), index_of(&["lib/x/y/z/sub"])).unwrap();
+    let since = t.start();
+    fs::write(t.0.join("ws/lib/.git/index"), index_of(&["x/y/z/sub"])).unwrap();
+    let s = swept(&t, since, 100);
+    assert!(
+        !t.exists("ws/lib/x/y/z/sub/.git/config"),
+        "the planted config stayed: {s:?}"
+    );
+}
