@@ -39,8 +39,6 @@ pub struct Known {
     pub path: String,
     /// Programs whose presence on PATH asks for the cache.
     pub tools: &'static [&'static str],
-    /// Why the path cannot be a cache ([`sensitive`]), if so.
-    pub sensitive: Option<String>,
 }
 
 /// Why `path` cannot be a cache: home or a directory above it, or a
@@ -90,12 +88,7 @@ pub fn known(var: &dyn Fn(&str) -> Option<String>, home: &str) -> Vec<Known> {
         .filter(|p| p.starts_with('/'))
         .unwrap_or_else(|| under(home, "go"));
     let gradle = abs("GRADLE_USER_HOME").unwrap_or_else(|| under(home, ".gradle"));
-    let k = |name, path: String, tools| Known {
-        name,
-        sensitive: sensitive(&path, home),
-        path,
-        tools,
-    };
+    let k = |name, path, tools| Known { name, path, tools };
     vec![
         k(
             "npm",
@@ -192,9 +185,12 @@ pub fn key(workspace: &str, policy: &str) -> String {
 }
 
 /// Which caches to mount. `present`: whether a tool is on the caller's
-/// PATH. `user_ns`: the run maps only the caller's ids.
+/// PATH. `user_ns`: the run maps only the caller's ids. `user_home`:
+/// the run's home, for [`sensitive`].
+#[allow(clippy::too_many_arguments)]
 pub fn decide(
     state: &Path,
+    user_home: &str,
     workspace: &str,
     policy: &str,
     known: Vec<Known>,
@@ -232,7 +228,7 @@ pub fn decide(
             left("it holds sbx's state directory, or lies in it".into());
             continue;
         }
-        if let Some(why) = k.sensitive.clone() {
+        if let Some(why) = sensitive(&k.path, user_home) {
             left(why);
             continue;
         }
@@ -1089,7 +1085,7 @@ mod tests {
         assert!(n.contains(&("go-mod", "/g1/pkg/mod")));
         assert!(n.contains(&("go-build", "/gc")));
         assert!(n.contains(&("npm", "/h/.npm")));
-        assert!(k.iter().all(|k| k.sensitive.is_none()));
+        assert!(k.iter().all(|k| sensitive(&k.path, "/h").is_none()));
         // A variable naming a sensitive place, or home: never a cache.
         let set = |v: &str| -> Option<String> {
             match v {
@@ -1105,13 +1101,13 @@ mod tests {
         let k = known(&set, "/h");
         for name in ["npm", "pip", "go-build", "uv", "yarn"] {
             let c = k.iter().find(|k| k.name == name).unwrap();
-            assert!(c.sensitive.is_some(), "{name} at {}", c.path);
+            assert!(sensitive(&c.path, "/h").is_some(), "{name} at {}", c.path);
         }
         // `~/.config` holds `~/.config/gcloud`: its caches below are fine.
         let pnpm = k.iter().find(|k| k.name == "pnpm-cache").unwrap();
         assert_eq!(
-            (pnpm.path.as_str(), &pnpm.sensitive),
-            ("/h/.config/pnpm", &None)
+            (pnpm.path.as_str(), sensitive(&pnpm.path, "/h")),
+            ("/h/.config/pnpm", None)
         );
     }
 

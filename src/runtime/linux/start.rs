@@ -484,6 +484,7 @@ fn private_caches(
     };
     let decided = caches::decide(
         state.as_std_path(),
+        &values.home,
         &caches::workspace_name(OsStr::new(&values.workspace)),
         &policy,
         caches::known(&var, &values.home),
