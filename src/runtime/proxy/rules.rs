@@ -274,7 +274,7 @@ pub fn canonical(addr: IpAddr) -> IpAddr {
         // ([`class`]), never for matching an allow rule.
         IpAddr::V6(a) => a
             .to_ipv4()
-            .or_else(|| nat64(a).filter(|_| a.segments()[2..6] == [0, 0, 0, 0]))
+            .or_else(|| nat64(a, false))
             .map_or(addr, IpAddr::V4),
         IpAddr::V4(_) => addr,
     }
@@ -286,7 +286,7 @@ pub fn class(addr: IpAddr) -> Class {
     let v4 = match canonical(addr) {
         IpAddr::V4(a) => Some(a),
         IpAddr::V6(a) if a.is_loopback() || a.is_unspecified() => return Class::Loopback,
-        IpAddr::V6(a) => nat64(a),
+        IpAddr::V6(a) => nat64(a, true),
     };
     if let Some(a) = v4 {
         let o = a.octets();
@@ -314,10 +314,11 @@ pub fn class(addr: IpAddr) -> Class {
 /// The IPv4 address a NAT64 address (64:ff9b::/96, RFC 6052; and the
 /// local-use 64:ff9b:1::/48, RFC 8215) translates to: on a NAT64
 /// network, 64:ff9b::a9fe:a9fe reaches 169.254.169.254.
-fn nat64(a: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+/// `local`: the local-use prefix too.
+fn nat64(a: std::net::Ipv6Addr, local: bool) -> Option<std::net::Ipv4Addr> {
     let s = a.segments();
     let well_known = s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
-    let local = s[..3] == [0x64, 0xff9b, 1];
+    let local = local && s[..3] == [0x64, 0xff9b, 1];
     (well_known || local).then(|| {
         let o = a.octets();
         std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])
