@@ -1399,7 +1399,6 @@ fn finish(
             art.limits.wall_time_s.unwrap_or_default()
         ));
     }
-    let served = s.served.clone();
     // Nothing re-creates what is moved aside now. The threads beside are
     // waited for while the guardian exits.
     let beside = std::mem::take(&mut s.beside);
@@ -1422,7 +1421,7 @@ fn finish(
         }
     }
     // What the proxy refused, with the rules that would allow it.
-    said.extend(served.finish().lines().map(str::to_string));
+    said.extend(s.served.finish().lines().map(str::to_string));
     let _ = after::write_bounded(&said, after::WRITE_WAIT_MS);
     drop(s);
     wait::exit_code(out.status)
