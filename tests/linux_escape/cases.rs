@@ -104,6 +104,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_deep_submodule_entry_is_swept,
     ),
     (
+        "git_submodules_own_index_is_read",
+        protect::git_submodules_own_index_is_read,
+    ),
+    (
         "git_repo_in_unlistable_dir_is_swept",
         protect::git_repo_in_unlistable_dir_is_swept,
     ),

@@ -355,6 +355,80 @@ pub fn git_deep_submodule_entry_is_swept(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// `git status` in a repository recurses into its submodules, and from
+/// each into the submodules that submodule's own index names (in
+/// `.git/modules/NAME/index`, reached through the checkout's `.git`
+/// file). The user's repository `lib`, below the top, has a real
+/// submodule `x`; one run plants a repository six levels down (deeper
+/// than the walk) and adds its entry to `x`'s index: the planted config
+/// moves aside (old: only `.git/index` files of worktrees with a `.git`
+/// directory were read, and `git status` in `lib` ran it). Control: put
+/// back, it runs.
+pub fn git_submodules_own_index_is_read(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_submodules_own_index_is_read")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let src = fx.path("x-src");
+    let id = ["-c", "user.name=a", "-c", "user.email=a@b"];
+    let host = |dir: &str, args: &[&str]| -> Result<(), String> {
+        let all: Vec<&str> = id.iter().chain(args).copied().collect();
+        match git(fx, dir, &all) {
+            Ok(o) if o.status.success() => Ok(()),
+            other => Err(format!("git {args:?} in {dir:?}: {other:?}")),
+        }
+    };
+    host("", &["init", "-q", &src])?;
+    host(
+        "",
+        &["-C", &src, "commit", "-q", "--allow-empty", "-m", "x"],
+    )?;
+    host("", &["init", "-q", "lib"])?;
+    host(
+        "lib",
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "-q",
+            "add",
+            &src,
+            "x",
+        ],
+    )?;
+    host("lib", &["commit", "-q", "-m", "x"])?;
+    let deep = "lib/x/a/b/c/d";
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q {deep} && git -c user.name=a -c user.email=a@b -C {deep} commit -q \
+             --allow-empty -m d && {} >> {deep}/.git/config && cd lib/x && \
+             git update-index --add --cacheinfo \"160000,$(git -C a/b/c/d rev-parse HEAD),a/b/c/d\" && \
+             echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "planted", || format!("the run: {out:?}"))?;
+    let config = fx.ws.join(deep).join(".git/config");
+    check(!config.exists(), || {
+        format!(
+            "the config named by the submodule's own index stayed: {}",
+            out.stderr
+        )
+    })?;
+    let _ = git(fx, "lib", &["status", "--short"]);
+    check(!Path::new(&mark).exists(), || {
+        "git status in lib ran the planted core.fsmonitor".into()
+    })?;
+    // Put back, git status in `lib` runs it (through `x`): the hole is real.
+    std::fs::rename(config.with_file_name("config.sbx-blocked"), &config)
+        .map_err(|e| e.to_string())?;
+    let _ = git(fx, "lib", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run in lib".into()
+    })
+}
+
 /// A directory the sweep cannot list (mode 0111: git still goes
 /// through it) hides nothing: a repository made in it, within the
 /// walk's depth, has its planted config moved aside and the run says

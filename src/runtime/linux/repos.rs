@@ -103,8 +103,8 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         .filter_map(|t| s.tops.reach(t))
         .map(|at| (at, 0))
         .collect();
-    // Worktrees below the tops whose `.git` is a directory: their
-    // indexes are read for submodule entries too.
+    // Worktrees below the tops (a `.git` directory, or a file naming one
+    // beneath a top): their indexes are read for submodule entries too.
     let mut repos: Vec<(At, usize)> = Vec::new();
     while let Some(((top, dir), level)) = todo.pop() {
         if left == 0 {
@@ -113,7 +113,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         }
         left -= 1;
         let t = s.tops.get(top);
-        if level > 0 && is(t, &join(&dir, b".git"), libc::S_IFDIR) {
+        if level > 0 && git_dir_of(s, top, &dir).is_some() {
             if repos.len() < MAX_INDEXES {
                 repos.push(((top, dir.clone()), level));
             } else {
@@ -166,25 +166,41 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
     }
     // `git status` at a top recurses into every submodule its index
-    // names, at any depth: those repositories are looked at wherever
-    // they are, beneath the same top. The same for the repositories the
-    // walk found below the tops (`cd lib && git status`).
-    let tops = starts
+    // names, at any depth, and on into the submodules each of those
+    // names in its own index (`.git/modules/NAME/index`): those
+    // repositories are looked at wherever they are, beneath the same
+    // top. The same for the repositories the walk found below the tops
+    // (`cd lib && git status`).
+    let mut work: Vec<(At, usize)> = starts
         .iter()
         .filter_map(|t| s.tops.reach(t))
-        .map(|at| (at, 0));
+        .map(|at| (at, 0))
+        .chain(repos)
+        .collect();
+    let most = work.len() + MAX_INDEXES;
+    let mut read: HashSet<At> = HashSet::new();
     let mut links_left = MAX_LINKS;
     let mut bytes_left = MAX_INDEX_BYTES;
-    for ((top, dir), level) in tops.chain(repos) {
+    let mut next = 0;
+    while let Some(((top, dir), level)) = work.get(next).cloned() {
+        next += 1;
+        let Some((gt, g)) = git_dir_of(s, top, &dir) else {
+            continue;
+        };
+        // Each index once, however many worktrees or entries lead to it.
+        if !read.insert((gt, g.clone())) {
+            continue;
+        }
         let t = s.tops.get(top);
-        let (links, changed) = index_links(s, t, &dir, &mut out, &mut bytes_left);
+        let index = s.tops.get(gt).show(&join(&g, b"index"));
+        let (links, changed) = index_links(s, s.tops.get(gt), &g, &mut out, &mut bytes_left);
         // The index is the command's to write: a path is looked at as
         // git would reach it (empty and `.` components dropped), never
         // through a symlink nor out of the top (`..`, a `.git` inside).
         for rel in links.iter() {
             let Some(rel) = plain(rel) else {
                 out.unread.push((
-                    t.show(&join(&dir, b".git/index")),
+                    index.clone(),
                     format!(
                         "names a submodule at {:?}, which leaves the top",
                         String::from_utf8_lossy(rel)
@@ -198,14 +214,24 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             }
             links_left -= 1;
             let at = join(&dir, &rel);
+            let deep = level + components(&rel);
             // Deeper than the walk goes (from where the walk started), a
             // repository was never looked at after the run that made
             // it: an entry added later (git add, in another run) leads
             // git to what it planted then. So where this run changed the
             // index, what would run there moves aside whatever its age.
-            let strict = changed && level + components(&rel) > depth;
+            let strict = changed && deep > depth;
             // What the walk moved already is no longer there.
             dot_git(s, top, &at, &mut out, strict);
+            // What is left of it: its own index is read in turn.
+            if t.lstat(&join(&at, b".git")).is_ok() {
+                if work.len() < most {
+                    work.push(((top, at), deep));
+                } else {
+                    // Its index is not read: said, as when the budget runs out.
+                    out.unswept += 1;
+                }
+            }
         }
     }
     out
@@ -221,20 +247,19 @@ const MAX_LINKS: usize = 10_000;
 /// At most this many repositories' indexes are read after a run.
 const MAX_INDEXES: usize = 100;
 
-/// The submodule entries of the index of the worktree `dir`, and of the
-/// shared index its `link` extension names (`git update-index
-/// --split-index` keeps the entries in `.git/sharedindex.HEX`), and
-/// whether one of them changed during the run. What cannot be read or
-/// parsed is said.
+/// The submodule entries of the index in git directory `g` beneath `t`,
+/// and of the shared index its `link` extension names (`git
+/// update-index --split-index` keeps the entries in `g/sharedindex.HEX`),
+/// and whether one of them changed during the run. What cannot be read
+/// or parsed is said.
 fn index_links(
     s: &Sweep,
     t: &Top,
-    dir: &[u8],
+    g: &[u8],
     out: &mut Swept,
     bytes_left: &mut u64,
 ) -> (Vec<Vec<u8>>, bool) {
-    let g = join(dir, b".git");
-    let mut next = Some(join(&g, b"index"));
+    let mut next = Some(join(g, b"index"));
     let mut links = Vec::new();
     let mut changed = false;
     // The index, then its shared index (which names none itself).
@@ -266,7 +291,7 @@ fn index_links(
                     links.extend(i.links);
                     next = i
                         .shared
-                        .map(|h| join(&g, format!("sharedindex.{h}").as_bytes()));
+                        .map(|h| join(g, format!("sharedindex.{h}").as_bytes()));
                 }
                 None => out.unread.push((
                     t.show(&path),
@@ -354,37 +379,50 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, strict: bool) {
         // Strict: git follows a `.git` link to what no sweep looked at.
         move_aside(t, &g, out);
     } else if kind == libc::S_IFREG {
-        let Ok(Some(text)) = t.read(&g, MAX_GITFILE) else {
-            return;
-        };
-        let Some(d) = String::from_utf8_lossy(&text)
-            .lines()
-            .find_map(|l| l.strip_prefix("gitdir:"))
-            .map(|d| d.trim().to_string())
-            .filter(|d| !d.is_empty())
-        else {
-            return;
-        };
-        // Relative to the worktree, or absolute: either way only beneath
-        // a top, and with no symlink on the way (so `..` is what the
-        // kernel would make of it).
-        let at = if d.starts_with('/') {
-            s.tops
-                .reach(&d)
-                .and_then(|(i, rel)| Some((i, normal(&rel)?)))
-        } else {
-            normal(&join(dir, d.as_bytes())).map(|rel| (top, rel))
-        };
-        match at {
-            Some((i, rel)) if is(s.tops.get(i), &rel, libc::S_IFDIR) => {
-                look_in(s, i, &rel, out, strict)
-            }
+        match named_gitdir(s, top, dir) {
+            Some((i, rel)) => look_in(s, i, &rel, out, strict),
             // Strict: git would follow a symlink on the way, or leave the
             // tops, to what no sweep looks at: the `.git` file goes.
-            _ if strict => move_aside(t, &g, out),
-            _ => {}
+            None if strict => move_aside(t, &g, out),
+            None => {}
         }
     }
+}
+
+/// The git directory of worktree `dir`: its `.git` directory, or the one
+/// its `.git` file names where [`named_gitdir`] takes it; `None` for a
+/// link or anything else.
+fn git_dir_of(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
+    let g = join(dir, b".git");
+    let (_, st) = s.tops.get(top).lstat(&g).ok()?;
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFDIR => Some((top, g)),
+        libc::S_IFREG => named_gitdir(s, top, dir),
+        _ => None,
+    }
+}
+
+/// The directory the gitdir file `dir/.git` names, relative to the
+/// worktree or absolute: either way only beneath a top, and with no
+/// symlink on the way (so `..` is what the kernel would make of it).
+fn named_gitdir(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
+    let text = s
+        .tops
+        .get(top)
+        .read(&join(dir, b".git"), MAX_GITFILE)
+        .ok()??;
+    let d = String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix("gitdir:"))
+        .map(|d| d.trim().to_string())
+        .filter(|d| !d.is_empty())?;
+    let (i, rel) = if d.starts_with('/') {
+        let (i, rel) = s.tops.reach(&d)?;
+        (i, normal(&rel)?)
+    } else {
+        (top, normal(&join(dir, d.as_bytes()))?)
+    };
+    is(s.tops.get(i), &rel, libc::S_IFDIR).then_some((i, rel))
 }
 /// The paths of the submodule entries (gitlinks) in a git index file
 /// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it

@@ -450,3 +450,40 @@ fn a_deep_repository_named_twice_gets_the_strict_look() {
         "the planted config stayed: {s:?}"
     );
 }
+
+/// `git status` recurses from a submodule into the submodules its own
+/// index names (`.git/modules/NAME/index`, reached through its `.git`
+/// file). A submodule deeper than the walk goes, named by the top's old
+/// entry, gets an entry during the run for a repository planted deeper
+/// still in an earlier run: that repository's config moves aside (old:
+/// only `.git/index` files of worktrees with a `.git` directory were
+/// read). The submodule's own inert config stays.
+#[test]
+fn a_submodules_own_index_is_read() {
+    let t = Tree::new("own");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/.git/modules/p/q/r/s/sub");
+    t.write(
+        "ws/.git/modules/p/q/r/s/sub/config",
+        "[user]\n\tname = me\n",
+    );
+    t.write(
+        "ws/p/q/r/s/sub/.git",
+        "gitdir: ../../../../../.git/modules/p/q/r/s/sub\n",
+    );
+    t.gitdir("ws/p/q/r/s/sub/a/b/c/d/.git");
+    fs::write(t.0.join("ws/.git/index"), index_of(&["p/q/r/s/sub"])).unwrap();
+    let since = t.start();
+    fs::write(
+        t.0.join("ws/.git/modules/p/q/r/s/sub/index"),
+        index_of(&["a/b/c/d"]),
+    )
+    .unwrap();
+    let s = swept(&t, since, 100);
+    assert_eq!(
+        s.moved.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        [t.p("ws/p/q/r/s/sub/a/b/c/d/.git/config")],
+        "{s:?}"
+    );
+    assert!(t.exists("ws/.git/modules/p/q/r/s/sub/config"));
+}
