@@ -479,6 +479,9 @@ pub struct Shared {
     /// The overlay's root (-1: not made yet; -2: the kernel refused it,
     /// each cache then gets its own overlay).
     pub tree: AtomicI32,
+    /// The overlay as the helper of `earlyoverlay.rs` made it beside the
+    /// preparation, or -1.
+    pub early: AtomicI32,
 }
 
 /// Write the key's record, or only touch it when it says the same as
@@ -548,6 +551,7 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
                 data: c(&home_data)?,
                 work: c(&work)?,
                 tree: AtomicI32::new(-1),
+                early: AtomicI32::new(-1),
             }))
         })
         .transpose()?;
@@ -774,10 +778,8 @@ fn beneath_home<'a>(home: &str, path: &'a str) -> Option<&'a str> {
 /// # Safety
 /// Only system calls, on data prepared by the parent.
 pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
-    use super::nschild::{
-        clone_tree, set_attr, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID,
-    };
-    let attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    use super::nschild::{clone_tree, set_attr};
+    let attrs = ATTRS;
     for m in mounts {
         let mut fd: RawFd = -1;
         if let Some((home, rel)) = &m.shared {
@@ -842,23 +844,52 @@ pub unsafe fn leave_home_overlays(mounts: &[Mount], attach: &CStr) {
     }
 }
 
-/// Home's overlay, made at the first call (-1 when the kernel refuses).
+/// What a cache's mount may not do.
+const ATTRS: u64 = super::nschild::MOUNT_ATTR_NOSUID
+    | super::nschild::MOUNT_ATTR_NODEV
+    | super::nschild::MOUNT_ATTR_NOEXEC;
+
+/// Home's overlay, made at the first call (-1 when the kernel refuses),
+/// or taken from the helper that made it beside the preparation.
 unsafe fn home_overlay(home: &Shared, attrs: u64, volatile: bool) -> RawFd {
     let fd = home.tree.load(Ordering::SeqCst);
     if fd != -1 {
         return fd.max(-1);
     }
-    let made = overlay(
+    let early = home.early.load(Ordering::SeqCst);
+    let made = if early >= 0 {
+        early
+    } else {
+        overlay(
+            &home.lower,
+            home.lower_fd.as_raw_fd(),
+            &home.data,
+            &home.work,
+            attrs,
+            volatile,
+        )
+    };
+    home.tree
+        .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
+    made
+}
+
+/// In the helper of `earlyoverlay.rs`: home's overlay, as the setup
+/// process would make it, in `home.early` (left -1 when the kernel
+/// refuses: the setup process tries again, and says what fails).
+///
+/// # Safety
+/// Only system calls, on data prepared by the parent.
+pub unsafe fn make_early(home: &Shared, volatile: bool) {
+    let fd = overlay(
         &home.lower,
         home.lower_fd.as_raw_fd(),
         &home.data,
         &home.work,
-        attrs,
+        ATTRS,
         volatile,
     );
-    home.tree
-        .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
-    made
+    home.early.store(fd, Ordering::SeqCst);
 }
 
 /// A clone of the directory `rel` of the detached mount `root`, reached

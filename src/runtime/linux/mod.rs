@@ -9,6 +9,7 @@ mod caches;
 mod child;
 mod clearing;
 mod earlyns;
+mod earlyoverlay;
 mod guardian;
 mod handover;
 mod identity;

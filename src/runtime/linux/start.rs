@@ -8,9 +8,9 @@
 //! what happened and hands the after-run work to the guardian.
 
 use super::{
-    after, agent, beside, caches, check_artifact, child, clearing, earlyns, guardian, journal,
-    kernel, kernel_abi, limits, listen, ns, nschild, passfd, pins, plan, program, pts, report,
-    seccomp, sockets, temp, wait, ProxyHook, RunOptions,
+    after, agent, beside, caches, check_artifact, child, clearing, earlyns, earlyoverlay, guardian,
+    journal, kernel, kernel_abi, limits, listen, ns, nschild, passfd, pins, plan, program, pts,
+    report, seccomp, sockets, temp, wait, ProxyHook, RunOptions,
 };
 use crate::back::landlock::LinuxArtifact;
 use crate::ir::{Enforcement, Precision, Status};
@@ -45,7 +45,9 @@ pub(super) fn start(
     let runs = earlier_runs(opts);
     let decided = prepare(art, argv, opts)?;
     let mut set = set_up(art, opts, decided, &runs, early.flatten())?;
-    let spawned = spawn(art, opts, &mut set)?;
+    let spawned = spawn(art, opts, &mut set);
+    drop(set.early_overlay.take());
+    let spawned = spawned?;
     let (spawned, out, guardian) = serve(art, &mut set, spawned);
     Ok(finish(art, set, spawned, out, guardian))
 }
@@ -775,6 +777,9 @@ struct SetUp {
     /// waited for at the end.
     cache_works: Vec<PathBuf>,
     clearing: Option<clearing::Clearing>,
+    /// Home's overlay as `earlyoverlay` made it: the setup process has a
+    /// copy of this descriptor; ours is closed once it has been cloned.
+    early_overlay: Option<OwnedFd>,
     beside: beside::Beside,
     /// The network namespace, where the helper made it: its last
     /// reference goes last, once the after-run work and the mount
@@ -868,6 +873,8 @@ fn set_up(
         }),
         _ => (Vec::new(), Vec::new()),
     };
+    // Home's overlay, made on another core from here on.
+    let early_overlay = earlyoverlay::start(&cache_mounts, user_ns);
     let cache_rights = caches::rights(plan.handled_fs);
     let cache_rules = caches
         .iter()
@@ -977,6 +984,7 @@ fn set_up(
     }
     // Ended runs' work directories go beside the rest (`clearing.rs`).
     let clearing = clearing::start(&cache_works);
+    let early_overlay = early_overlay.and_then(earlyoverlay::Early::finish);
 
     // Orphaned descendants come back to us, so the tree is found and
     // killed when the child exits, also processes that left its group.
@@ -995,6 +1003,7 @@ fn set_up(
         mount_ns_sock,
         cache_works,
         clearing,
+        early_overlay,
         beside: beside::Beside::default(),
         net_ns: None,
         carve_outs,
