@@ -17,7 +17,7 @@
 use super::child::{clone_blocked, reap, Stack};
 use super::nschild::{write_file, PATHS};
 use std::ffi::CString;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The namespaces the helper made, for the setup process to join.
@@ -88,6 +88,15 @@ impl Early {
             return None;
         }
         Some(Made { user, net })
+    }
+
+    /// The user namespace, once the helper has made both namespaces
+    /// (`None` before, for a privileged run, or where it failed): still
+    /// the helper's to hand over in [`finish`](Self::finish), open until
+    /// then.
+    pub fn user_made(&self) -> Option<RawFd> {
+        let user = self.shared.user.load(Ordering::SeqCst);
+        (user >= 0 && self.shared.net.load(Ordering::SeqCst) >= 0).then_some(user)
     }
 
     /// Reap the helper once; whether it made everything.

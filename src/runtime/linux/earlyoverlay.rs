@@ -12,9 +12,13 @@
 //! on another core while sbx finishes its preparation, and the setup
 //! process takes the detached mount from it.
 //!
-//! Only where the run has no user namespace: an unprivileged overlay
-//! belongs to the user namespace the setup process makes or joins. The
-//! helper makes the same overlay the setup process would, of the same
+//! An unprivileged overlay belongs to the user namespace the setup
+//! process joins: the helper joins it first, and makes its own mount
+//! namespace there, as the setup process does. So for an unprivileged
+//! run only where the network namespace's helper (`earlyns.rs`) has made
+//! that user namespace by the time the caches' directories exist (most
+//! runs; the rest make the overlay in the setup process). The helper
+//! makes the same overlay the setup process would, of the same
 //! directories, its lower layer checked against the directory sbx
 //! opened in the same way (`caches::home_overlay`); nothing here decides
 //! what the run gets. A helper that fails only means the setup process
@@ -22,7 +26,7 @@
 
 use super::caches::{Mount, Shared};
 use super::child::{beside_this_cpu, clone_blocked, reap, Stack};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -39,15 +43,20 @@ struct Arg {
     stack: Stack,
     home: Arc<Shared>,
     volatile: bool,
+    /// The user namespace to join (-1: none).
+    user: RawFd,
 }
 
 /// Start the helper for the caches' `mounts`, when one of them is a
-/// directory of home's overlay and `user_ns` is false; `None` otherwise,
-/// or when it cannot start.
-pub fn start(mounts: &[Mount], user_ns: bool) -> Option<Early> {
-    if user_ns {
-        return None;
-    }
+/// directory of home's overlay and, where the run has a user namespace
+/// (`user_ns`), that namespace is made already (`user`, open until the
+/// helper is reaped); `None` otherwise, or when it cannot start.
+pub fn start(mounts: &[Mount], user_ns: bool, user: Option<RawFd>) -> Option<Early> {
+    let user = match (user_ns, user) {
+        (false, _) => -1,
+        (true, Some(fd)) => fd,
+        (true, None) => return None,
+    };
     let (home, volatile) = mounts
         .iter()
         .find_map(|m| Some((m.shared.as_ref()?.0.clone(), m.volatile)))?;
@@ -55,6 +64,7 @@ pub fn start(mounts: &[Mount], user_ns: bool) -> Option<Early> {
         stack: Stack::new().ok()?,
         home,
         volatile,
+        user,
     });
     // SAFETY: the helper runs `make` on its own stack and on `arg`,
     // which lives in the Box until the helper is reaped (`finish` or
@@ -78,6 +88,15 @@ extern "C" fn make(arg: *mut libc::c_void) -> libc::c_int {
     // system calls and an atomic store follow.
     unsafe {
         let a = &*(arg as *const Arg);
+        // As the setup process: the user namespace first, so that the
+        // mount namespace made next (whose mounts the overlay's layers
+        // must be) belongs to it.
+        if a.user >= 0
+            && (libc::setns(a.user, libc::CLONE_NEWUSER) != 0
+                || libc::unshare(libc::CLONE_NEWNS) != 0)
+        {
+            libc::_exit(1);
+        }
         super::caches::make_early(&a.home, a.volatile);
         libc::_exit(0)
     }

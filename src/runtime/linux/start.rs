@@ -874,7 +874,11 @@ fn set_up(
         _ => (Vec::new(), Vec::new()),
     };
     // Home's overlay, made on another core from here on.
-    let early_overlay = earlyoverlay::start(&cache_mounts, user_ns);
+    let early_overlay = earlyoverlay::start(
+        &cache_mounts,
+        user_ns,
+        early.as_ref().and_then(earlyns::Early::user_made),
+    );
     let cache_rights = caches::rights(plan.handled_fs);
     let cache_rules = caches
         .iter()
@@ -978,13 +982,15 @@ fn set_up(
     // The network namespace's helper, as late as can be: it works on
     // another core meanwhile, where the previous run's namespace may
     // still be being freed. Reaped before the snapshot of our children.
+    // Home's overlay's helper first: it may be using the user namespace
+    // that the next one hands over.
+    let early_overlay = early_overlay.and_then(earlyoverlay::Early::finish);
     let early = early.and_then(earlyns::Early::finish);
     if let Some(prep) = prepared.ns.as_mut() {
         prep.early = early.filter(|_| wanted.net);
     }
     // Ended runs' work directories go beside the rest (`clearing.rs`).
     let clearing = clearing::start(&cache_works);
-    let early_overlay = early_overlay.and_then(earlyoverlay::Early::finish);
 
     // Orphaned descendants come back to us, so the tree is found and
     // killed when the child exits, also processes that left its group.
