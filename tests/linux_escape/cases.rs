@@ -108,6 +108,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_submodules_own_index_is_read,
     ),
     (
+        "git_sweep_stays_in_writable_trees",
+        protect::git_sweep_stays_in_writable_trees,
+    ),
+    (
         "git_repo_in_unlistable_dir_is_swept",
         protect::git_repo_in_unlistable_dir_is_swept,
     ),

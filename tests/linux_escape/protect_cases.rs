@@ -429,6 +429,53 @@ pub fn git_submodules_own_index_is_read(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// The sweep acts only where the command could have: a `.git` file
+/// names, by absolute path, the git directory of another of the user's
+/// repositories beside the workspace (in a directory the run can
+/// neither read nor write), and the next run gives it an index entry.
+/// That repository's hooks and config stay (old: the directory above
+/// the workspace, opened for the identity checks, counted as a tree the
+/// command writes, and the strict look moved them aside); the `.git`
+/// file that leads there, which git would follow, moves aside instead.
+pub fn git_sweep_stays_in_writable_trees(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_sweep_stays_in_writable_trees")? {
+        return Ok(());
+    }
+    let victim = fx.path("victim");
+    match git(fx, "", &["init", "-q", &victim]) {
+        Ok(o) if o.status.success() => {}
+        other => return Err(format!("git init victim: {other:?}")),
+    }
+    let hook = Path::new(&victim).join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").map_err(|e| e.to_string())?;
+    let out = sh(
+        fx,
+        &format!(
+            "mkdir -p p/q/r/s/sub && printf 'gitdir: {victim}/.git\\n' > p/q/r/s/sub/.git && echo staged"
+        ),
+    );
+    check(out.answer() == "staged", || format!("run 1: {out:?}"))?;
+    let out = sh(
+        fx,
+        "git update-index --add --cacheinfo \
+         160000,1111111111111111111111111111111111111111,p/q/r/s/sub && echo added",
+    );
+    check(out.answer() == "added", || format!("run 2: {out:?}"))?;
+    let git_dir = Path::new(&victim).join(".git");
+    check(git_dir.join("config").exists() && hook.exists(), || {
+        format!(
+            "the repository outside the workspace lost its config or hooks: {}",
+            out.stderr
+        )
+    })?;
+    // Control: the sweep did act, on the way there.
+    check(
+        !fx.ws.join("p/q/r/s/sub/.git").exists()
+            && fx.ws.join("p/q/r/s/sub/.git.sbx-blocked").exists(),
+        || format!("the .git file leading outside stayed: {}", out.stderr),
+    )
+}
+
 /// A directory the sweep cannot list (mode 0111: git still goes
 /// through it) hides nothing: a repository made in it, within the
 /// walk's depth, has its planted config moved aside and the run says

@@ -17,6 +17,8 @@ pub struct AfterRun {
     pub(super) tops: Tops,
     pub(super) records: Vec<Record>,
     pub(super) repo_tops: Vec<String>,
+    /// The writable rules' paths (the tops above protections are not).
+    pub(super) writable: Vec<String>,
     pub(super) since: repos::Stamp,
     pub(super) usersite: usersite::Snapshot,
 }
@@ -51,6 +53,7 @@ impl AfterRun {
             tops,
             records,
             repo_tops,
+            writable: writable.to_vec(),
             // Whatever the command changes has a ctime from here on.
             since: repos::Stamp::now(),
             usersite,
@@ -77,6 +80,7 @@ impl AfterRun {
         tops: Tops,
         records: Vec<Record>,
         repo_tops: Vec<String>,
+        writable: Vec<String>,
         since: repos::Stamp,
         usersite: usersite::Snapshot,
     ) -> Self {
@@ -84,6 +88,7 @@ impl AfterRun {
             tops,
             records,
             repo_tops,
+            writable,
             since,
             usersite,
         }
@@ -119,6 +124,7 @@ impl AfterRun {
             tops: &self.tops,
             recorded: &recorded,
             since: self.since,
+            writable: &self.writable,
         };
         let swept = repos::sweep(
             &sweep,

@@ -53,6 +53,10 @@ struct Saved {
     tops: Vec<(String, libc::dev_t, libc::ino_t)>,
     records: Vec<SavedRecord>,
     repo_tops: Vec<String>,
+    /// The writable rules' paths (absent from older entries: their
+    /// repository tops stand in).
+    #[serde(default)]
+    writable: Vec<String>,
     since: (i64, i64),
     /// The run's private temp directory.
     temp: Option<String>,
@@ -259,6 +263,7 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
         tops,
         records,
         repo_tops: after.repo_tops.clone(),
+        writable: after.writable.clone(),
         since: after.since.parts(),
         temp: temp.and_then(|t| t.to_str()).map(String::from),
         usersite: after.usersite.saved(),
@@ -378,11 +383,16 @@ fn load(text: &[u8], held: Option<Held>) -> Result<Loaded, String> {
         });
     }
     // Sweeps start only beneath a top still open.
-    let repo_tops = s
+    let repo_tops: Vec<String> = s
         .repo_tops
         .into_iter()
         .filter(|t| tops.holding(t).next().is_some())
         .collect();
+    let writable = if s.writable.is_empty() {
+        repo_tops.clone()
+    } else {
+        s.writable
+    };
     let temp = match s.temp {
         None => None,
         Some(t) => Some(super::temp::check_base(Path::new(&t)).map_err(|e| format!("{t}: {e}"))?),
@@ -392,6 +402,7 @@ fn load(text: &[u8], held: Option<Held>) -> Result<Loaded, String> {
             tops,
             records,
             repo_tops,
+            writable,
             Stamp::from_parts(s.since),
             super::usersite::Snapshot::from_saved(s.usersite, &map, held.site),
         ),

@@ -8,7 +8,7 @@
 //! nested search's depth and moves aside what of them changed during
 //! the run, as `planted` does for the protections absent at launch.
 
-use super::beneath::{join, normal, Top, Tops};
+use super::beneath::{join, Top, Tops};
 use std::collections::HashSet;
 
 /// What in a git directory makes git run something: hooks, and the
@@ -84,6 +84,9 @@ pub struct Sweep<'a> {
     /// decides whether they changed, not their ctime.
     pub recorded: &'a HashSet<String>,
     pub since: Stamp,
+    /// The writable trees' tops: a gitdir file is followed only into
+    /// them.
+    pub writable: &'a [String],
 }
 
 /// One directory to look at: a top and a path beneath it.
@@ -178,7 +181,25 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         .chain(repos)
         .collect();
     let most = work.len() + MAX_INDEXES;
-    let mut read: HashSet<At> = HashSet::new();
+    // Their linked worktrees (`git worktree add`): each has its index in
+    // `.git/worktrees/NAME`, whatever the command can reach of the
+    // worktree itself.
+    let mut outside = Vec::new();
+    for ((top, dir), _) in work.clone() {
+        let Some((gt, g)) = git_dir_of(s, top, &dir) else {
+            continue;
+        };
+        for (wg, worktree) in linked_worktrees(s, gt, &g) {
+            match worktree {
+                // Nothing beneath it was walked: every entry counts as
+                // deep.
+                Some(at) if work.len() < most => work.push((at, depth + 1)),
+                Some(_) => out.unswept += 1,
+                None => outside.push((gt, wg)),
+            }
+        }
+    }
+    let mut read: HashSet<(usize, Vec<u8>, usize, Vec<u8>)> = HashSet::new();
     let mut links_left = MAX_LINKS;
     let mut bytes_left = MAX_INDEX_BYTES;
     let mut next = 0;
@@ -187,8 +208,10 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         let Some((gt, g)) = git_dir_of(s, top, &dir) else {
             continue;
         };
-        // Each index once, however many worktrees or entries lead to it.
-        if !read.insert((gt, g.clone())) {
+        // Each index once per worktree: git reads one index for each
+        // worktree whose `.git` names its git directory, with the entries
+        // relative to that worktree.
+        if !read.insert((gt, g.clone(), top, dir.clone())) {
             continue;
         }
         let t = s.tops.get(top);
@@ -234,6 +257,34 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             }
         }
     }
+    // A worktree out of the command's reach: an entry there leads to
+    // what the command could plant only by leaving it (`../ws/x`), which
+    // git never writes into an index but follows when it reads one.
+    for (gt, wg) in outside {
+        let t = s.tops.get(gt);
+        let (links, changed) = index_links(s, t, &wg, &mut out, &mut bytes_left);
+        if let Some(rel) = links.iter().find(|rel| plain(rel).is_none()) {
+            let index = join(&wg, b"index");
+            if changed {
+                out.why.push((
+                    t.show(&index),
+                    format!(
+                        "it names a submodule at {:?}, which leaves its worktree",
+                        String::from_utf8_lossy(rel)
+                    ),
+                ));
+                move_aside(t, &index, &mut out);
+            } else {
+                out.unread.push((
+                    t.show(&index),
+                    format!(
+                        "names a submodule at {:?}, which leaves its worktree",
+                        String::from_utf8_lossy(rel)
+                    ),
+                ));
+            }
+        }
+    }
     out
 }
 
@@ -269,6 +320,18 @@ fn index_links(
             // No index (a fresh repository), or the shared one gone.
             break;
         };
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            // git writes an index by renaming a regular file into place:
+            // anything else was put there, and git would follow a link
+            // to entries that were never read.
+            out.why.push((
+                t.show(&path),
+                "it is not a regular file, and git would follow it to entries sbx did not read"
+                    .into(),
+            ));
+            move_aside(t, &path, out);
+            break;
+        }
         changed |= Stamp::of(&st) >= s.since;
         // What a read takes of the bound (one too large stops early).
         let size = u64::try_from(st.st_size)
@@ -302,8 +365,12 @@ fn index_links(
                 t.show(&path),
                 format!("is larger than {} MiB and was not read", MAX_INDEX >> 20),
             )),
-            // Gone or changed kind since the lstat: nothing to follow.
-            Err(_) => {}
+            // Gone since the lstat: nothing to follow.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => out.unread.push((
+                t.show(&path),
+                format!("could not be read ({e}), so its submodules were not looked at"),
+            )),
         }
     }
     links.sort();
@@ -402,28 +469,98 @@ fn git_dir_of(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
     }
 }
 
-/// The directory the gitdir file `dir/.git` names, relative to the
-/// worktree or absolute: either way only beneath a top, and with no
-/// symlink on the way (so `..` is what the kernel would make of it).
+/// The directory the gitdir file `dir/.git` names, read as git reads it
+/// (the file starts with `gitdir: `; only line ends are cut from the
+/// rest), relative to the worktree or absolute: either way only where
+/// the kernel would find it with no symlink on the way (so `..` is what
+/// the kernel would make of it), and only in a writable tree (where the
+/// command could have made or changed it: a top above one is not).
 fn named_gitdir(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
     let text = s
         .tops
         .get(top)
         .read(&join(dir, b".git"), MAX_GITFILE)
         .ok()??;
-    let d = String::from_utf8_lossy(&text)
-        .lines()
-        .find_map(|l| l.strip_prefix("gitdir:"))
-        .map(|d| d.trim().to_string())
-        .filter(|d| !d.is_empty())?;
-    let (i, rel) = if d.starts_with('/') {
-        let (i, rel) = s.tops.reach(&d)?;
-        (i, normal(&rel)?)
+    let mut d = text.strip_prefix(b"gitdir: ")?;
+    while let [rest @ .., b'\n' | b'\r'] = d {
+        d = rest;
+    }
+    if d.is_empty() {
+        return None;
+    }
+    let (i, rel) = if d.starts_with(b"/") {
+        s.tops.reach(std::str::from_utf8(d).ok()?)?
     } else {
-        (top, normal(&join(dir, d.as_bytes()))?)
+        (top, join(dir, d))
     };
-    is(s.tops.get(i), &rel, libc::S_IFDIR).then_some((i, rel))
+    writable_dir(s, i, &rel)
 }
+
+/// The directory `rel` beneath top `i`, walked as [`walked`] does, where
+/// it lies in a writable tree; `None` otherwise.
+fn writable_dir(s: &Sweep, i: usize, rel: &[u8]) -> Option<(usize, Vec<u8>)> {
+    let t = s.tops.get(i);
+    let rel = walked(t, rel)?;
+    let shown = t.show(&rel);
+    let writable = s.writable.iter().any(|w| crate::ir::path_within(&shown, w));
+    (writable && is(t, &rel, libc::S_IFDIR)).then_some((i, rel))
+}
+
+/// The linked worktrees of git directory `g` beneath top `gt` that have
+/// an index: each one's git directory (`g/worktrees/NAME`), and the
+/// worktree where it lies in a writable tree (its `gitdir` file names
+/// the worktree's `.git`), or `None` where it does not.
+fn linked_worktrees(s: &Sweep, gt: usize, g: &[u8]) -> Vec<(Vec<u8>, Option<At>)> {
+    let t = s.tops.get(gt);
+    let base = join(g, b"worktrees");
+    let Ok(names) = t.list(&base) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let wg = join(&base, &name);
+        if t.lstat(&join(&wg, b"index")).is_err() {
+            continue;
+        }
+        let worktree = t
+            .read(&join(&wg, b"gitdir"), MAX_GITFILE)
+            .ok()
+            .flatten()
+            .and_then(|text| {
+                let mut d = &text[..];
+                while let [rest @ .., b'\n' | b'\r'] = d {
+                    d = rest;
+                }
+                let wt = std::str::from_utf8(d).ok()?.strip_suffix("/.git")?;
+                let (i, rel) = s.tops.reach(wt)?;
+                writable_dir(s, i, &rel)
+            });
+        out.push((wg, worktree));
+    }
+    out
+}
+
+/// `rel` beneath `t` with `.` and `..` taken out, where each directory a
+/// `..` leaves is a directory (not a symlink, whose `..` the kernel
+/// takes from its target); `None` where one is not, or where it climbs
+/// above the top.
+fn walked(t: &Top, rel: &[u8]) -> Option<Vec<u8>> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in rel.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                if !is(t, &parts.join(&b'/'), libc::S_IFDIR) {
+                    return None;
+                }
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join(&b'/'))
+}
+
 /// The paths of the submodule entries (gitlinks) in a git index file
 /// (versions 2 to 4, SHA-1 or SHA-256 object names); none where it
 /// cannot be read as one.
@@ -519,7 +656,8 @@ fn parse_index(b: &[u8], hash: usize) -> Option<Index> {
         };
         // As bytes: one name that is not UTF-8 must not hide the
         // others. Up to a NUL inside it, as git's lstat and chdir take it.
-        if mode == 0o160000 {
+        // git's S_ISGITLINK: the type bits alone, whatever else is set.
+        if mode & 0o170000 == 0o160000 {
             let cut = path.iter().position(|&x| x == 0).unwrap_or(path.len());
             out.push(path[..cut].to_vec());
         }

@@ -893,11 +893,22 @@ fn set_up(
         .chain(pts_rule.filter(|_| new_root))
         .chain(cache_rules)
         .collect();
-    // The writable trees' tops, for the work after the run.
+    // The writable trees' tops, for the work after the run: the host's,
+    // never a path the run's own temp directory or `/dev/shm` stands in
+    // for. The command never reaches the host's `/tmp` then, and the
+    // sweep, which moves aside what a `.git` file leads it to beneath a
+    // top, would reach there for it.
+    let private = |p: &str| {
+        private_temp
+            .iter()
+            .flat_map(|t| t.handles())
+            .any(|(path, _)| path == p)
+            || (fresh_shm && p == temp::SHM)
+    };
     let writable: Vec<String> = plan
         .rules
         .iter()
-        .filter(|r| ns::writes(r.rights))
+        .filter(|r| ns::writes(r.rights) && !private(&r.path))
         .map(|r| r.path.clone())
         .collect();
     // The new root shows the rule paths: their descriptors go to the

@@ -46,10 +46,12 @@ impl Tree {
 fn swept(t: &Tree, since: Stamp, budget: usize) -> Swept {
     let tops = Tops::open(&[t.p("ws")]);
     let recorded = HashSet::new();
+    let writable = [t.p("ws")];
     let s = Sweep {
         tops: &tops,
         recorded: &recorded,
         since,
+        writable: &writable,
     };
     sweep(&s, &[t.p("ws")], 3, budget)
 }
@@ -486,4 +488,146 @@ fn a_submodules_own_index_is_read() {
         "{s:?}"
     );
     assert!(t.exists("ws/.git/modules/p/q/r/s/sub/config"));
+}
+
+/// git takes a gitlink by the type bits of its mode alone
+/// (`S_ISGITLINK`): other bits set hide nothing.
+#[test]
+fn a_gitlink_is_known_by_its_type_bits() {
+    let mut index = index_of(&["deep/sub"]);
+    // The mode's low bits, in the entry's mode word (after 24 bytes).
+    index[12 + 24 + 2] = 0xe1;
+    index[12 + 24 + 3] = 0xa4;
+    assert_eq!(gitlinks(&index), [b"deep/sub".to_vec()]);
+}
+
+/// git follows a symlinked index; it never makes one. One put there
+/// (naming a copy with an entry for a deep planted repository) moves
+/// aside instead of being skipped unsaid.
+#[test]
+fn a_symlinked_index_moves_aside() {
+    let t = Tree::new("symindex");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/p/q/r/s/sub/.git");
+    fs::write(t.0.join("ws/copy"), index_of(&["p/q/r/s/sub"])).unwrap();
+    let since = t.start();
+    std::os::unix::fs::symlink("../copy", t.0.join("ws/.git/index")).unwrap();
+    let s = swept(&t, since, 100);
+    assert!(
+        s.moved.iter().any(|(p, _)| *p == t.p("ws/.git/index")),
+        "{s:?}"
+    );
+}
+
+/// A gitdir file is read as git reads it: it starts with `gitdir: `,
+/// and only line ends are cut (a trailing space is part of the name);
+/// `..` is taken after a directory, never after a symlink (the kernel
+/// takes a symlink's `..` from its target); and it leads only into a
+/// writable tree, never into a top above one (where the command could
+/// not have made it).
+#[test]
+fn gitdir_files_are_read_as_git_reads_them() {
+    let t = Tree::new("gitfile");
+    t.gitdir("ws/g");
+    t.gitdir("ws/g ");
+    fs::create_dir_all(t.0.join("ws/d/e")).unwrap();
+    std::os::unix::fs::symlink("d/e", t.0.join("ws/l")).unwrap();
+    t.gitdir("outside/.git");
+    let above = t.0.to_str().unwrap().to_string();
+    let tops = Tops::open(&[t.p("ws"), above]);
+    let recorded = HashSet::new();
+    let writable = [t.p("ws")];
+    let s = Sweep {
+        tops: &tops,
+        recorded: &recorded,
+        since: Stamp::now(),
+        writable: &writable,
+    };
+    // The top a path is reached through, and the path beneath it.
+    let (ws, under) = tops.reach(&t.p("ws")).unwrap();
+    let under = String::from_utf8(under).unwrap();
+    let at = |rel: &str| format!("{under}/{rel}").trim_start_matches('/').to_string();
+    let named = |text: &str| {
+        t.write("ws/wt/.git", text);
+        super::named_gitdir(&s, ws, at("wt").as_bytes())
+            .map(|(i, rel)| (i, String::from_utf8(rel).unwrap()))
+    };
+    assert_eq!(named("gitdir: ../g\n"), Some((ws, at("g"))));
+    assert_eq!(named("gitdir: ../g \r\n"), Some((ws, at("g "))));
+    assert_eq!(named(" gitdir: ../g\n"), None);
+    assert_eq!(named("x\ngitdir: ../g\n"), None);
+    assert_eq!(named("gitdir: ../l/../g\n"), None);
+    assert_eq!(named("gitdir: ../d/../g\n"), Some((ws, at("g"))));
+    assert_eq!(named(&format!("gitdir: {}\n", t.p("outside/.git"))), None);
+    assert_eq!(
+        named(&format!("gitdir: {}\n", t.p("ws/g"))),
+        Some((ws, at("g")))
+    );
+}
+
+/// git reads one index for each worktree whose `.git` names its git
+/// directory, its entries relative to that worktree. A deep checkout
+/// whose `.git` file names the top's own git directory makes the top's
+/// entry `m/n/o/evil` lead to `X/m/n/o/evil`: that is looked at too
+/// (old: the index counted as read once, from the top).
+#[test]
+fn an_index_is_read_for_each_worktree_it_serves() {
+    let t = Tree::new("perworktree");
+    t.gitdir("ws/.git");
+    t.write("ws/p/q/r/s/x/.git", "gitdir: ../../../../../.git\n");
+    t.gitdir("ws/p/q/r/s/x/m/n/o/evil/.git");
+    let since = t.start();
+    fs::write(
+        t.0.join("ws/.git/index"),
+        index_of(&["m/n/o/evil", "p/q/r/s/x"]),
+    )
+    .unwrap();
+    let s = swept(&t, since, 100);
+    assert!(
+        !t.exists("ws/p/q/r/s/x/m/n/o/evil/.git/config"),
+        "the planted config stayed: {s:?}"
+    );
+}
+
+/// A linked worktree (`git worktree add`) has its index in
+/// `.git/worktrees/NAME`. Where the worktree lies in the writable tree,
+/// deeper than the walk goes, its entries lead to what is looked at
+/// strictly; where it lies out of the command's reach, an entry that
+/// climbs back (`../ws/x`: git never writes one, but follows it) moves
+/// the index aside. Old: these indexes were never read.
+#[test]
+fn linked_worktrees_indexes_are_read() {
+    let t = Tree::new("linked");
+    t.gitdir("ws/.git");
+    // Inside, five levels down.
+    t.write(
+        "ws/a/b/c/d/wt/.git",
+        &format!("gitdir: {}\n", t.p("ws/.git/worktrees/wt")),
+    );
+    t.write(
+        "ws/.git/worktrees/wt/gitdir",
+        &format!("{}\n", t.p("ws/a/b/c/d/wt/.git")),
+    );
+    t.write("ws/.git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+    t.gitdir("ws/a/b/c/d/wt/x/.git");
+    // Outside the writable tree.
+    t.write(
+        "out/.git",
+        &format!("gitdir: {}\n", t.p("ws/.git/worktrees/out")),
+    );
+    t.write(
+        "ws/.git/worktrees/out/gitdir",
+        &format!("{}\n", t.p("out/.git")),
+    );
+    let since = t.start();
+    fs::write(t.0.join("ws/.git/worktrees/wt/index"), index_of(&["x"])).unwrap();
+    fs::write(
+        t.0.join("ws/.git/worktrees/out/index"),
+        index_of(&["../ws/deep"]),
+    )
+    .unwrap();
+    let s = swept(&t, since, 100);
+    assert!(!t.exists("ws/a/b/c/d/wt/x/.git/config"), "{s:?}");
+    assert!(!t.exists("ws/.git/worktrees/out/index"), "{s:?}");
+    assert!(t.exists("ws/.git/worktrees/wt/index"));
 }
