@@ -104,6 +104,18 @@ pub fn sh_under(fx: &Fx, p: &Path, script: &str) -> crate::fixture::Out {
     fx.sbx(&args, None)
 }
 
+/// Control: the config the sweep moved aside (`config.sbx-blocked`),
+/// put back at `config`, runs on `git status` in `dir`: the hole the
+/// case closes is real.
+fn restored_runs(fx: &Fx, config: &Path, dir: &str, mark: &str) -> Result<(), String> {
+    std::fs::rename(config.with_file_name("config.sbx-blocked"), config)
+        .map_err(|e| e.to_string())?;
+    let _ = git(fx, dir, &["status", "--short"]);
+    check(Path::new(mark).exists(), || {
+        format!("control: the restored config did not run in {dir:?}")
+    })
+}
+
 /// A line of git config that makes git run `touch MARK`.
 pub fn fsmonitor(mark: &str) -> String {
     format!("printf '[core]\\n\\tfsmonitor = \"touch {mark}; false\"\\n'")
@@ -347,12 +359,7 @@ pub fn git_deep_submodule_entry_is_swept(fx: &Fx) -> Result<(), String> {
         )
     })?;
     // Put back, git status in `lib` runs it: the hole is real.
-    std::fs::rename(config.with_file_name("config.sbx-blocked"), &config)
-        .map_err(|e| e.to_string())?;
-    let _ = git(fx, "lib", &["status", "--short"]);
-    check(Path::new(&mark).exists(), || {
-        "control: the restored config did not run in lib".into()
-    })
+    restored_runs(fx, &config, "lib", &mark)
 }
 
 /// `git status` in a repository recurses into its submodules, and from
@@ -421,12 +428,7 @@ pub fn git_submodules_own_index_is_read(fx: &Fx) -> Result<(), String> {
         "git status in lib ran the planted core.fsmonitor".into()
     })?;
     // Put back, git status in `lib` runs it (through `x`): the hole is real.
-    std::fs::rename(config.with_file_name("config.sbx-blocked"), &config)
-        .map_err(|e| e.to_string())?;
-    let _ = git(fx, "lib", &["status", "--short"]);
-    check(Path::new(&mark).exists(), || {
-        "control: the restored config did not run in lib".into()
-    })
+    restored_runs(fx, &config, "lib", &mark)
 }
 
 /// The sweep acts only where the command could have: a `.git` file
