@@ -1084,3 +1084,29 @@ fn a_private_cache_from_another_boot_is_thrown_away() {
     );
     assert!(!env.home.join(".npm/w").exists());
 }
+
+/// The private cache's directory in sbx's state directory is used only
+/// through no symlink: one put in its place (by whoever else can write
+/// that directory) would send the run's cache writes into the directory
+/// it names, the host's own `~/.npm` or any other. The run is refused
+/// and names the path; the directory the link names is untouched.
+/// Control: with the directory put back, the same run writes its cache.
+#[test]
+fn a_symlinked_private_cache_is_refused() {
+    let Some(env) = with_npm_entry() else { return };
+    ok_in(&env, &env.ws, "true", &[]);
+    let data = only_key(&env).path().join("home/data/.npm");
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::rename(&data, env.root.join("kept")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &data).unwrap();
+    let (code, _, err) = run_in(&env, &env.ws, "echo x > ~/.npm/written", &[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("home/data/.npm"), "{err}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(!env.home.join(".npm/written").exists());
+    std::fs::remove_file(&data).unwrap();
+    std::fs::rename(env.root.join("kept"), &data).unwrap();
+    ok_in(&env, &env.ws, "echo x > ~/.npm/written", &[]);
+    assert!(!env.home.join(".npm/written").exists());
+}

@@ -146,6 +146,7 @@ pub const ALL: &[(&str, Case)] = &[
         protect::stopped_terminal,
     ),
     ("killed_sbx_guardian_finishes", guard::sbx_killed),
+    ("killed_in_setup_command_ends", guard::killed_in_setup),
     ("killed_group_guardian_finishes", guard::group_killed),
     (
         "killed_sbx_without_journal_guardian_finishes",

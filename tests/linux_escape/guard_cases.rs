@@ -416,3 +416,61 @@ pub fn concurrent_runs(fx: &Fx) -> Result<(), String> {
         "git status ran the planted core.fsmonitor".into()
     })
 }
+
+/// sbx SIGKILLed while its setup process is still at work, before the
+/// PID namespace's init has asked to die with sbx (the test build's
+/// `SBX_TEST_SETUP_PAUSE_MS` holds the setup process there): the setup
+/// process goes on, but the init it makes sees that sbx is gone and
+/// ends, and the command with it (old: the command ran on, unsupervised,
+/// and could write after the killed run's after-run work). Control: the
+/// same run, not killed, runs the command.
+pub fn killed_in_setup(fx: &Fx) -> Result<(), String> {
+    let mark = fx.ws.join("late-write");
+    let script = format!("sleep 1; echo late > {}", mark.display());
+    let run = |kill: bool| -> Result<(), String> {
+        let mut sbx = Command::new(sbx_bin())
+            .arg("run")
+            .arg(fx.default_policy())
+            .arg("--workspace")
+            .arg(&fx.ws)
+            .args(["--", "/bin/sh", "-c", &script])
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", fx.root.join("home"))
+            .env("LANG", "C.UTF-8")
+            .env("SBX_TEST_SETUP_PAUSE_MS", "500")
+            .current_dir(&fx.ws)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let mut err = std::io::BufReader::new(sbx.stderr.take().unwrap());
+        let mut said = String::new();
+        let mut line = String::new();
+        use std::io::BufRead;
+        while !said.contains("the setup process waits") {
+            line.clear();
+            if err.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                let _ = sbx.wait();
+                return Err(format!("control: the setup process did not wait: {said}"));
+            }
+            said.push_str(&line);
+        }
+        if kill {
+            // SAFETY: a signal to the process this case started.
+            unsafe { libc::kill(sbx.id() as i32, libc::SIGKILL) };
+        }
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+        let _ = sbx.wait();
+        Ok(())
+    };
+    run(false)?;
+    check(mark.exists(), || "control: the command did not run".into())?;
+    std::fs::remove_file(&mark).map_err(|e| e.to_string())?;
+    run(true)?;
+    std::thread::sleep(Duration::from_millis(2000));
+    check(!mark.exists(), || {
+        "the command outlived sbx, killed during the set-up, and wrote".into()
+    })
+}

@@ -518,17 +518,21 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
             .create(p)
     };
     mkdir(&d.dir)?;
+    // The key's directory as the kernel finds it: the setup process opens
+    // what lies below it through no symlink (`no_symlinks`), whatever
+    // links lead to the state directory (a home whose `.local` is one).
+    let dir = std::fs::canonicalize(&d.dir)?;
     let boot = boot_id();
     // Without a boot id a reboot cannot be told: overlays that sync.
     let volatile = !boot.is_empty();
     {
         // One run at a time decides whether the key's private caches
         // survived a reboot (two after one would both set them aside).
-        let key = std::fs::File::open(&d.dir)?;
+        let key = std::fs::File::open(&dir)?;
         super::kernel::flock(&key, true)?;
-        let path = d.dir.join(ABOUT);
+        let path = dir.join(ABOUT);
         let recorded = std::fs::read(&path).ok();
-        stale_after_reboot(&d.dir, recorded.as_deref(), &boot);
+        stale_after_reboot(&dir, recorded.as_deref(), &boot);
         let about =
             serde_json::json!({ "workspace": d.workspace, "policy": d.policy, "boot": boot });
         record_use(&path, recorded.as_deref(), about.to_string().as_bytes())?;
@@ -537,13 +541,13 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
     };
-    let home_data = d.dir.join(HOME).join("data");
+    let home_data = dir.join(HOME).join("data");
     let home_overlay = d
         .caches
         .iter()
         .any(|k| matches!(k.mode, Mode::Overlay { .. }) && beneath_home(home, &k.path).is_some())
         .then(|| -> io::Result<std::sync::Arc<Shared>> {
-            let work = own_work(&d.dir.join(HOME).join("work"), true)?;
+            let work = own_work(&dir.join(HOME).join("work"), true)?;
             works.push(work.clone());
             Ok(std::sync::Arc::new(Shared {
                 lower: c(Path::new(home))?,
@@ -557,14 +561,14 @@ pub fn make(d: &Decided, home: &str) -> io::Result<(Vec<Mount>, Vec<PathBuf>)> {
         .transpose()?;
     let mut out = Vec::new();
     for cache in &d.caches {
-        let work = d.dir.join(cache.name).join("work");
+        let work = dir.join(cache.name).join("work");
         // Under home the private directory is the cache's place in
         // home's mirror, whichever way it is shown (the shared overlay,
         // its own, or alone): a later run shows the same entries.
         let under_home = beneath_home(home, &cache.path);
         let data = match under_home {
             Some(rel) => home_data.join(rel),
-            None => d.dir.join(cache.name).join("data"),
+            None => dir.join(cache.name).join("data"),
         };
         mkdir(&data)?;
         let (overlay, lower) = match &cache.mode {
@@ -796,7 +800,12 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
             }
         }
         if fd < 0 {
-            fd = clone_tree(libc::AT_FDCWD, &m.data, false);
+            // The private directory alone, reached through no symlink.
+            let data = no_symlinks(&m.data);
+            if data >= 0 {
+                fd = clone_tree(data, c"", false);
+                libc::close(data);
+            }
             if fd < 0 || !set_attr(fd, attrs) {
                 return false;
             }
@@ -932,8 +941,25 @@ unsafe fn overlay(
     if same < 0 {
         return -1;
     }
+    // The upper and work directories in sbx's state directory, through
+    // no symlink: one put there (by whoever else can write that
+    // directory) would send the private cache's writes elsewhere.
+    let upper_fd = no_symlinks(upper);
+    let work_fd = no_symlinks(work);
+    if upper_fd < 0 || work_fd < 0 {
+        for fd in [same, upper_fd, work_fd] {
+            if fd >= 0 {
+                libc::close(fd);
+            }
+        }
+        return -1;
+    }
     let mut buf = [0u8; 32];
     let by_fd = super::nofollow::fd_path(same, &mut buf);
+    let mut upper_buf = [0u8; 32];
+    let upper = super::nofollow::fd_path(upper_fd, &mut upper_buf);
+    let mut work_buf = [0u8; 32];
+    let work = super::nofollow::fd_path(work_fd, &mut work_buf);
     // `volatile` (where a reboot can be told): no sync of the upper
     // layer's file system when the overlay goes (nor for the command's
     // fsync): a private cache from before a reboot is thrown away
@@ -953,8 +979,20 @@ unsafe fn overlay(
     if fd < 0 {
         fd = super::nschild::new_fs(c"overlay", &opts[..4], attrs);
     }
-    libc::close(same);
+    for d in [same, upper_fd, work_fd] {
+        libc::close(d);
+    }
     fd
+}
+
+/// The directory `path` opened (`O_PATH`) through no symlink, or -1.
+unsafe fn no_symlinks(path: &CStr) -> RawFd {
+    super::nschild::open_resolving(
+        libc::AT_FDCWD,
+        path,
+        libc::O_PATH | libc::O_DIRECTORY,
+        super::nschild::RESOLVE_NO_SYMLINKS,
+    )
 }
 
 /// A key's directory as `sbx caches` lists it.

@@ -485,6 +485,12 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
         None
     };
     let pids = Pids::default();
+    // SAFETY: pidfd_open of ourselves; the descriptor (close-on-exec) is
+    // owned here, and the processes cloned from here get copies.
+    let sbx = unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as RawFd;
+        (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+    };
     let args = SetupArgs {
         p,
         ns,
@@ -492,6 +498,7 @@ fn spawn_ns(p: &Prepared, ns: &super::nschild::NsPrep) -> Result<Spawned, SpawnE
         pids: &pids,
         init_stack: init_stack.as_ref().map_or(std::ptr::null_mut(), Stack::top),
         cmd_stack: cmd_stack.top(),
+        sbx: sbx.as_ref().map_or(-1, |f| f.as_raw_fd()),
     };
     // SAFETY: as in `spawn`; the setup process is done with `args` and
     // its stack when this returns, and the command it clones (sharing

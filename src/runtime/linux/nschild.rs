@@ -910,6 +910,9 @@ pub struct SetupArgs<'a> {
     pub pids: &'a Pids,
     pub init_stack: *mut libc::c_void,
     pub cmd_stack: *mut libc::c_void,
+    /// A pidfd of sbx (-1: none), for the init to see that sbx died
+    /// before it could ask to die with it.
+    pub sbx: RawFd,
 }
 
 /// The setup process: entered with every signal blocked, in the new
@@ -1019,6 +1022,8 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
     if !listeners(ns, a.p.ruleset.as_ref().map(|f| f.as_raw_fd())) {
         child::fail(a.wr, Step::Listeners);
     }
+    #[cfg(feature = "test-hooks")]
+    test_pause();
     if ns.pid {
         if libc::unshare(libc::CLONE_NEWPID) != 0 {
             child::fail(a.wr, Step::PidNamespace);
@@ -1028,7 +1033,7 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
             init_main,
             a.init_stack,
             libc::CLONE_PARENT | libc::CLONE_VM | libc::SIGCHLD,
-            std::ptr::null_mut(),
+            a.sbx as isize as *mut libc::c_void,
         );
         if init < 0 {
             child::fail(a.wr, Step::PidNamespace);
@@ -1052,12 +1057,50 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
     libc::_exit(0)
 }
 
+/// Tests only (Cargo.toml, `test-hooks`): how long the setup process
+/// waits before it makes the PID namespace (`SBX_TEST_SETUP_PAUSE_MS`,
+/// read by sbx before the clone), so that a test can kill sbx there.
+#[cfg(feature = "test-hooks")]
+pub static PAUSE_MS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The wait of [`PAUSE_MS`]: a system call, no allocation.
+#[cfg(feature = "test-hooks")]
+unsafe fn test_pause() {
+    let ms = PAUSE_MS.load(Ordering::SeqCst);
+    if ms > 0 {
+        // Said, so that the test kills sbx while this waits.
+        let m = b"sbx: test: the setup process waits\n";
+        libc::write(2, m.as_ptr().cast(), m.len());
+        let t = libc::timespec {
+            tv_sec: libc::time_t::from(ms / 1000),
+            tv_nsec: libc::c_long::from(ms % 1000) * 1_000_000,
+        };
+        libc::nanosleep(&t, std::ptr::null_mut());
+    }
+}
+
 /// PID 1: reaps whatever is reparented to it, and dies with sbx (which
 /// kills it when the command exits; the kernel then kills the rest).
-extern "C" fn init_main(_: *mut libc::c_void) -> libc::c_int {
+extern "C" fn init_main(sbx: *mut libc::c_void) -> libc::c_int {
     // SAFETY: system calls on this stack only.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        // sbx killed before that call (during the set-up, whose process
+        // goes on without it) sends no signal: a pidfd of sbx that is
+        // readable says it has exited. Ending here ends the namespace,
+        // the command with it. (Its parent is outside this namespace:
+        // `getppid` says 0 whether or not sbx lives.)
+        let sbx = sbx as isize as RawFd;
+        if sbx >= 0 {
+            let mut p = libc::pollfd {
+                fd: sbx,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 {
+                libc::_exit(0);
+            }
+        }
         // Its memory is sbx's: nothing in the sandbox may read it.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);

@@ -33,6 +33,13 @@ pub(super) fn start(
     opts: &RunOptions,
 ) -> Result<i32, Fail> {
     check_artifact(art).map_err(fail)?;
+    #[cfg(feature = "test-hooks")]
+    if let Some(ms) = std::env::var("SBX_TEST_SETUP_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        super::nschild::PAUSE_MS.store(ms, std::sync::atomic::Ordering::SeqCst);
+    }
     // The network namespace, made on another core while the rest is
     // prepared (`earlyns.rs`). Whether the run has one depends on the
     // artifact and the proxy alone, so it is known before `layer`, which
