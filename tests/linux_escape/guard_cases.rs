@@ -417,20 +417,31 @@ pub fn concurrent_runs(fx: &Fx) -> Result<(), String> {
     })
 }
 
-/// sbx SIGKILLed while its setup process is still at work, before the
-/// PID namespace's init has asked to die with sbx (the test build's
-/// `SBX_TEST_SETUP_PAUSE_MS` holds the setup process there): the setup
-/// process goes on, but the init it makes sees that sbx is gone and
-/// ends, and the command with it (old: the command ran on, unsupervised,
-/// and could write after the killed run's after-run work). Control: the
-/// same run, not killed, runs the command.
+/// sbx SIGKILLed during the set-up (the test build's
+/// `SBX_TEST_SETUP_PAUSE_MS` holds it there), under the default policy
+/// and with `namespaces = "never"`: the command never runs on,
+/// unsupervised, to write after the killed run's after-run work. With
+/// namespaces the setup process goes on, but the init it makes sees
+/// that sbx is gone and ends, the command with it (old: the init asked
+/// in vain to die with sbx); without them the command, which waited
+/// before asking to die with sbx, sees that sbx is no longer its parent
+/// (old: it never asked). Control: the same runs, not killed, run the
+/// command.
 pub fn killed_in_setup(fx: &Fx) -> Result<(), String> {
+    killed_in_setup_under(fx, &fx.default_policy())?;
+    killed_in_setup_under(
+        fx,
+        &fx.policy("best_effort", "\n[linux]\nnamespaces = \"never\"\n"),
+    )
+}
+
+fn killed_in_setup_under(fx: &Fx, policy: &Path) -> Result<(), String> {
     let mark = fx.ws.join("late-write");
     let script = format!("sleep 1; echo late > {}", mark.display());
     let run = |kill: bool| -> Result<(), String> {
         let mut sbx = Command::new(sbx_bin())
             .arg("run")
-            .arg(fx.default_policy())
+            .arg(policy)
             .arg("--workspace")
             .arg(&fx.ws)
             .args(["--", "/bin/sh", "-c", &script])
@@ -449,11 +460,11 @@ pub fn killed_in_setup(fx: &Fx) -> Result<(), String> {
         let mut said = String::new();
         let mut line = String::new();
         use std::io::BufRead;
-        while !said.contains("the setup process waits") {
+        while !said.contains("the set-up waits") {
             line.clear();
             if err.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
                 let _ = sbx.wait();
-                return Err(format!("control: the setup process did not wait: {said}"));
+                return Err(format!("control: the set-up did not wait: {said}"));
             }
             said.push_str(&line);
         }
@@ -471,6 +482,6 @@ pub fn killed_in_setup(fx: &Fx) -> Result<(), String> {
     run(true)?;
     std::thread::sleep(Duration::from_millis(2000));
     check(!mark.exists(), || {
-        "the command outlived sbx, killed during the set-up, and wrote".into()
+        format!("the command outlived sbx, killed during the set-up, and wrote ({policy:?})")
     })
 }

@@ -67,7 +67,9 @@ pub fn listen_on_the_real_network(fx: &Fx) -> Result<(), String> {
 }
 
 /// With sbx gone nobody answers: the kernel fails every listen (ENOSYS),
-/// even one that would be allowed.
+/// even one that would be allowed, in a process of the run that
+/// outlives sbx (the command dies with sbx unless it drops that death
+/// signal, as the probe does; a descendant of it never has one).
 pub fn listen_fails_closed_without_sbx(fx: &Fx) -> Result<(), String> {
     let p = fx.policy("best_effort", NEVER);
     let file = fx.path("ws/orphan");

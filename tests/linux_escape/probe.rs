@@ -926,6 +926,9 @@ unsafe fn op(args: &[String]) -> String {
         // the parent), then listen() on a bound UNIX socket and write
         // the result to `a(1)`.
         "listen-orphaned" => {
+            // Outlive sbx: drop the death signal it gives the command (a
+            // descendant of the command never has one).
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0, 0, 0, 0);
             let parent = libc::getppid();
             println!("ready");
             let _ = std::io::stdout().flush();

@@ -434,6 +434,8 @@ pub fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
     let args = ChildArgs {
         p,
         wr: wr.as_raw_fd(),
+        // SAFETY: getpid has no preconditions.
+        parent: unsafe { libc::getpid() },
     };
     // SAFETY: `child_main` runs on `stack`, which stays mapped until
     // clone returns (the child has exec'ed or exited by then); it reads
@@ -635,6 +637,8 @@ impl Drop for Stack {
 struct ChildArgs<'a> {
     p: &'a Prepared,
     wr: RawFd,
+    /// sbx's process id: the child's parent, while sbx lives.
+    parent: libc::pid_t,
 }
 
 /// The child's entry point on its own stack.
@@ -643,7 +647,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // child execs or exits; `child` never returns.
     unsafe {
         let args = &*(arg as *const ChildArgs);
-        child(args.p, args.wr)
+        #[cfg(feature = "test-hooks")]
+        super::nschild::test_pause();
+        child(args.p, args.wr, args.parent)
     }
 }
 
@@ -828,7 +834,9 @@ pub(super) unsafe fn default_handlers() {
 /// The child side. No allocation, no locks, no Rust std I/O, no writes
 /// outside its own stack (it shares the parent's memory). Entered with
 /// every signal blocked.
-pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
+/// `parent`: sbx's process id where no PID namespace's init ends the
+/// command with sbx (0 where one does).
+pub(super) unsafe fn child(p: &Prepared, wr: RawFd, parent: libc::pid_t) -> ! {
     default_handlers();
     libc::setpgid(0, 0);
     if let Some(tty) = p.tty {
@@ -866,6 +874,18 @@ pub(super) unsafe fn child(p: &Prepared, wr: RawFd) -> ! {
         }
         for fd in 3..p.max_fd {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    if parent > 0 {
+        // Without a PID namespace the command dies with sbx, as the
+        // namespace's init makes it with one: the after-run work (the
+        // guardian's, or the next run's) must never run while it can
+        // still write. Asked once the credentials are final (a change of
+        // capabilities clears it); where sbx died before (killed during
+        // the spawn), no signal comes: sbx is no longer the parent.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(1);
         }
     }
     // In a private network namespace a port listen() picks is out of

@@ -1057,19 +1057,20 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
     libc::_exit(0)
 }
 
-/// Tests only (Cargo.toml, `test-hooks`): how long the setup process
-/// waits before it makes the PID namespace (`SBX_TEST_SETUP_PAUSE_MS`,
-/// read by sbx before the clone), so that a test can kill sbx there.
+/// Tests only (Cargo.toml, `test-hooks`): how long the set-up waits
+/// (`SBX_TEST_SETUP_PAUSE_MS`, read by sbx before the clone): the setup
+/// process before it makes the PID namespace, the command without
+/// namespaces before it asks to die with sbx. A test kills sbx there.
 #[cfg(feature = "test-hooks")]
 pub static PAUSE_MS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// The wait of [`PAUSE_MS`]: a system call, no allocation.
 #[cfg(feature = "test-hooks")]
-unsafe fn test_pause() {
+pub(super) unsafe fn test_pause() {
     let ms = PAUSE_MS.load(Ordering::SeqCst);
     if ms > 0 {
         // Said, so that the test kills sbx while this waits.
-        let m = b"sbx: test: the setup process waits\n";
+        let m = b"sbx: test: the set-up waits\n";
         libc::write(2, m.as_ptr().cast(), m.len());
         let t = libc::timespec {
             tv_sec: libc::time_t::from(ms / 1000),
@@ -1168,6 +1169,6 @@ extern "C" fn cmd_main(arg: *mut libc::c_void) -> libc::c_int {
                 }
             }
         }
-        child::child(a.p, a.wr)
+        child::child(a.p, a.wr, 0)
     }
 }
