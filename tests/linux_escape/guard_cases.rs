@@ -54,9 +54,20 @@ fn start(fx: &Fx, script: &str, journal: bool) -> Child {
             .unwrap();
         std::fs::write(state.join("runs"), "").unwrap();
     }
-    Command::new(sbx_bin())
-        .args(["run"])
-        .arg(fx.default_policy())
+    sbx_sh(fx, &fx.default_policy(), script)
+        .stdout(Stdio::null())
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// `sbx run POLICY -- /bin/sh -c SCRIPT` in the workspace, with a clean
+/// environment (home in the fixture) and no standard input.
+fn sbx_sh(fx: &Fx, policy: &Path, script: &str) -> Command {
+    let mut c = Command::new(sbx_bin());
+    c.arg("run")
+        .arg(policy)
         .arg("--workspace")
         .arg(&fx.ws)
         .args(["--", "/bin/sh", "-c", script])
@@ -65,12 +76,8 @@ fn start(fx: &Fx, script: &str, journal: bool) -> Child {
         .env("HOME", fx.root.join("home"))
         .env("LANG", "C.UTF-8")
         .current_dir(&fx.ws)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err)
-        .process_group(0)
-        .spawn()
-        .unwrap()
+        .stdin(Stdio::null());
+    c
 }
 
 /// Wait (at most `secs`) until `done` holds.
@@ -286,19 +293,8 @@ pub fn panicked(fx: &Fx) -> Result<(), String> {
         "echo 'touch {mark}' > .envrc && git init -q sub && {} >> sub/.git/config",
         fsmonitor(&mark)
     );
-    let out = Command::new(sbx_bin())
-        .args(["run"])
-        .arg(fx.default_policy())
-        .arg("--workspace")
-        .arg(&fx.ws)
-        .args(["--", "/bin/sh", "-c", &script])
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", fx.root.join("home"))
-        .env("LANG", "C.UTF-8")
+    let out = sbx_sh(fx, &fx.default_policy(), &script)
         .env("SBX_TEST_PANIC", "before-after-run")
-        .current_dir(&fx.ws)
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -439,19 +435,8 @@ fn killed_in_setup_under(fx: &Fx, policy: &Path) -> Result<(), String> {
     let mark = fx.ws.join("late-write");
     let script = format!("sleep 1; echo late > {}", mark.display());
     let run = |kill: bool| -> Result<(), String> {
-        let mut sbx = Command::new(sbx_bin())
-            .arg("run")
-            .arg(policy)
-            .arg("--workspace")
-            .arg(&fx.ws)
-            .args(["--", "/bin/sh", "-c", &script])
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", fx.root.join("home"))
-            .env("LANG", "C.UTF-8")
+        let mut sbx = sbx_sh(fx, policy, &script)
             .env("SBX_TEST_SETUP_PAUSE_MS", "500")
-            .current_dir(&fx.ws)
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
