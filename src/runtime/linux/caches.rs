@@ -789,7 +789,7 @@ pub unsafe fn detach_all(mounts: &[Mount]) -> bool {
         if let Some((home, rel)) = &m.shared {
             // A clone keeps the overlay's mount attributes (`attrs`):
             // nothing to set again.
-            fd = beneath(home_overlay(home, attrs, m.volatile), rel);
+            fd = beneath(home_overlay(home, m.volatile), rel);
         }
         if fd < 0 {
             if let (Some((lower, work)), Some(opened)) = (&m.overlay, &m.lower) {
@@ -858,9 +858,26 @@ const ATTRS: u64 = super::nschild::MOUNT_ATTR_NOSUID
     | super::nschild::MOUNT_ATTR_NODEV
     | super::nschild::MOUNT_ATTR_NOEXEC;
 
+impl Shared {
+    /// A new detached overlay of home, or -1.
+    ///
+    /// # Safety
+    /// Only system calls, on data prepared by the parent.
+    unsafe fn make(&self, volatile: bool) -> RawFd {
+        overlay(
+            &self.lower,
+            self.lower_fd.as_raw_fd(),
+            &self.data,
+            &self.work,
+            ATTRS,
+            volatile,
+        )
+    }
+}
+
 /// Home's overlay, made at the first call (-1 when the kernel refuses),
 /// or taken from the helper that made it beside the preparation.
-unsafe fn home_overlay(home: &Shared, attrs: u64, volatile: bool) -> RawFd {
+unsafe fn home_overlay(home: &Shared, volatile: bool) -> RawFd {
     let fd = home.tree.load(Ordering::SeqCst);
     if fd != -1 {
         return fd.max(-1);
@@ -869,14 +886,7 @@ unsafe fn home_overlay(home: &Shared, attrs: u64, volatile: bool) -> RawFd {
     let made = if early >= 0 {
         early
     } else {
-        overlay(
-            &home.lower,
-            home.lower_fd.as_raw_fd(),
-            &home.data,
-            &home.work,
-            attrs,
-            volatile,
-        )
+        home.make(volatile)
     };
     home.tree
         .store(if made >= 0 { made } else { -2 }, Ordering::SeqCst);
@@ -890,15 +900,7 @@ unsafe fn home_overlay(home: &Shared, attrs: u64, volatile: bool) -> RawFd {
 /// # Safety
 /// Only system calls, on data prepared by the parent.
 pub unsafe fn make_early(home: &Shared, volatile: bool) {
-    let fd = overlay(
-        &home.lower,
-        home.lower_fd.as_raw_fd(),
-        &home.data,
-        &home.work,
-        ATTRS,
-        volatile,
-    );
-    home.early.store(fd, Ordering::SeqCst);
+    home.early.store(home.make(volatile), Ordering::SeqCst);
 }
 
 /// A clone of the directory `rel` of the detached mount `root`, reached

@@ -120,8 +120,9 @@ impl Drop for Early {
     }
 }
 
-/// The descriptor the helper left in `slot`, now ours alone.
-fn take(slot: &AtomicI32) -> Option<OwnedFd> {
+/// The descriptor a helper sharing our descriptor table left in `slot`,
+/// now ours alone.
+pub(super) fn take(slot: &AtomicI32) -> Option<OwnedFd> {
     let fd = slot.swap(-1, Ordering::SeqCst);
     // SAFETY: the helper opened it in our descriptor table (CLONE_FILES),
     // and nothing else owns it; the swap hands it out once.

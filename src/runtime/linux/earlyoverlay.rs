@@ -130,11 +130,7 @@ impl Drop for Early {
     fn drop(&mut self) {
         if self.pid > 0 {
             self.reap();
-            let fd = self.arg.home.early.swap(-1, Ordering::SeqCst);
-            if fd >= 0 {
-                // SAFETY: ours alone, as in `finish`.
-                drop(unsafe { OwnedFd::from_raw_fd(fd) });
-            }
+            drop(super::earlyns::take(&self.arg.home.early));
         }
     }
 }
