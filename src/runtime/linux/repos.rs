@@ -265,23 +265,15 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         let (links, changed) = index_links(s, t, &wg, &mut out, &mut bytes_left);
         if let Some(rel) = links.iter().find(|rel| plain(rel).is_none()) {
             let index = join(&wg, b"index");
+            let names = format!(
+                "names a submodule at {:?}, which leaves its worktree",
+                String::from_utf8_lossy(rel)
+            );
             if changed {
-                out.why.push((
-                    t.show(&index),
-                    format!(
-                        "it names a submodule at {:?}, which leaves its worktree",
-                        String::from_utf8_lossy(rel)
-                    ),
-                ));
+                out.why.push((t.show(&index), format!("it {names}")));
                 move_aside(t, &index, &mut out);
             } else {
-                out.unread.push((
-                    t.show(&index),
-                    format!(
-                        "names a submodule at {:?}, which leaves its worktree",
-                        String::from_utf8_lossy(rel)
-                    ),
-                ));
+                out.unread.push((t.show(&index), names));
             }
         }
     }
@@ -481,10 +473,7 @@ fn named_gitdir(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
         .get(top)
         .read(&join(dir, b".git"), MAX_GITFILE)
         .ok()??;
-    let mut d = text.strip_prefix(b"gitdir: ")?;
-    while let [rest @ .., b'\n' | b'\r'] = d {
-        d = rest;
-    }
+    let d = without_line_end(text.strip_prefix(b"gitdir: ")?);
     if d.is_empty() {
         return None;
     }
@@ -494,6 +483,15 @@ fn named_gitdir(s: &Sweep, top: usize, dir: &[u8]) -> Option<(usize, Vec<u8>)> {
         (top, join(dir, d))
     };
     writable_dir(s, i, &rel)
+}
+
+/// A path git wrote into a file, as git reads it back: only the line
+/// ends (`\n`, `\r`) cut.
+fn without_line_end(mut d: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\n' | b'\r'] = d {
+        d = rest;
+    }
+    d
 }
 
 /// The directory `rel` beneath top `i`, walked as [`walked`] does, where
@@ -527,11 +525,9 @@ fn linked_worktrees(s: &Sweep, gt: usize, g: &[u8]) -> Vec<(Vec<u8>, Option<At>)
             .ok()
             .flatten()
             .and_then(|text| {
-                let mut d = &text[..];
-                while let [rest @ .., b'\n' | b'\r'] = d {
-                    d = rest;
-                }
-                let wt = std::str::from_utf8(d).ok()?.strip_suffix("/.git")?;
+                let wt = std::str::from_utf8(without_line_end(&text))
+                    .ok()?
+                    .strip_suffix("/.git")?;
                 let (i, rel) = s.tops.reach(wt)?;
                 writable_dir(s, i, &rel)
             });
