@@ -112,6 +112,10 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_sweep_stays_in_writable_trees,
     ),
     (
+        "git_dir_moved_into_place_is_swept",
+        protect::git_dir_moved_into_place_is_swept,
+    ),
+    (
         "git_repo_in_unlistable_dir_is_swept",
         protect::git_repo_in_unlistable_dir_is_swept,
     ),

@@ -478,6 +478,66 @@ pub fn git_sweep_stays_in_writable_trees(fx: &Fx) -> Result<(), String> {
     )
 }
 
+/// A git directory assembled from old files keeps their ctimes when it
+/// is moved into place: run 1 makes a repository with a planted
+/// `core.fsmonitor` deeper than the walk goes, where no sweep looks;
+/// run 2 renames its `.git` to `lib/sub/.git`, within the walk's depth.
+/// Every file in it is older than run 2, but it was not there at run
+/// 2's launch: its config is moved aside, and the user's `git status`
+/// in `lib/sub` runs nothing (old: it stayed, and ran). Controls: its
+/// `HEAD` stays; a repository the user made before run 2 keeps its
+/// hook; put back, the config runs.
+pub fn git_dir_moved_into_place_is_swept(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_dir_moved_into_place_is_swept")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q deep/a/b/c/x && {} >> deep/a/b/c/x/.git/config && echo staged",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "staged", || format!("run 1: {out:?}"))?;
+    let config = fx.ws.join("deep/a/b/c/x/.git/config");
+    check(config.exists(), || {
+        format!("run 1's deep repository was swept already: {}", out.stderr)
+    })?;
+    // The user's own repository, with a hook, made between the runs.
+    git(fx, "", &["init", "-q", "tools/own"]).map_err(|e| e.to_string())?;
+    let own_hook = fx.ws.join("tools/own/.git/hooks/pre-commit");
+    std::fs::write(&own_hook, "#!/bin/sh\nexit 0\n").map_err(|e| e.to_string())?;
+    let out = sh(
+        fx,
+        "mkdir -p lib/sub && mv deep/a/b/c/x/.git lib/sub/.git && echo moved",
+    );
+    check(out.answer() == "moved", || format!("run 2: {out:?}"))?;
+    let config = fx.ws.join("lib/sub/.git/config");
+    let aside = fx.ws.join("lib/sub/.git/config.sbx-blocked");
+    check(!config.exists() && aside.exists(), || {
+        format!("the config moved into place stayed: {}", out.stderr)
+    })?;
+    let _ = git(fx, "lib/sub", &["status", "--short"]).map_err(|e| e.to_string())?;
+    check(!Path::new(&mark).exists(), || {
+        "git status in lib/sub ran the planted core.fsmonitor".into()
+    })?;
+    check(
+        fx.ws.join("lib/sub/.git/HEAD").exists() && own_hook.exists(),
+        || {
+            format!(
+                "the repository's HEAD or the user's hook is gone: {}",
+                out.stderr
+            )
+        },
+    )?;
+    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
+    let _ = git(fx, "lib/sub", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run".into()
+    })
+}
+
 /// A directory the sweep cannot list (mode 0111: git still goes
 /// through it) hides nothing: a repository made in it, within the
 /// walk's depth, has its planted config moved aside and the run says

@@ -21,6 +21,9 @@ pub struct AfterRun {
     pub(super) writable: Vec<String>,
     pub(super) since: repos::Stamp,
     pub(super) usersite: usersite::Snapshot,
+    /// The git directories beneath the repository tops at launch
+    /// (`repos::known_at_launch`; `None`: that search did not finish).
+    pub(super) known: Option<HashSet<repos::Identity>>,
 }
 
 impl AfterRun {
@@ -49,6 +52,18 @@ impl AfterRun {
         let tops = Tops::open(&dirs);
         let records = identity::record(&tops, protections);
         let usersite = usersite::Snapshot::take(&tops, home);
+        let known = repos::known_at_launch(
+            &repos::Sweep {
+                tops: &tops,
+                recorded: &HashSet::new(),
+                since: repos::Stamp::now(),
+                writable,
+                known: None,
+            },
+            &repo_tops,
+            crate::lower::git::NESTED_DEPTH,
+            crate::lower::git::DIR_BUDGET,
+        );
         AfterRun {
             tops,
             records,
@@ -57,6 +72,7 @@ impl AfterRun {
             // Whatever the command changes has a ctime from here on.
             since: repos::Stamp::now(),
             usersite,
+            known,
         }
     }
 
@@ -83,6 +99,7 @@ impl AfterRun {
         writable: Vec<String>,
         since: repos::Stamp,
         usersite: usersite::Snapshot,
+        known: Option<HashSet<repos::Identity>>,
     ) -> Self {
         AfterRun {
             tops,
@@ -91,6 +108,7 @@ impl AfterRun {
             writable,
             since,
             usersite,
+            known,
         }
     }
 
@@ -125,6 +143,7 @@ impl AfterRun {
             recorded: &recorded,
             since: self.since,
             writable: &self.writable,
+            known: self.known.as_ref(),
         };
         let swept = repos::sweep(
             &sweep,

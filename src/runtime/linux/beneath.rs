@@ -215,23 +215,31 @@ impl Top {
 
     /// The names in directory `rel` (not `.` and `..`).
     pub fn list(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        Ok(self.list_typed(rel)?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// [`Top::list`], each name with its `d_type` (`DT_UNKNOWN` where
+    /// the file system does not say).
+    pub fn list_typed(&self, rel: &[u8]) -> io::Result<Vec<(Vec<u8>, u8)>> {
         let fd = self.open(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
         let mut list = crate::dirents::ReadDirFd::new(fd);
         let mut names = Vec::new();
         while let Some(entry) = list.next_entry() {
-            names.push(entry?.0.to_vec());
+            let (name, kind) = entry?;
+            names.push((name.to_vec(), kind));
         }
         names.sort();
         Ok(names)
     }
 
-    /// [`Top::list`], and where the directory's mode does not let its
-    /// owner read it (0111: git still goes through), with read and search
-    /// given to its owner for the listing and the mode put back after,
-    /// through a descriptor (never a symlink). The tree has ended, so no
-    /// process of the sandbox sees the moment.
-    pub fn list_opening_up(&self, rel: &[u8]) -> io::Result<Vec<Vec<u8>>> {
-        match self.list(rel) {
+    /// [`Top::list_typed`], and where the directory's mode does not let
+    /// its owner read it (0111: git still goes through), with read and
+    /// search given to its owner for the listing and the mode put back
+    /// after, through a descriptor (never a symlink). Used before the
+    /// command starts and once its tree has ended, so no process of the
+    /// sandbox sees the moment.
+    pub fn list_opening_up(&self, rel: &[u8]) -> io::Result<Vec<(Vec<u8>, u8)>> {
+        match self.list_typed(rel) {
             Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
                 let fd = self.open(rel, libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY)?;
                 let mode = fstat(&fd)?.st_mode & 0o7777;
@@ -244,7 +252,7 @@ impl Top {
                 if !unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), mode | 0o500) } {
                     return Err(e);
                 }
-                let listed = self.list(rel);
+                let listed = self.list_typed(rel);
                 // SAFETY: as above.
                 unsafe { super::nofollow::chmod_fd(fd.as_raw_fd(), mode) };
                 listed

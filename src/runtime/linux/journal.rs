@@ -63,6 +63,11 @@ struct Saved {
     /// Python's user site at launch.
     #[serde(default)]
     usersite: super::usersite::Saved,
+    /// The identities of the git directories beneath the repository
+    /// tops at launch, sorted (absent from older entries, and where that
+    /// search did not finish: the sweep decides by ctimes alone).
+    #[serde(default)]
+    known: Option<Vec<super::repos::Identity>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -267,6 +272,11 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
         since: after.since.parts(),
         temp: temp.and_then(|t| t.to_str()).map(String::from),
         usersite: after.usersite.saved(),
+        known: after.known.as_ref().map(|k| {
+            let mut v: Vec<_> = k.iter().copied().collect();
+            v.sort_unstable();
+            v
+        }),
     })
 }
 
@@ -405,6 +415,7 @@ fn load(text: &[u8], held: Option<Held>) -> Result<Loaded, String> {
             writable,
             Stamp::from_parts(s.since),
             super::usersite::Snapshot::from_saved(s.usersite, &map, held.site),
+            s.known.map(|k| k.into_iter().collect()),
         ),
         temp,
         pid: s.pid,

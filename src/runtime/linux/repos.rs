@@ -87,6 +87,18 @@ pub struct Sweep<'a> {
     /// The writable trees' tops: a gitdir file is followed only into
     /// them.
     pub writable: &'a [String],
+    /// The git directories there at launch ([`known_at_launch`]); `None`
+    /// where that search did not finish (or an older entry has none).
+    pub known: Option<&'a HashSet<Identity>>,
+}
+
+impl Sweep<'_> {
+    /// `g` beneath top `top` (a git directory, or a `.git`) was not there
+    /// at launch, where the launch search went everywhere the sweep goes.
+    fn unknown(&self, top: usize, g: &[u8]) -> bool {
+        self.known
+            .is_some_and(|k| identity(self.tops.get(top), g).is_some_and(|id| !k.contains(&id)))
+    }
 }
 
 /// One directory to look at: a top and a path beneath it.
@@ -99,75 +111,30 @@ type At = (usize, Vec<u8>);
 /// part changed during the run.
 pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept {
     let mut out = Swept::default();
-    let mut left = budget;
-    let mut todo: Vec<(At, usize)> = starts
-        .iter()
-        .rev()
-        .filter_map(|t| s.tops.reach(t))
-        .map(|at| (at, 0))
-        .collect();
     // Worktrees below the tops (a `.git` directory, or a file naming one
     // beneath a top): their indexes are read for submodule entries too.
     let mut repos: Vec<(At, usize)> = Vec::new();
-    while let Some(((top, dir), level)) = todo.pop() {
-        if left == 0 {
-            out.unswept = todo.len() + 1;
-            break;
-        }
-        left -= 1;
-        let t = s.tops.get(top);
-        if level > 0 && git_dir_of(s, top, &dir).is_some() {
-            if repos.len() < MAX_INDEXES {
-                repos.push(((top, dir.clone()), level));
-            } else {
-                // Its index is not read: said, as when the budget runs out.
-                out.unswept += 1;
+    let unswept = walk(
+        s.tops,
+        starts,
+        depth,
+        budget,
+        &mut |(top, dir), level, met| match met {
+            Met::DotGit => {
+                if level > 0 && git_dir_of(s, top, dir).is_some() {
+                    if repos.len() < MAX_INDEXES {
+                        repos.push(((top, dir.to_vec()), level));
+                    } else {
+                        // Its index is not read: said, as when the budget runs out.
+                        out.unswept += 1;
+                    }
+                }
+                dot_git(s, top, dir, &mut out, Look::ByLaunch);
             }
-        }
-        // What a listing would show of `dir` itself, by lookups.
-        let looked_up = |out: &mut Swept| {
-            dot_git(s, top, &dir, out, false);
-            if repository(t, &dir) {
-                look_in(s, top, &dir, out, false);
-            }
-        };
-        if level == depth {
-            // Nothing below is searched: the lookups say what a listing
-            // would (most directories searched are at this level).
-            looked_up(&mut out);
-            continue;
-        }
-        let Ok(names) = t.list_opening_up(&dir) else {
-            // Not listable even so (another user's): the lookups, and
-            // what lies below counted as unswept, so that the run says so.
-            looked_up(&mut out);
-            out.unswept += 1;
-            continue;
-        };
-        let mut subdirs = Vec::new();
-        let (mut head, mut objects, mut refs) = (false, false, false);
-        for name in names {
-            let p = join(&dir, &name);
-            let kind = match t.lstat(&p) {
-                Ok((_, st)) => st.st_mode & libc::S_IFMT,
-                Err(_) => continue,
-            };
-            match name.as_slice() {
-                b".git" => dot_git(s, top, &dir, &mut out, false),
-                b"HEAD" => head = kind == libc::S_IFREG,
-                b"objects" => objects = kind == libc::S_IFDIR,
-                b"refs" => refs = kind == libc::S_IFDIR,
-                _ if kind == libc::S_IFDIR => subdirs.push(p),
-                _ => {}
-            }
-        }
-        // A bare repository, or a gitdir kept outside its worktree: git
-        // takes a directory with these three for a git directory.
-        if head && objects && refs {
-            look_in(s, top, &dir, &mut out, false);
-        }
-        todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
-    }
+            Met::Bare => look_in(s, top, dir, &mut out, Look::ByLaunch),
+        },
+    );
+    out.unswept += unswept;
     // `git status` at a top recurses into every submodule its index
     // names, at any depth, and on into the submodules each of those
     // names in its own index (`.git/modules/NAME/index`): those
@@ -243,9 +210,17 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             // it: an entry added later (git add, in another run) leads
             // git to what it planted then. So where this run changed the
             // index, what would run there moves aside whatever its age.
-            let strict = changed && deep > depth;
+            // Within it, the launch record says which git directories
+            // were there (as for the walk's own).
+            let look = if changed && deep > depth {
+                Look::Strict
+            } else if deep <= depth {
+                Look::ByLaunch
+            } else {
+                Look::ByTime
+            };
             // What the walk moved already is no longer there.
-            dot_git(s, top, &at, &mut out, strict);
+            dot_git(s, top, &at, &mut out, look);
             // What is left of it: its own index is read in turn.
             if t.lstat(&join(&at, b".git")).is_ok() {
                 if work.len() < most {
@@ -278,6 +253,131 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         }
     }
     out
+}
+
+/// Told of each directory the walk meets: (top, the path beneath it),
+/// its level below the start, and what it holds.
+type Meet<'a> = dyn FnMut((usize, &[u8]), usize, Met) + 'a;
+
+/// What the walk meets in a directory.
+enum Met {
+    /// It holds a `.git` (of any kind).
+    DotGit,
+    /// It holds `HEAD`, `objects` and `refs`: git takes it for a git
+    /// directory (a bare repository, or a gitdir kept outside its
+    /// worktree).
+    Bare,
+}
+
+/// Each of `starts` and the directories below it to `depth` (at most
+/// `budget` listed in all, depth first in name order, never through a
+/// symlink nor out of its top, never into a `.git`), with what `meet`
+/// is told of each. The launch record and the sweep both walk here, so
+/// that they look at the same places. Returns how many directories were
+/// left unlooked (each with what lies below it): the budget ran out, or
+/// one could not be listed.
+fn walk(tops: &Tops, starts: &[String], depth: usize, budget: usize, meet: &mut Meet) -> usize {
+    let mut unswept = 0;
+    let mut left = budget;
+    let mut todo: Vec<(At, usize)> = starts
+        .iter()
+        .rev()
+        .filter_map(|t| tops.reach(t))
+        .map(|at| (at, 0))
+        .collect();
+    while let Some(((top, dir), level)) = todo.pop() {
+        if left == 0 {
+            unswept += todo.len() + 1;
+            break;
+        }
+        left -= 1;
+        let t = tops.get(top);
+        // What a listing would show of `dir` itself, by lookups.
+        let looked_up = |meet: &mut Meet| {
+            if t.lstat(&join(&dir, b".git")).is_ok() {
+                meet((top, &dir), level, Met::DotGit);
+            }
+            if repository(t, &dir) {
+                meet((top, &dir), level, Met::Bare);
+            }
+        };
+        if level == depth {
+            // Nothing below is searched: the lookups say what a listing
+            // would (most directories searched are at this level).
+            looked_up(meet);
+            continue;
+        }
+        let Ok(names) = t.list_opening_up(&dir) else {
+            // Not listable even so (another user's): the lookups, and
+            // what lies below counted as unlooked, so that the run says so.
+            looked_up(meet);
+            unswept += 1;
+            continue;
+        };
+        let mut subdirs = Vec::new();
+        let (mut head, mut objects, mut refs) = (false, false, false);
+        for (name, d_type) in names {
+            let p = join(&dir, &name);
+            let Some(kind) = kind_of(t, &p, d_type) else {
+                continue;
+            };
+            match name.as_slice() {
+                b".git" => meet((top, &dir), level, Met::DotGit),
+                b"HEAD" => head = kind == libc::S_IFREG,
+                b"objects" => objects = kind == libc::S_IFDIR,
+                b"refs" => refs = kind == libc::S_IFDIR,
+                _ if kind == libc::S_IFDIR => subdirs.push(p),
+                _ => {}
+            }
+        }
+        if head && objects && refs {
+            meet((top, &dir), level, Met::Bare);
+        }
+        todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
+    }
+    unswept
+}
+
+/// A directory's identity (device, inode).
+pub type Identity = (libc::dev_t, libc::ino_t);
+
+fn identity(t: &Top, rel: &[u8]) -> Option<Identity> {
+    t.lstat(rel).ok().map(|(_, st)| (st.st_dev, st.st_ino))
+}
+
+/// At launch, before the command starts: the identities of the git
+/// directories the sweep would look in, found as it will find them
+/// (from the same starts, to the same depth and budget), each with the
+/// directories below its `modules`. After the run, a git directory that
+/// is not one of them was made, or moved into place, during the run:
+/// it gets the strict look, whatever the age of its files (a directory
+/// assembled from files older than the run and renamed into place as
+/// `.git` keeps their ctimes). `None` when some directory was left
+/// unlooked: the sweep then decides by ctimes alone, and says what it
+/// could not search.
+pub fn known_at_launch(
+    s: &Sweep,
+    starts: &[String],
+    depth: usize,
+    budget: usize,
+) -> Option<HashSet<Identity>> {
+    let mut known = HashSet::new();
+    let mut in_modules = 0;
+    let unlooked = walk(s.tops, starts, depth, budget, &mut |(top, dir), _, met| {
+        let g = match met {
+            Met::DotGit => {
+                // The `.git` itself: a gitdir file or a link too.
+                known.extend(identity(s.tops.get(top), &join(dir, b".git")));
+                git_dir_of(s, top, dir)
+            }
+            Met::Bare => Some((top, dir.to_vec())),
+        };
+        let Some((gt, g)) = g else { return };
+        let t = s.tops.get(gt);
+        known.extend(identity(t, &g));
+        in_modules += modules_of(t, &g, &mut |c| known.extend(identity(t, c)));
+    });
+    (unlooked + in_modules == 0).then_some(known)
 }
 
 /// At most this many bytes of index files are read after a run, in all.
@@ -382,6 +482,22 @@ fn repository(t: &Top, dir: &[u8]) -> bool {
         && is(t, &join(dir, b"refs"), libc::S_IFDIR)
 }
 
+/// The type (`S_IFMT` bits) of `rel` beneath `t`, listed with `d_type`:
+/// from the listing where the file system gives it, else by `lstat`
+/// (`None`: gone).
+fn kind_of(t: &Top, rel: &[u8], d_type: u8) -> Option<u32> {
+    Some(match d_type {
+        libc::DT_DIR => libc::S_IFDIR,
+        libc::DT_REG => libc::S_IFREG,
+        libc::DT_LNK => libc::S_IFLNK,
+        libc::DT_FIFO => libc::S_IFIFO,
+        libc::DT_SOCK => libc::S_IFSOCK,
+        libc::DT_CHR => libc::S_IFCHR,
+        libc::DT_BLK => libc::S_IFBLK,
+        _ => return t.lstat(rel).ok().map(|(_, st)| st.st_mode & libc::S_IFMT),
+    })
+}
+
 /// `rel` beneath `t` is of type `kind` (`S_IFMT` bits), not followed.
 fn is(t: &Top, rel: &[u8], kind: u32) -> bool {
     t.lstat(rel)
@@ -423,23 +539,27 @@ const MAX_GITFILE: u64 = 64 << 10;
 /// aside if it changed, else the git directory it names is looked in
 /// when it lies beneath a top), or a link (moved aside if it changed;
 /// never followed).
-/// `strict`: what would run there moves aside whatever its age
-/// ([`parts_in`]).
-fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, strict: bool) {
+/// `look`: how what changed is told ([`Look`]).
+fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, look: Look) {
     let t = s.tops.get(top);
     let g = join(dir, b".git");
     let Ok((_, st)) = t.lstat(&g) else {
         return;
     };
+    // A `.git` that was not there at launch (an old gitdir file or link
+    // whose directory was renamed into place) leads where no sweep
+    // looked: strict, as for a git directory.
+    let strict = look.strict(s, top, &g);
+    let look = if strict { Look::Strict } else { look };
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFDIR {
-        look_in(s, top, &g, out, strict);
+        look_in(s, top, &g, out, look);
     } else if changed(s, t, &g, &st) || (strict && kind != libc::S_IFREG) {
         // Strict: git follows a `.git` link to what no sweep looked at.
         move_aside(t, &g, out);
     } else if kind == libc::S_IFREG {
         match named_gitdir(s, top, dir) {
-            Some((i, rel)) => look_in(s, i, &rel, out, strict),
+            Some((i, rel)) => look_in(s, i, &rel, out, look),
             // Strict: git would follow a symlink on the way, or leave the
             // tops, to what no sweep looks at: the `.git` file goes.
             None if strict => move_aside(t, &g, out),
@@ -690,14 +810,41 @@ fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
     !s.recorded.contains(&t.show(rel)) && Stamp::of(st) >= s.since
 }
 
-/// The parts of git directory `g` changed during the run (`strict`:
-/// whatever their age, [`parts_in`]), its submodules' too.
-fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
+/// How a git directory's parts are told to have changed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Whatever their age, where something would run ([`parts_in`]).
+    Strict,
+    /// By their ctimes.
+    ByTime,
+    /// Reached where the launch record went: strict for a git directory
+    /// that was not there at launch ([`known_at_launch`]), by ctimes for
+    /// one that was.
+    ByLaunch,
+}
+
+impl Look {
+    /// Whether git directory `g` beneath `top` gets the strict look.
+    fn strict(self, s: &Sweep, top: usize, g: &[u8]) -> bool {
+        match self {
+            Look::Strict => true,
+            Look::ByTime => false,
+            Look::ByLaunch => s.unknown(top, g),
+        }
+    }
+}
+
+/// The parts of git directory `g` changed during the run (`look`:
+/// [`Look`]), its submodules' too.
+fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
+    let strict = look.strict(s, top, g);
     if !out.looked.insert((top, g.to_vec(), strict)) {
         return;
     }
     parts_in(s, top, g, out, strict);
-    modules_in(s, top, g, out, strict);
+    // Below it, each directory is told by its own identity.
+    let look = if strict { Look::Strict } else { look };
+    modules_in(s, top, g, out, look);
 }
 
 /// How deep below a git directory's `modules`, and how many directories
@@ -710,13 +857,26 @@ const MODULES_BUDGET: usize = 1000;
 /// a nested one's lies in its parent's `modules`. Each is looked in: the
 /// index names only the submodules it still holds, and a split index
 /// keeps them in another file.
-fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
-    let t = s.tops.get(top);
+fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
+    let mut found = Vec::new();
+    out.unswept += modules_of(s.tops.get(top), g, &mut |c| found.push(c.to_vec()));
+    for c in found {
+        parts_in(s, top, &c, out, look.strict(s, top, &c));
+    }
+}
+
+/// Every directory below git directory `g`'s `modules` that the bounds
+/// allow (a submodule's git directory, or one on the way to one), in a
+/// fixed order, each told to `each` before what lies below it is
+/// listed; returns how many were left unlooked (with what lies below
+/// them). Absent `modules` is nothing to look at.
+fn modules_of(t: &Top, g: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
+    let mut unlooked = 0;
     let mut left = MODULES_BUDGET;
     let mut todo = vec![(join(g, b"modules"), 0)];
     while let Some((d, level)) = todo.pop() {
         if left == 0 {
-            out.unswept += todo.len() + 1;
+            unlooked += todo.len() + 1;
             break;
         }
         let names = match t.list_opening_up(&d) {
@@ -724,23 +884,23 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
             Err(e) => {
                 // Absent is nothing to look at; anything else is said.
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    out.unswept += 1;
+                    unlooked += 1;
                 }
                 continue;
             }
         };
         left -= 1;
-        for name in names {
+        for (name, d_type) in names {
             let c = join(&d, &name);
-            if !is(t, &c, libc::S_IFDIR) {
+            if kind_of(t, &c, d_type) != Some(libc::S_IFDIR) {
                 continue;
             }
             if level + 1 > MODULES_DEPTH {
                 // Not looked in: said, as when the budget runs out.
-                out.unswept += 1;
+                unlooked += 1;
                 continue;
             }
-            parts_in(s, top, &c, out, strict);
+            each(&c);
             let below = if repository(t, &c) {
                 join(&c, b"modules")
             } else {
@@ -749,6 +909,7 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
             todo.push((below, level + 1));
         }
     }
+    unlooked
 }
 
 /// The parts of git directory `g` ([`PARTS`]) changed during the run,

@@ -44,6 +44,16 @@ impl Tree {
 
 /// The sweep of `ws` (its top), nothing recorded at launch.
 fn swept(t: &Tree, since: Stamp, budget: usize) -> Swept {
+    swept_knowing(t, since, budget, None)
+}
+
+/// The sweep of `ws`, with the git directories `known` at launch.
+fn swept_knowing(
+    t: &Tree,
+    since: Stamp,
+    budget: usize,
+    known: Option<&HashSet<Identity>>,
+) -> Swept {
     let tops = Tops::open(&[t.p("ws")]);
     let recorded = HashSet::new();
     let writable = [t.p("ws")];
@@ -52,8 +62,23 @@ fn swept(t: &Tree, since: Stamp, budget: usize) -> Swept {
         recorded: &recorded,
         since,
         writable: &writable,
+        known,
     };
     sweep(&s, &[t.p("ws")], 3, budget)
+}
+
+/// What [`known_at_launch`] records of `ws` now.
+fn launch(t: &Tree, budget: usize) -> Option<HashSet<Identity>> {
+    let tops = Tops::open(&[t.p("ws")]);
+    let writable = [t.p("ws")];
+    let s = Sweep {
+        tops: &tops,
+        recorded: &HashSet::new(),
+        since: Stamp::now(),
+        writable: &writable,
+        known: None,
+    };
+    known_at_launch(&s, &[t.p("ws")], 3, budget)
 }
 
 impl Drop for Tree {
@@ -210,6 +235,76 @@ fn the_search_is_bounded_and_says_so() {
     assert_eq!(s.unswept, 0);
     // Its config; its hooks hold only a sample.
     assert_eq!(s.moved.len(), 1);
+}
+
+/// A git directory assembled from files older than the run (prepared
+/// in an earlier run deeper than the walk goes, where no sweep looked)
+/// and moved into place during the run keeps their ctimes; it was not
+/// there at launch, so what would run in it moves aside: renamed as
+/// `.git`, below a directory renamed into place, or in place of a
+/// repository's `.git`, or named by an old gitdir file moved in with
+/// its directory. A repository there at launch, renamed during the run,
+/// keeps its hooks and config (control), and so does everything with
+/// no launch record (an older journal entry): by ctimes alone.
+#[test]
+fn a_git_directory_moved_into_place_gets_the_strict_look() {
+    let t = Tree::new("moved-in");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/old/.git");
+    t.write("ws/old/.git/hooks/pre-commit", "#!/bin/sh\n");
+    t.gitdir("ws/kept/.git");
+    for d in ["x", "y", "z"] {
+        t.gitdir(&format!("ws/deep/a/b/c/{d}"));
+        t.write(
+            &format!("ws/deep/a/b/c/{d}/hooks/post-checkout"),
+            "#!/bin/sh\n",
+        );
+    }
+    t.gitdir("ws/deep/a/b/c/d/e/.git");
+    t.gitdir("ws/deep/a/b/c/gd");
+    t.write("ws/deep/a/b/c/w/.git", "gitdir: ../gd\n");
+    let known = launch(&t, 100).expect("the launch search finished");
+    let since = t.start();
+    let mv = |from: &str, to: &str| {
+        if let Some(p) = Path::new(&t.p(to)).parent() {
+            fs::create_dir_all(p).unwrap();
+        }
+        fs::rename(t.p(from), t.p(to)).unwrap();
+    };
+    mv("ws/deep/a/b/c/x", "ws/lib/sub/.git");
+    mv("ws/deep/a/b/c/d", "ws/lib2/d");
+    fs::remove_dir_all(t.0.join("ws/kept/.git")).unwrap();
+    mv("ws/deep/a/b/c/y", "ws/kept/.git");
+    mv("ws/deep/a/b/c/z", "ws/bare.git");
+    mv("ws/deep/a/b/c/w", "ws/w");
+    mv("ws/deep/a/b/c/gd", "ws/gd");
+    mv("ws/old", "ws/old2");
+    // No launch record: by ctimes alone, nothing here changed.
+    let s = swept(&t, since, 100);
+    assert!(s.moved.is_empty(), "{:?}", s.moved);
+    let s = swept_knowing(&t, since, 100, Some(&known));
+    let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
+    let want = [
+        "ws/bare.git/hooks",
+        "ws/bare.git/config",
+        "ws/gd/config",
+        "ws/kept/.git/hooks",
+        "ws/kept/.git/config",
+        "ws/lib/sub/.git/hooks",
+        "ws/lib/sub/.git/config",
+        "ws/lib2/d/e/.git/config",
+    ]
+    .map(|p| t.p(p));
+    assert_eq!(moved, want.iter().map(String::as_str).collect::<Vec<_>>());
+    for kept in [
+        "ws/old2/.git/config",
+        "ws/old2/.git/hooks/pre-commit",
+        "ws/.git/config",
+    ] {
+        assert!(t.exists(kept), "{kept}");
+    }
+    // Where the launch search did not finish, there is no record.
+    assert_eq!(launch(&t, 2), None);
 }
 
 #[test]
@@ -542,6 +637,7 @@ fn gitdir_files_are_read_as_git_reads_them() {
         recorded: &recorded,
         since: Stamp::now(),
         writable: &writable,
+        known: None,
     };
     // The top a path is reached through, and the path beneath it.
     let (ws, under) = tops.reach(&t.p("ws")).unwrap();
