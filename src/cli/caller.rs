@@ -251,10 +251,10 @@ fn path_dirs(
 ) -> PathDirs {
     let mut out = PathDirs::default();
     let mut seen: HashMap<String, Option<String>> = HashMap::new();
-    let mut consider = |dir: &str, canon: &str, out: &mut PathDirs| {
+    let mut consider = |dir: &str, canon: &str, out: &mut PathDirs, scans: &mut links::Scans| {
         let canon = seen
             .entry(canon.to_string())
-            .or_insert_with(|| usable(dir, canon, roots, is_sensitive))
+            .or_insert_with(|| usable(dir, canon, roots, is_sensitive, scans))
             .clone()?;
         if !out.dirs.iter().any(|(d, _)| *d == canon) {
             let written = (canon != dir).then(|| dir.to_string());
@@ -282,7 +282,7 @@ fn path_dirs(
             }
             continue;
         }
-        let Some(dir) = consider(entry, canon, &mut out) else {
+        let Some(dir) = consider(entry, canon, &mut out, scans) else {
             continue;
         };
         if !scanned.insert(dir.clone()) {
@@ -298,7 +298,7 @@ fn path_dirs(
                 }
                 continue;
             }
-            consider(&target.dir, &target.dir, &mut out);
+            consider(&target.dir, &target.dir, &mut out, scans);
         }
     }
     out
@@ -312,16 +312,17 @@ fn first_steerable<'a>(
     way.into_iter().find(|d| steerable(d)).map(str::to_string)
 }
 
-/// `canon` (`dir` resolved), if it may be granted.
+/// `canon` (`dir` resolved, so no symlink: its `lstat` is its `stat`),
+/// if it may be granted.
 fn usable(
     dir: &str,
     canon: &str,
     roots: &[&str],
     is_sensitive: &dyn Fn(&str, bool) -> bool,
+    scans: &mut links::Scans,
 ) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(canon).ok()?;
-    if !meta.is_dir() || meta.permissions().mode() & 0o002 != 0 {
+    let meta = scans.lstat(std::path::Path::new(canon))?;
+    if !meta.is_dir() || meta.mode & 0o002 != 0 {
         return None;
     }
     for p in [dir, canon] {

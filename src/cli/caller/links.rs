@@ -45,6 +45,23 @@ pub struct Links {
     /// The directories whose entries the resolutions since the last
     /// [`Links::take_read`] depended on.
     read: BTreeSet<PathBuf>,
+    /// Each path's `lstat` in this run, taken once: the resolution, the
+    /// stamps and the checks of a directory to grant read the same one.
+    looked: HashMap<PathBuf, Option<Looked>>,
+}
+
+/// What `lstat` said of a path.
+#[derive(Clone, Copy)]
+pub struct Looked {
+    stamp: Stamp,
+    /// `st_mode`.
+    pub mode: u32,
+}
+
+impl Looked {
+    pub fn is_dir(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFDIR
+    }
 }
 
 impl Links {
@@ -61,6 +78,25 @@ impl Links {
 
     fn take_read(&mut self) -> BTreeSet<PathBuf> {
         std::mem::take(&mut self.read)
+    }
+
+    /// `p`'s `lstat`, taken once per run (`None`: it does not exist, or
+    /// cannot be looked at).
+    pub fn lstat(&mut self, p: &Path) -> Option<Looked> {
+        if let Some(l) = self.looked.get(p) {
+            return *l;
+        }
+        let l = std::fs::symlink_metadata(p).ok().map(|m| Looked {
+            stamp: Stamp::from(&m),
+            mode: m.mode(),
+        });
+        self.looked.insert(p.to_path_buf(), l);
+        l
+    }
+
+    /// `dir`'s stamp ([`Links::lstat`]).
+    fn stamp(&mut self, dir: &Path) -> Stamp {
+        self.lstat(dir).map_or(Stamp([0; 6]), |l| l.stamp)
     }
 
     fn walk(&mut self, p: &Path, links: usize) -> Option<PathBuf> {
@@ -89,15 +125,17 @@ impl Links {
         if let Some(parent) = next.parent() {
             self.read.insert(parent.to_path_buf());
         }
-        let r = match std::fs::read_link(&next) {
-            Ok(to) if links < 40 => {
-                let base = next.parent().unwrap_or(Path::new("/"));
-                self.walk(&base.join(to), links + 1)
-            }
-            Ok(_) => None,
+        let r = match self.lstat(&next) {
+            Some(l) if l.mode & libc::S_IFMT == libc::S_IFLNK => match std::fs::read_link(&next) {
+                Ok(to) if links < 40 => {
+                    let base = next.parent().unwrap_or(Path::new("/"));
+                    self.walk(&base.join(to), links + 1)
+                }
+                _ => None,
+            },
             // Not a link: it exists, as itself.
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Some(next.clone()),
-            Err(_) => None,
+            Some(_) => Some(next.clone()),
+            None => None,
         };
         let read: Vec<PathBuf> = self.read.iter().cloned().collect();
         self.read.extend(outer);
@@ -112,18 +150,20 @@ impl Links {
 struct Stamp([i64; 6]);
 
 impl Stamp {
+    #[cfg(test)]
     fn of(dir: &Path) -> Stamp {
-        match std::fs::symlink_metadata(dir) {
-            Ok(m) => Stamp([
-                m.dev() as i64,
-                m.ino() as i64,
-                m.mtime(),
-                m.mtime_nsec(),
-                m.ctime(),
-                m.ctime_nsec(),
-            ]),
-            Err(_) => Stamp([0; 6]),
-        }
+        std::fs::symlink_metadata(dir).map_or(Stamp([0; 6]), |m| Stamp::from(&m))
+    }
+
+    fn from(m: &std::fs::Metadata) -> Stamp {
+        Stamp([
+            m.dev() as i64,
+            m.ino() as i64,
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        ])
     }
 
     fn racy(&self, now: i64) -> bool {
@@ -162,9 +202,6 @@ pub struct Scans {
     changed: bool,
     links: Links,
     now: i64,
-    /// The stamps taken for comparison in this run: every PATH
-    /// directory's entry names `/` and home, read once.
-    seen: HashMap<String, Stamp>,
 }
 
 impl Scans {
@@ -189,7 +226,6 @@ impl Scans {
             changed: false,
             links: Links::default(),
             now,
-            seen: HashMap::new(),
         }
     }
 
@@ -198,26 +234,24 @@ impl Scans {
     /// adds nothing: that entry is looked at on its own.
     pub fn targets(&mut self, dir: &str, limit: usize) -> Vec<Target> {
         if let Some(e) = self.record.dirs.get(dir) {
-            let seen = &mut self.seen;
-            if e.stamps.iter().all(|(d, s)| {
-                *seen
-                    .entry(d.clone())
-                    .or_insert_with(|| Stamp::of(Path::new(d)))
-                    == *s
-            }) {
+            let links = &mut self.links;
+            if e.stamps
+                .iter()
+                .all(|(d, s)| links.stamp(Path::new(d)) == *s)
+            {
                 return e.targets.clone();
             }
         }
-        // Stamped before reading: a change made meanwhile shows in the
-        // next run's comparison.
-        let own = Stamp::of(Path::new(dir));
+        // Stamped before reading (or earlier in this run): a change made
+        // meanwhile shows in the next run's comparison.
+        let own = self.links.stamp(Path::new(dir));
         let targets = scan(dir, limit, &mut self.links);
         let mut stamps: BTreeMap<String, Stamp> = BTreeMap::new();
         stamps.insert(dir.to_string(), own);
         for d in targets.iter().flat_map(|t| &t.via) {
-            stamps
-                .entry(d.clone())
-                .or_insert_with(|| Stamp::of(Path::new(d)));
+            if !stamps.contains_key(d) {
+                stamps.insert(d.clone(), self.links.stamp(Path::new(d)));
+            }
         }
         if stamps.values().any(|s| s.racy(self.now)) {
             self.record.dirs.remove(dir);
@@ -237,11 +271,13 @@ impl Scans {
     /// `dir`'s device and inode (`None` where it does not exist), from
     /// the stamps this run took already where it took one.
     pub fn identity(&mut self, dir: &str) -> Option<(u64, u64)> {
-        let s = *self
-            .seen
-            .entry(dir.to_string())
-            .or_insert_with(|| Stamp::of(Path::new(dir)));
+        let s = self.links.stamp(Path::new(dir));
         (s != Stamp([0; 6])).then_some((s.0[0] as u64, s.0[1] as u64))
+    }
+
+    /// `p`'s `lstat` in this run ([`Links::lstat`]).
+    pub fn lstat(&mut self, p: &Path) -> Option<Looked> {
+        self.links.lstat(p)
     }
 
     /// Where the PATH entry `dir` leads, with the directories whose
