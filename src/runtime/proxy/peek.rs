@@ -3,9 +3,13 @@
 //! an `https`/`wss` rule's port the client's TLS ClientHello must name
 //! the rule's host in SNI (else an allowed address could front for
 //! another site it serves); on an `ssh` rule's port the client's first
-//! bytes must be an SSH-2.0 identification (RFC 4253 §4.2: the client
+//! line must be an SSH-2.0 identification (RFC 4253 §4.2: the client
 //! sends it without waiting for the server's). The bytes are peeked,
-//! not read: the server gets them unchanged.
+//! not read: the server gets them unchanged. Only the opening is
+//! checked, what a client sends before the server answers: after it the
+//! relay passes bytes through (TLS and SSH encrypt the rest), so a
+//! client can send anything after a well-formed opening, to the rule's
+//! host and port only.
 
 use super::rules::{normal_host, Reason};
 use std::net::TcpStream;
@@ -24,6 +28,44 @@ pub enum Check {
 const MAX_HELLO: usize = 5 + 16 * 1024;
 
 const SSH_ID: &[u8] = b"SSH-2.0-";
+
+/// An identification line's most bytes, its line end included.
+const MAX_IDENT: usize = 255;
+
+/// What a client's first bytes say on an `ssh` rule's port.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ident {
+    /// Not enough bytes yet.
+    More,
+    /// A whole SSH-2.0 identification line.
+    Ssh,
+    /// Anything else.
+    Other,
+}
+
+/// Whether `b` opens with an SSH-2.0 identification line (RFC 4253
+/// §4.2): `SSH-2.0-`, a software version and optional comments in
+/// printable US-ASCII, ending in CR LF (a bare LF taken, as OpenSSH
+/// takes it), at most 255 bytes.
+pub fn ssh_ident(b: &[u8]) -> Ident {
+    let n = b.len().min(SSH_ID.len());
+    if b[..n] != SSH_ID[..n] {
+        return Ident::Other;
+    }
+    let end = b.iter().position(|&c| c == b'\n');
+    let line = &b[..end.unwrap_or(b.len())];
+    // The CR of a line end still to come counts as its start.
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let rest = &line[n..];
+    if !rest.iter().all(|c| (0x20..=0x7e).contains(c)) {
+        return Ident::Other;
+    }
+    match end {
+        None if b.len() < MAX_IDENT => Ident::More,
+        Some(e) if e < MAX_IDENT && !rest.is_empty() && !rest.starts_with(b" ") => Ident::Ssh,
+        _ => Ident::Other,
+    }
+}
 
 /// What a (possibly partial) ClientHello says about SNI.
 #[derive(Debug, PartialEq, Eq)]
@@ -129,15 +171,15 @@ pub fn check(
         }
         let got = &buf[..n];
         match check {
-            Check::Ssh if n >= SSH_ID.len() || !SSH_ID.starts_with(got) => {
-                return if got.starts_with(SSH_ID) {
-                    Ok(())
-                } else {
-                    Err(Reason::Unsupported(
+            Check::Ssh => match ssh_ident(got) {
+                Ident::More => {}
+                Ident::Ssh => return Ok(()),
+                Ident::Other => {
+                    return Err(Reason::Unsupported(
                         "not an SSH-2.0 client on an ssh rule's port".into(),
                     ))
-                };
-            }
+                }
+            },
             Check::Tls => match sni(got) {
                 Sni::More if n < MAX_HELLO => {}
                 Sni::Name(n) if normal_host(&n).as_deref() == Some(host) => return Ok(()),
@@ -199,6 +241,32 @@ pub(crate) mod tests {
         rec.extend_from_slice(&(hs.len() as u16).to_be_bytes());
         rec.extend_from_slice(&hs);
         rec
+    }
+
+    #[test]
+    fn ssh_identification_lines() {
+        for ok in [
+            &b"SSH-2.0-OpenSSH_9.6\r\n"[..],
+            b"SSH-2.0-x\n",
+            b"SSH-2.0-PuTTY_Release_0.80 comments here\r\nmore",
+        ] {
+            assert_eq!(ssh_ident(ok), Ident::Ssh, "{ok:?}");
+        }
+        for more in [&b""[..], b"SS", b"SSH-2.0-", b"SSH-2.0-OpenSSH_9.6\r"] {
+            assert_eq!(ssh_ident(more), Ident::More, "{more:?}");
+        }
+        let long = [b"SSH-2.0-".as_slice(), &[b'x'; 300]].concat();
+        for other in [
+            &b"GET / HTTP/1.1\r\n"[..],
+            b"SSH-1.5-old\r\n",
+            b"SSH-2.0-\r\n",
+            b"SSH-2.0- x\r\n",
+            b"SSH-2.0-x\x00y\r\n",
+            b"SSH-2.0-x\ty\r\n",
+            &long,
+        ] {
+            assert_eq!(ssh_ident(other), Ident::Other, "{other:?}");
+        }
     }
 
     #[test]
