@@ -116,6 +116,14 @@ pub const ALL: &[(&str, Case)] = &[
         protect::git_dir_moved_into_place_is_swept,
     ),
     (
+        "git_dir_with_linked_refs_is_swept",
+        protect::git_dir_with_linked_refs_is_swept,
+    ),
+    (
+        "git_repo_moved_to_an_old_entry_is_swept",
+        protect::git_repo_moved_to_an_old_entry_is_swept,
+    ),
+    (
         "git_repo_in_unlistable_dir_is_swept",
         protect::git_repo_in_unlistable_dir_is_swept,
     ),

@@ -538,6 +538,90 @@ pub fn git_dir_moved_into_place_is_swept(fx: &Fx) -> Result<(), String> {
     })
 }
 
+/// git takes a directory for a git directory with a `HEAD` link, or
+/// `objects` and `refs` through links, where sbx looked only for a
+/// file and two directories. In one run the command makes `sub` with
+/// its `refs` a link and a config whose `core.worktree` is `.` and
+/// whose `core.fsmonitor` runs a program: after the run the config is
+/// moved aside, and the user's `git status` in `sub/src` runs nothing
+/// (old: it ran). Control: put back, it runs.
+pub fn git_dir_with_linked_refs_is_swept(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_dir_with_linked_refs_is_swept")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "mkdir -p sub/objects sub/r sub/src && ln -s r sub/refs && \
+             echo 'ref: refs/heads/main' > sub/HEAD && \
+             printf '[core]\\n\\trepositoryformatversion = 0\\n\\tworktree = .\\n' > sub/config && \
+             {} >> sub/config && echo planted",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "planted", || format!("the run: {out:?}"))?;
+    let config = fx.ws.join("sub/config");
+    let aside = fx.ws.join("sub/config.sbx-blocked");
+    check(!config.exists() && aside.exists(), || {
+        format!("the config stayed: {}", out.stderr)
+    })?;
+    let _ = git(fx, "sub/src", &["status", "--short"]);
+    check(!Path::new(&mark).exists(), || {
+        "git status in sub/src ran the planted core.fsmonitor".into()
+    })?;
+    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
+    let _ = git(fx, "sub/src", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run".into()
+    })
+}
+
+/// A submodule entry deeper than the walk, added in one run while
+/// nothing is there, and a repository with a planted `core.fsmonitor`
+/// made deeper still in the same run; the next run leaves the index
+/// alone and moves the repository to the entry. Its files are older
+/// than that run, but it was not there at launch: its config is moved
+/// aside, and the user's `git status` at the top runs nothing (old: it
+/// ran). Control: put back, it runs there.
+pub fn git_repo_moved_to_an_old_entry_is_swept(fx: &Fx) -> Result<(), String> {
+    if !git_repo(fx, "git_repo_moved_to_an_old_entry_is_swept")? {
+        return Ok(());
+    }
+    let mark = fx.path("fsmonitor-ran");
+    let out = sh(
+        fx,
+        &format!(
+            "git init -q e1/e2/e3/e4/sub && {} >> e1/e2/e3/e4/sub/.git/config && \
+             git -C e1/e2/e3/e4/sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && \
+             git update-index --add --cacheinfo \"160000,$(git -C e1/e2/e3/e4/sub rev-parse HEAD),d1/d2/d3/d4\" && \
+             echo staged",
+            fsmonitor(&mark)
+        ),
+    );
+    check(out.answer() == "staged", || format!("run 1: {out:?}"))?;
+    let _ = std::fs::remove_file(&mark);
+    let out = sh(
+        fx,
+        "mkdir -p d1/d2/d3 && mv e1/e2/e3/e4/sub d1/d2/d3/d4 && echo moved",
+    );
+    check(out.answer() == "moved", || format!("run 2: {out:?}"))?;
+    let config = fx.ws.join("d1/d2/d3/d4/.git/config");
+    let aside = fx.ws.join("d1/d2/d3/d4/.git/config.sbx-blocked");
+    check(!config.exists() && aside.exists(), || {
+        format!("the config moved to the entry stayed: {}", out.stderr)
+    })?;
+    let _ = git(fx, "", &["status", "--short"]);
+    check(!Path::new(&mark).exists(), || {
+        "git status at the top ran the planted core.fsmonitor".into()
+    })?;
+    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
+    let _ = git(fx, "", &["status", "--short"]);
+    check(Path::new(&mark).exists(), || {
+        "control: the restored config did not run".into()
+    })
+}
+
 /// A directory the sweep cannot list (mode 0111: git still goes
 /// through it) hides nothing: a repository made in it, within the
 /// walk's depth, has its planted config moved aside and the run says

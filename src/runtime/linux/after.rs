@@ -32,12 +32,18 @@ impl AfterRun {
     /// and the start-up files of Python's user site under `home`.
     /// A protection beneath no writable rule (none without Landlock) is
     /// reached from the directory above it.
+    /// `runs`: the journal's directory, where the runs going now are
+    /// found.
     pub fn launch(
         writable: &[String],
         protections: &[String],
         repo_tops: Vec<String>,
         home: &str,
+        runs: Option<&std::path::Path>,
     ) -> Self {
+        // Whatever changes from here on, during the walks below too, has
+        // a ctime from here on.
+        let since = repos::Stamp::now();
         let mut dirs: Vec<String> = writable.to_vec();
         for p in protections.iter().chain(&repo_tops) {
             let covered = writable
@@ -52,11 +58,22 @@ impl AfterRun {
         let tops = Tops::open(&dirs);
         let records = identity::record(&tops, protections);
         let usersite = usersite::Snapshot::take(&tops, home);
-        let known = repos::known_at_launch(
+        // The other runs going now, before and after the walk (one may
+        // start meanwhile): what their commands put in the tree since
+        // their launch no sweep has looked at yet, so a git directory
+        // counts as there at launch only where each of them knew it too.
+        let live = |known: &mut Vec<_>| {
+            if let Some(runs) = runs {
+                known.extend(journal::live_known(runs, &repo_tops));
+            }
+        };
+        let mut others = Vec::new();
+        live(&mut others);
+        let own = repos::known_at_launch(
             &repos::Sweep {
                 tops: &tops,
                 recorded: &HashSet::new(),
-                since: repos::Stamp::now(),
+                since,
                 writable,
                 known: None,
             },
@@ -64,13 +81,17 @@ impl AfterRun {
             crate::lower::git::NESTED_DEPTH,
             crate::lower::git::DIR_BUDGET,
         );
+        live(&mut others);
+        let known = others.into_iter().fold(own, |k, other| {
+            let (k, other) = (k?, other?);
+            Some(k.intersection(&other).copied().collect())
+        });
         AfterRun {
             tops,
             records,
             repo_tops,
             writable: writable.to_vec(),
-            // Whatever the command changes has a ctime from here on.
-            since: repos::Stamp::now(),
+            since,
             usersite,
             known,
         }

@@ -27,8 +27,9 @@ use super::after::AfterRun;
 use super::beneath::Tops;
 use super::handover::Held;
 use super::identity::{Record, Seen};
-use super::repos::Stamp;
+use super::repos::{Identity, Stamp};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
@@ -278,6 +279,49 @@ fn save(after: &AfterRun, temp: Option<&Path>) -> io::Result<Saved> {
             v
         }),
     })
+}
+
+/// What another run recorded at its launch, as [`live_known`] reads it.
+#[derive(Deserialize)]
+struct Launched {
+    repo_tops: Vec<String>,
+    #[serde(default)]
+    known: Option<Vec<Identity>>,
+}
+
+/// The launch records of the other runs going now (their entries
+/// locked) whose repository tops share one of `tops`: `None` for one
+/// without a record (its launch walk did not finish, or an earlier
+/// version wrote it). Their commands may have changed the tree since
+/// those launches, so a run starting now trusts only a git directory
+/// that they knew too ([`super::after::AfterRun::launch`]).
+pub fn live_known(runs: &Path, tops: &[String]) -> Vec<Option<HashSet<Identity>>> {
+    let mut out = Vec::new();
+    let Ok(list) = crate::dirents::read_dir(runs) else {
+        return out;
+    };
+    for path in list.flatten().map(crate::dirents::Entry::into_path) {
+        if !is_entry_name(&path) {
+            continue;
+        }
+        let Ok(mut file) = File::open(&path) else {
+            continue;
+        };
+        if super::kernel::flock(&file, false).is_ok() {
+            // Not a live run (a free slot, or one ended without its work).
+            continue;
+        }
+        let Ok(text) = read_entry(&mut file) else {
+            continue;
+        };
+        let Ok(other) = serde_json::from_slice::<Launched>(&text) else {
+            continue;
+        };
+        if other.repo_tops.iter().any(|t| tops.contains(t)) {
+            out.push(other.known.map(|k| k.into_iter().collect()));
+        }
+    }
+    out
 }
 
 /// The sweep starts of the other runs still going (their entries
@@ -618,6 +662,7 @@ mod tests {
             &[p("ws/.git/config"), p("ws/.envrc")],
             Vec::new(),
             "",
+            Some(runs),
         );
         let entry = Entry::write(runs, &after, None).unwrap();
         (after, entry)
@@ -753,10 +798,10 @@ mod tests {
         let (t, runs) = scratch_runs("live");
         fs::create_dir_all(t.join("ws")).unwrap();
         let ws = t.join("ws").to_str().unwrap().to_string();
-        let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "");
+        let early = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "", None);
         let live = Entry::write(&runs, &early, None).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let late = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "");
+        let late = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "", None);
         let ours = Entry::write(&runs, &late, None).unwrap();
         let tops = [ws.clone(), "/elsewhere".to_string()];
         assert_eq!(left_to_others(ours.path(), &tops, late.since), [ws]);
@@ -767,6 +812,49 @@ mod tests {
         live.remove();
         assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         ours.remove();
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// A run going now vouches only for what it knew at its own launch:
+    /// a repository its command moved into the tree before this run's
+    /// launch is not there at launch for this run either (the other
+    /// command may move it away before its own sweep, and back later).
+    /// Control: the repository both knew stays known.
+    #[test]
+    fn a_run_going_now_narrows_what_counts_as_there_at_launch() {
+        let (t, runs) = scratch_runs("narrow");
+        let ws = t.join("ws");
+        let git = |d: &str| {
+            for sub in ["objects", "refs"] {
+                fs::create_dir_all(ws.join(d).join(sub)).unwrap();
+            }
+            fs::write(ws.join(d).join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        };
+        git(".git");
+        git("old/.git");
+        let w = ws.to_str().unwrap().to_string();
+        let id = |d: &str| {
+            let m = fs::symlink_metadata(ws.join(d)).unwrap();
+            (m.dev(), m.ino())
+        };
+        let launch = |runs: Option<&Path>| {
+            AfterRun::launch(std::slice::from_ref(&w), &[], vec![w.clone()], "", runs)
+        };
+        let early = launch(Some(&runs));
+        let live = Entry::write(&runs, &early, None).unwrap();
+        // Its command moves a repository in.
+        git("planted/.git");
+        let alone = launch(None).known.unwrap();
+        assert!(alone.contains(&id("planted/.git")));
+        let late = launch(Some(&runs)).known.unwrap();
+        assert!(!late.contains(&id("planted/.git")), "{late:?}");
+        assert!(late.contains(&id("old/.git")) && late.contains(&id(".git")));
+        // Once it has ended, its sweep has looked there: known again.
+        live.remove();
+        assert!(launch(Some(&runs))
+            .known
+            .unwrap()
+            .contains(&id("planted/.git")));
         fs::remove_dir_all(&t).unwrap();
     }
 
@@ -791,7 +879,7 @@ mod tests {
     fn launch(t: &Path) -> AfterRun {
         fs::create_dir_all(t.join("ws")).unwrap();
         let ws = t.join("ws").to_str().unwrap().to_string();
-        AfterRun::launch(&[ws], &[], Vec::new(), "")
+        AfterRun::launch(&[ws], &[], Vec::new(), "", None)
     }
 
     #[test]

@@ -64,9 +64,13 @@ pub struct Swept {
     pub moved: Vec<(String, String)>,
     /// (path, error): changed, but it could not be moved.
     pub failed: Vec<(String, String)>,
-    /// Directories left unswept when the directory budget ran out (each
-    /// with what lies below it); 0 when the sweep went everywhere.
+    /// Places left unswept (each with what lies below it): when the
+    /// directory budget ran out, or past another bound (indexes,
+    /// submodule entries, directories below a `modules`), or not
+    /// listable; 0 when the sweep went everywhere.
     pub unswept: usize,
+    /// The walk's directory budget ran out.
+    pub stopped: bool,
     /// (index file, why): not read for its submodule entries.
     pub unread: Vec<(String, String)>,
     /// (config, why): the reason a config moved (or was to move) aside;
@@ -134,7 +138,8 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             Met::Bare => look_in(s, top, dir, &mut out, Look::ByLaunch),
         },
     );
-    out.unswept += unswept;
+    out.unswept += unswept.0;
+    out.stopped = unswept.1;
     // `git status` at a top recurses into every submodule its index
     // names, at any depth, and on into the submodules each of those
     // names in its own index (`.git/modules/NAME/index`): those
@@ -210,14 +215,14 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             // it: an entry added later (git add, in another run) leads
             // git to what it planted then. So where this run changed the
             // index, what would run there moves aside whatever its age.
-            // Within it, the launch record says which git directories
-            // were there (as for the walk's own).
+            // Otherwise the launch record says which git directories
+            // were there: deeper than the walk too, where a repository
+            // planted deep in one run could be moved to an entry added
+            // in another (its files keep their ctimes).
             let look = if changed && deep > depth {
                 Look::Strict
-            } else if deep <= depth {
-                Look::ByLaunch
             } else {
-                Look::ByTime
+                Look::ByLaunch
             };
             // What the walk moved already is no longer there.
             dot_git(s, top, &at, &mut out, look);
@@ -276,7 +281,13 @@ enum Met {
 /// that they look at the same places. Returns how many directories were
 /// left unlooked (each with what lies below it): the budget ran out, or
 /// one could not be listed.
-fn walk(tops: &Tops, starts: &[String], depth: usize, budget: usize, meet: &mut Meet) -> usize {
+fn walk(
+    tops: &Tops,
+    starts: &[String],
+    depth: usize,
+    budget: usize,
+    meet: &mut Meet,
+) -> (usize, bool) {
     let mut unswept = 0;
     let mut left = budget;
     let mut todo: Vec<(At, usize)> = starts
@@ -287,8 +298,7 @@ fn walk(tops: &Tops, starts: &[String], depth: usize, budget: usize, meet: &mut 
         .collect();
     while let Some(((top, dir), level)) = todo.pop() {
         if left == 0 {
-            unswept += todo.len() + 1;
-            break;
+            return (unswept + todo.len() + 1, true);
         }
         left -= 1;
         let t = tops.get(top);
@@ -315,7 +325,7 @@ fn walk(tops: &Tops, starts: &[String], depth: usize, budget: usize, meet: &mut 
             continue;
         };
         let mut subdirs = Vec::new();
-        let (mut head, mut objects, mut refs) = (false, false, false);
+        let (mut head, mut objects, mut refs, mut common) = (false, false, false, false);
         for (name, d_type) in names {
             let p = join(&dir, &name);
             let Some(kind) = kind_of(t, &p, d_type) else {
@@ -323,19 +333,23 @@ fn walk(tops: &Tops, starts: &[String], depth: usize, budget: usize, meet: &mut 
             };
             match name.as_slice() {
                 b".git" => meet((top, &dir), level, Met::DotGit),
-                b"HEAD" => head = kind == libc::S_IFREG,
-                b"objects" => objects = kind == libc::S_IFDIR,
-                b"refs" => refs = kind == libc::S_IFDIR,
-                _ if kind == libc::S_IFDIR => subdirs.push(p),
-                _ => {}
+                b"HEAD" => head = true,
+                b"objects" => objects = true,
+                b"refs" => refs = true,
+                _ => {
+                    common |= name == b"commondir";
+                    if kind == libc::S_IFDIR {
+                        subdirs.push(p);
+                    }
+                }
             }
         }
-        if head && objects && refs {
+        if git_dir_names(head, objects, refs, common) {
             meet((top, &dir), level, Met::Bare);
         }
         todo.extend(subdirs.into_iter().rev().map(|d| ((top, d), level + 1)));
     }
-    unswept
+    (unswept, false)
 }
 
 /// A directory's identity (device, inode).
@@ -362,8 +376,13 @@ pub fn known_at_launch(
     budget: usize,
 ) -> Option<HashSet<Identity>> {
     let mut known = HashSet::new();
-    let mut in_modules = 0;
-    let unlooked = walk(s.tops, starts, depth, budget, &mut |(top, dir), _, met| {
+    // Each git directory once, however many `.git` files name it, and
+    // one budget for what lies below them all: this is on the way to
+    // the command.
+    let mut seen: HashSet<(usize, Vec<u8>)> = HashSet::new();
+    let mut left = MODULES_BUDGET;
+    let mut unlooked = 0;
+    let walked = walk(s.tops, starts, depth, budget, &mut |(top, dir), _, met| {
         let g = match met {
             Met::DotGit => {
                 // The `.git` itself: a gitdir file or a link too.
@@ -373,11 +392,29 @@ pub fn known_at_launch(
             Met::Bare => Some((top, dir.to_vec())),
         };
         let Some((gt, g)) = g else { return };
+        if !seen.insert((gt, g.clone())) {
+            return;
+        }
         let t = s.tops.get(gt);
         known.extend(identity(t, &g));
-        in_modules += modules_of(t, &g, &mut |c| known.extend(identity(t, c)));
+        let mut note = |c: &[u8]| known.extend(identity(t, c));
+        unlooked += modules_of(t, &g, &mut left, &mut note);
+        // Linked worktrees' git directories, and their submodules'.
+        for wg in worktrees_of(t, &g) {
+            note(&wg);
+            unlooked += modules_of(t, &wg, &mut left, &mut note);
+        }
     });
-    (unlooked + in_modules == 0).then_some(known)
+    (walked.0 + unlooked == 0).then_some(known)
+}
+
+/// The git directories of git directory `g`'s linked worktrees
+/// (`g/worktrees/NAME`).
+fn worktrees_of(t: &Top, g: &[u8]) -> Vec<Vec<u8>> {
+    let base = join(g, b"worktrees");
+    t.list(&base)
+        .map(|names| names.iter().map(|n| join(&base, n)).collect())
+        .unwrap_or_default()
 }
 
 /// At most this many bytes of index files are read after a run, in all.
@@ -475,11 +512,25 @@ fn components(rel: &[u8]) -> usize {
     rel.split(|&b| b == b'/').count()
 }
 
-/// What git takes for a git directory: `HEAD`, `objects` and `refs`.
+/// What git may take for a git directory, of any type each (git takes a
+/// `HEAD` link, and `objects` and `refs` through links; a `commondir`
+/// names where those two are): see [`git_dir_names`].
 fn repository(t: &Top, dir: &[u8]) -> bool {
-    is(t, &join(dir, b"HEAD"), libc::S_IFREG)
-        && is(t, &join(dir, b"objects"), libc::S_IFDIR)
-        && is(t, &join(dir, b"refs"), libc::S_IFDIR)
+    let has = |name: &[u8]| t.lstat(&join(dir, name)).is_ok();
+    git_dir_names(
+        has(b"HEAD"),
+        has(b"objects"),
+        has(b"refs"),
+        has(b"commondir"),
+    )
+}
+
+/// Whether a directory holding these names may be a git directory to git
+/// (`is_git_directory`: a `HEAD`, and `objects` and `refs` here or in
+/// the directory its `commondir` names). A wider test than git's: a
+/// directory that is not one only gets looked in.
+fn git_dir_names(head: bool, objects: bool, refs: bool, commondir: bool) -> bool {
+    head && ((objects && refs) || commondir)
 }
 
 /// The type (`S_IFMT` bits) of `rel` beneath `t`, listed with `d_type`:
@@ -546,11 +597,11 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, look: Look) {
     let Ok((_, st)) = t.lstat(&g) else {
         return;
     };
-    // A `.git` that was not there at launch (an old gitdir file or link
+    // A `.git` link or unreadable file that was not there at launch (one
     // whose directory was renamed into place) leads where no sweep
-    // looked: strict, as for a git directory.
-    let strict = look.strict(s, top, &g);
-    let look = if strict { Look::Strict } else { look };
+    // looked. A gitdir file leads to a git directory, which is judged by
+    // its own identity ([`look_in`]).
+    let strict = look.judge(s, top, &g).strict;
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFDIR {
         look_in(s, top, &g, out, look);
@@ -630,13 +681,8 @@ fn writable_dir(s: &Sweep, i: usize, rel: &[u8]) -> Option<(usize, Vec<u8>)> {
 /// the worktree's `.git`), or `None` where it does not.
 fn linked_worktrees(s: &Sweep, gt: usize, g: &[u8]) -> Vec<(Vec<u8>, Option<At>)> {
     let t = s.tops.get(gt);
-    let base = join(g, b"worktrees");
-    let Ok(names) = t.list(&base) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for name in names {
-        let wg = join(&base, &name);
+    for wg in worktrees_of(t, g) {
         if t.lstat(&join(&wg, b"index")).is_err() {
             continue;
         }
@@ -815,21 +861,30 @@ fn changed(s: &Sweep, t: &Top, rel: &[u8], st: &libc::stat) -> bool {
 enum Look {
     /// Whatever their age, where something would run ([`parts_in`]).
     Strict,
-    /// By their ctimes.
-    ByTime,
-    /// Reached where the launch record went: strict for a git directory
-    /// that was not there at launch ([`known_at_launch`]), by ctimes for
-    /// one that was.
+    /// Strict for a git directory that was not there at launch
+    /// ([`known_at_launch`]), by ctimes for one that was (and for all
+    /// where the launch record is missing).
     ByLaunch,
 }
 
+/// How the parts of one git directory (or one `.git`) are judged.
+#[derive(Clone, Copy)]
+struct Judged {
+    /// Whatever their age, where something would run ([`parts_in`]).
+    strict: bool,
+    /// Not there at launch as far as the launch record says: its parts
+    /// recorded at launch were never looked at by a sweep either (put
+    /// there by another run's command going at the time), so they are
+    /// judged like the rest.
+    unvetted: bool,
+}
+
 impl Look {
-    /// Whether git directory `g` beneath `top` gets the strict look.
-    fn strict(self, s: &Sweep, top: usize, g: &[u8]) -> bool {
-        match self {
-            Look::Strict => true,
-            Look::ByTime => false,
-            Look::ByLaunch => s.unknown(top, g),
+    fn judge(self, s: &Sweep, top: usize, g: &[u8]) -> Judged {
+        let unvetted = s.unknown(top, g);
+        Judged {
+            strict: self == Look::Strict || unvetted,
+            unvetted,
         }
     }
 }
@@ -837,13 +892,14 @@ impl Look {
 /// The parts of git directory `g` changed during the run (`look`:
 /// [`Look`]), its submodules' too.
 fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
-    let strict = look.strict(s, top, g);
-    if !out.looked.insert((top, g.to_vec(), strict)) {
+    let judged = look.judge(s, top, g);
+    if !out.looked.insert((top, g.to_vec(), judged.strict)) {
         return;
     }
-    parts_in(s, top, g, out, strict);
-    // Below it, each directory is told by its own identity.
-    let look = if strict { Look::Strict } else { look };
+    parts_in(s, top, g, out, judged);
+    // Below a strict one, strict too; else each directory by its own
+    // identity.
+    let look = if judged.strict { Look::Strict } else { look };
     modules_in(s, top, g, out, look);
 }
 
@@ -859,23 +915,26 @@ const MODULES_BUDGET: usize = 1000;
 /// keeps them in another file.
 fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
     let mut found = Vec::new();
-    out.unswept += modules_of(s.tops.get(top), g, &mut |c| found.push(c.to_vec()));
+    let mut left = MODULES_BUDGET;
+    out.unswept += modules_of(s.tops.get(top), g, &mut left, &mut |c| {
+        found.push(c.to_vec())
+    });
     for c in found {
-        parts_in(s, top, &c, out, look.strict(s, top, &c));
+        parts_in(s, top, &c, out, look.judge(s, top, &c));
     }
 }
 
 /// Every directory below git directory `g`'s `modules` that the bounds
-/// allow (a submodule's git directory, or one on the way to one), in a
-/// fixed order, each told to `each` before what lies below it is
-/// listed; returns how many were left unlooked (with what lies below
-/// them). Absent `modules` is nothing to look at.
-fn modules_of(t: &Top, g: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
+/// allow (a submodule's git directory, or one on the way to one; at
+/// most `left` listed, counted down), in a fixed order, each told to
+/// `each` before what lies below it is listed; returns how many were
+/// left unlooked (with what lies below them). Absent `modules` is
+/// nothing to look at.
+fn modules_of(t: &Top, g: &[u8], left: &mut usize, each: &mut dyn FnMut(&[u8])) -> usize {
     let mut unlooked = 0;
-    let mut left = MODULES_BUDGET;
     let mut todo = vec![(join(g, b"modules"), 0)];
     while let Some((d, level)) = todo.pop() {
-        if left == 0 {
+        if *left == 0 {
             unlooked += todo.len() + 1;
             break;
         }
@@ -889,7 +948,7 @@ fn modules_of(t: &Top, g: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
                 continue;
             }
         };
-        left -= 1;
+        *left -= 1;
         for (name, d_type) in names {
             let c = join(&d, &name);
             if kind_of(t, &c, d_type) != Some(libc::S_IFDIR) {
@@ -916,7 +975,8 @@ fn modules_of(t: &Top, g: &[u8], each: &mut dyn FnMut(&[u8])) -> usize {
 /// moved aside. `strict`: whatever their age, where something would run
 /// (hooks other than `*.sample`, a config with a key that is not inert,
 /// a `commondir`), for a repository no earlier run's sweep looked at.
-fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
+fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, judged: Judged) {
+    let strict = judged.strict;
     let t = s.tops.get(top);
     for part in PARTS {
         let p = join(g, part.as_bytes());
@@ -924,7 +984,7 @@ fn parts_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, strict: bool) {
             continue;
         };
         let dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-        let moves = if s.recorded.contains(&t.show(&p)) {
+        let moves = if s.recorded.contains(&t.show(&p)) && !judged.unvetted {
             false
         } else if strict && part == "hooks" && dir {
             has_hooks(t, &p)
@@ -1045,11 +1105,20 @@ pub fn report(s: &Swept, budget: usize, warnings: &mut Vec<String>) {
             "sbx: warning: {p} {why}: review the submodules it names before running git there"
         ));
     }
-    if s.unswept > 0 {
+    if s.stopped {
         warnings.push(format!(
             "sbx: warning: the search for git repositories changed during the run stopped \
              after {budget} directories, {} unswept (with what lies below them): review \
              repositories below the workspace before running git there",
+            s.unswept
+        ));
+    } else if s.unswept > 0 {
+        warnings.push(format!(
+            "sbx: warning: the search for git repositories changed during the run left {} \
+             places unswept (with what lies below them), past its bounds ({MAX_INDEXES} \
+             indexes, {MAX_LINKS} submodule entries, {MODULES_BUDGET} directories below a \
+             git directory's modules) or not listable: review repositories below the \
+             workspace before running git there",
             s.unswept
         ));
     }

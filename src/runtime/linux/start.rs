@@ -990,7 +990,13 @@ fn set_up(
         proxy_sock = back.proxy;
         mount_ns_sock = Some(back.mount_ns);
     }
-    let after = after::AfterRun::launch(&writable, &protections, repo_tops, &values.home);
+    let after = after::AfterRun::launch(
+        &writable,
+        &protections,
+        repo_tops,
+        &values.home,
+        runs.as_ref().ok().map(PathBuf::as_path),
+    );
     let temp_base = private_temp.as_mut().and_then(temp::PrivateTemp::hand_over);
     let entry = if after.is_empty() && temp_base.is_none() {
         None

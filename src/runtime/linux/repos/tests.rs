@@ -307,6 +307,126 @@ fn a_git_directory_moved_into_place_gets_the_strict_look() {
     assert_eq!(launch(&t, 2), None);
 }
 
+/// An entry deeper than the walk, added in an earlier run (when nothing
+/// was there), to which this run moves a repository planted deeper
+/// still: the index did not change in this run, but the repository was
+/// not there at launch, so its config moves aside (old: its ctime
+/// decided). Control: a deep submodule there at launch, its git
+/// directory in the top's `.git/modules` (as `git submodule` makes it),
+/// keeps its own. (One whose git directory lies in its deep worktree is
+/// not in the launch record, which does not read indexes: it gets the
+/// strict look too, docs/protected.md.)
+#[test]
+fn a_repository_moved_to_an_old_deep_entry_gets_the_strict_look() {
+    let t = Tree::new("deep-entry");
+    t.gitdir("ws/.git");
+    fs::write(
+        t.0.join("ws/.git/index"),
+        index_of(&["d1/d2/d3/d4", "k1/k2/k3/k4"]),
+    )
+    .unwrap();
+    t.gitdir("ws/e1/e2/e3/e4/sub/.git");
+    t.gitdir("ws/.git/modules/k");
+    t.write(
+        "ws/k1/k2/k3/k4/.git",
+        "gitdir: ../../../../.git/modules/k\n",
+    );
+    let known = launch(&t, 100).unwrap();
+    let since = t.start();
+    fs::create_dir_all(t.0.join("ws/d1/d2/d3")).unwrap();
+    fs::rename(t.0.join("ws/e1/e2/e3/e4/sub"), t.0.join("ws/d1/d2/d3/d4")).unwrap();
+    let s = swept_knowing(&t, since, 100, Some(&known));
+    assert!(!t.exists("ws/d1/d2/d3/d4/.git/config"), "{s:?}");
+    assert!(t.exists("ws/.git/modules/k/config"), "{s:?}");
+}
+
+/// git takes more for a git directory than `HEAD`, `objects` and `refs`
+/// as a file and two directories: a `HEAD` link, `objects` or `refs`
+/// through a link, or a `commondir` naming where they are. Each such
+/// directory made in the run has its config, or its `commondir`, moved
+/// aside.
+#[test]
+fn git_directories_as_git_takes_them_are_swept() {
+    use std::os::unix::fs::symlink;
+    let t = Tree::new("as-git");
+    t.gitdir("ws/.git");
+    let since = t.start();
+    t.gitdir("ws/a");
+    fs::remove_file(t.0.join("ws/a/HEAD")).unwrap();
+    symlink("refs/heads/main", t.0.join("ws/a/HEAD")).unwrap();
+    t.gitdir("ws/b");
+    fs::rename(t.0.join("ws/b/refs"), t.0.join("ws/b/r")).unwrap();
+    symlink("r", t.0.join("ws/b/refs")).unwrap();
+    t.write("ws/c/HEAD", "ref: refs/heads/main\n");
+    t.write("ws/c/commondir", "../common\n");
+    let s = swept(&t, since, 100);
+    let moved: Vec<&str> = s.moved.iter().map(|(p, _)| p.as_str()).collect();
+    let want = ["ws/a/config", "ws/b/config", "ws/c/commondir"].map(|p| t.p(p));
+    assert_eq!(moved, want.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// The launch record is on the way to the command: a git directory
+/// named by many `.git` files is looked in once, and the directories
+/// below all `modules` share one budget; past it there is no record
+/// (the sweep's own walk says what it could not search).
+#[test]
+fn the_launch_record_is_bounded() {
+    let t = Tree::new("launch-bound");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/g");
+    for i in 0..50 {
+        t.write(&format!("ws/w{i}/.git"), "gitdir: ../g\n");
+    }
+    // Looked in once: 50 times 30 directories would be past the budget.
+    for i in 0..30 {
+        fs::create_dir_all(t.0.join(format!("ws/g/modules/m/{i}"))).unwrap();
+    }
+    assert!(launch(&t, 100).is_some());
+    for i in 0..MODULES_BUDGET {
+        fs::create_dir_all(t.0.join(format!("ws/g/modules/m/{i}"))).unwrap();
+    }
+    assert_eq!(launch(&t, 100), None);
+}
+
+/// A repository whose parts were recorded at launch but which was not
+/// there at launch as far as the record says (another run's command
+/// put it there) is judged like the rest: its recorded config moves
+/// aside. Control: with it known, the recorded config stays.
+#[test]
+fn recorded_parts_of_an_unvetted_repository_are_judged() {
+    let t = Tree::new("unvetted");
+    t.gitdir("ws/.git");
+    t.gitdir("ws/sub/.git");
+    let since = t.start();
+    let tops = Tops::open(&[t.p("ws")]);
+    let recorded: HashSet<String> = [t.p("ws/sub/.git/config")].into_iter().collect();
+    let writable = [t.p("ws")];
+    let sweep_with = |known: &HashSet<Identity>| {
+        let s = Sweep {
+            tops: &tops,
+            recorded: &recorded,
+            since,
+            writable: &writable,
+            known: Some(known),
+        };
+        sweep(&s, &[t.p("ws")], 3, 100)
+    };
+    let all = launch(&t, 100).unwrap();
+    let s = sweep_with(&all);
+    assert!(s.moved.is_empty(), "{s:?}");
+    let m = fs::symlink_metadata(t.0.join("ws/sub/.git")).unwrap();
+    let without: HashSet<Identity> = {
+        use std::os::unix::fs::MetadataExt;
+        all.iter()
+            .copied()
+            .filter(|i| *i != (m.dev(), m.ino()))
+            .collect()
+    };
+    let s = sweep_with(&without);
+    assert_eq!(s.moved.len(), 1, "{s:?}");
+    assert!(!t.exists("ws/sub/.git/config"));
+}
+
 #[test]
 fn a_hooks_directory_renamed_into_place_counts() {
     let t = Tree::new("renamed");
@@ -726,4 +846,30 @@ fn linked_worktrees_indexes_are_read() {
     assert!(!t.exists("ws/a/b/c/d/wt/x/.git/config"), "{s:?}");
     assert!(!t.exists("ws/.git/worktrees/out/index"), "{s:?}");
     assert!(t.exists("ws/.git/worktrees/wt/index"));
+}
+
+/// The warning names the bound that was met: the walk's directories,
+/// or the others (old: every place unswept was said to be past the
+/// 2000 directories).
+#[test]
+fn the_warning_names_the_bound_met() {
+    let said = |stopped| {
+        let s = Swept {
+            unswept: 3,
+            stopped,
+            ..Swept::default()
+        };
+        let mut w = Vec::new();
+        report(&s, 2000, &mut w);
+        w.join("\n")
+    };
+    assert!(said(true).contains("stopped after 2000 directories, 3 unswept"));
+    let other = said(false);
+    assert!(
+        other.contains("left 3 places unswept") && other.contains("100 indexes"),
+        "{other}"
+    );
+    let mut none = Vec::new();
+    report(&Swept::default(), 2000, &mut none);
+    assert!(none.is_empty());
 }
