@@ -296,29 +296,38 @@ struct Launched {
 /// those launches, so a run starting now trusts only a git directory
 /// that they knew too ([`super::after::AfterRun::launch`]).
 pub fn live_known(runs: &Path, tops: &[String]) -> Vec<Option<HashSet<Identity>>> {
+    live::<Launched>(runs, None)
+        .into_iter()
+        .filter(|other| other.repo_tops.iter().any(|t| tops.contains(t)))
+        .map(|other| other.known.map(|k| k.into_iter().collect()))
+        .collect()
+}
+
+/// What the entries of the runs going now (locked) in `runs` hold, as
+/// `T` reads it; `own` (this run's entry) skipped. An entry that cannot
+/// be read or parsed is left out.
+fn live<T: serde::de::DeserializeOwned>(runs: &Path, own: Option<&Path>) -> Vec<T> {
     let mut out = Vec::new();
     let Ok(list) = crate::dirents::read_dir(runs) else {
         return out;
     };
     for path in list.flatten().map(crate::dirents::Entry::into_path) {
-        if !is_entry_name(&path) {
+        if Some(path.as_path()) == own || !is_entry_name(&path) {
             continue;
         }
         let Ok(mut file) = File::open(&path) else {
             continue;
         };
         if super::kernel::flock(&file, false).is_ok() {
-            // Not a live run (a free slot, or one ended without its work).
+            // Not a live run (a free slot, or one ended without its
+            // work, which is the next sweep's).
             continue;
         }
         let Ok(text) = read_entry(&mut file) else {
             continue;
         };
-        let Ok(other) = serde_json::from_slice::<Launched>(&text) else {
-            continue;
-        };
-        if other.repo_tops.iter().any(|t| tops.contains(t)) {
-            out.push(other.known.map(|k| k.into_iter().collect()));
+        if let Ok(entry) = serde_json::from_slice::<T>(&text) {
+            out.push(entry);
         }
     }
     out
@@ -340,27 +349,8 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
     let Some(runs) = own.parent() else {
         return Vec::new();
     };
-    let Ok(list) = crate::dirents::read_dir(runs) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for path in list.flatten().map(crate::dirents::Entry::into_path) {
-        if path == own || !is_entry_name(&path) {
-            continue;
-        }
-        let Ok(mut file) = File::open(&path) else {
-            continue;
-        };
-        if super::kernel::flock(&file, false).is_ok() {
-            // Not a live run: its work is the next sweep's.
-            continue;
-        }
-        let Ok(text) = read_entry(&mut file) else {
-            continue;
-        };
-        let Ok(other) = serde_json::from_slice::<Sweeps>(&text) else {
-            continue;
-        };
+    for other in live::<Sweeps>(runs, Some(own)) {
         if Stamp::from_parts(other.since) > since {
             continue;
         }
