@@ -82,10 +82,7 @@ impl AfterRun {
             crate::lower::git::DIR_BUDGET,
         );
         live(&mut others);
-        let known = others.into_iter().fold(own, |k, other| {
-            let (k, other) = (k?, other?);
-            Some(k.intersection(&other).copied().collect())
-        });
+        let known = own.and_then(|own| narrowed(own, &others));
         AfterRun {
             tops,
             records,
@@ -173,8 +170,44 @@ impl AfterRun {
             crate::lower::git::DIR_BUDGET,
         );
         repos::report(&swept, crate::lower::git::DIR_BUDGET, &mut warnings);
+        if self.known.is_none() && !starts.is_empty() && swept.unswept == 0 {
+            // Without it, a git directory moved into place keeps its
+            // files' old times, and those decided: said, as a bound met.
+            warnings.push(LAUNCH_UNRECORDED.to_string());
+        }
         warnings
     }
+}
+
+/// Said when the git directories there at launch were not recorded (the
+/// launch walk met a bound, or a run going then had no record) and the
+/// sweep said nothing of a bound itself.
+pub const LAUNCH_UNRECORDED: &str = "sbx: warning: the search at launch for git repositories \
+     did not finish (its bounds, or another sbx run going then without its record): a \
+     repository moved into place during the run was judged by its files' times alone: \
+     review repositories below the workspace before running git there";
+
+/// The git directories found at launch (each with where it was) that
+/// count as there at launch: each one beneath another live run's tops
+/// only where that run knew it too; `None` where such a run has no
+/// record.
+fn narrowed(
+    own: Vec<(repos::Identity, String)>,
+    others: &[(Vec<String>, Option<HashSet<repos::Identity>>)],
+) -> Option<HashSet<repos::Identity>> {
+    let mut known = HashSet::new();
+    for (id, path) in own {
+        let mut vouched = true;
+        for (tops, theirs) in others {
+            if tops.iter().any(|t| crate::ir::path_within(&path, t)) {
+                vouched &= theirs.as_ref()?.contains(&id);
+            }
+        }
+        if vouched {
+            known.insert(id);
+        }
+    }
+    Some(known)
 }
 
 /// How long one warning may wait for stderr to take it.
@@ -264,4 +297,47 @@ pub fn write_bounded(lines: &[String], wait_ms: i32) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run going then without a record (its launch walk met a bound,
+    /// or an earlier version) leaves this run none either; another
+    /// run's record counts only beneath its own tops.
+    #[test]
+    fn narrowed_by_the_runs_going_then() {
+        let own = vec![
+            ((1, 1), "/ws/.git".to_string()),
+            ((1, 2), "/ws/lib/x/.git".to_string()),
+        ];
+        let inner = |k: Option<HashSet<repos::Identity>>| vec![(vec!["/ws/lib".to_string()], k)];
+        let all: HashSet<_> = [(1, 1), (1, 2)].into();
+        assert_eq!(narrowed(own.clone(), &[]), Some(all.clone()));
+        assert_eq!(narrowed(own.clone(), &inner(Some(all.clone()))), Some(all));
+        assert_eq!(
+            narrowed(own.clone(), &inner(Some(HashSet::new()))),
+            Some([(1, 1)].into())
+        );
+        assert_eq!(narrowed(own, &inner(None)), None);
+    }
+
+    /// Without a launch record the sweep says so, unless it already said
+    /// that it met a bound.
+    #[test]
+    fn a_missing_launch_record_is_said() {
+        let t = std::env::temp_dir().join(format!("sbx-after-unrecorded-{}", std::process::id()));
+        let ws = t.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let w = ws.to_str().unwrap().to_string();
+        let run = |known| {
+            let mut a = AfterRun::launch(std::slice::from_ref(&w), &[], vec![w.clone()], "", None);
+            a.known = known;
+            a.work(None)
+        };
+        assert!(run(Some(HashSet::new())).is_empty());
+        assert_eq!(run(None), [LAUNCH_UNRECORDED]);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 }

@@ -290,16 +290,28 @@ struct Launched {
 }
 
 /// The launch records of the other runs going now (their entries
-/// locked) whose repository tops share one of `tops`: `None` for one
+/// locked) whose repository tops lie in one of `tops` or hold one, each
+/// with those tops: `None` for one
 /// without a record (its launch walk did not finish, or an earlier
 /// version wrote it). Their commands may have changed the tree since
 /// those launches, so a run starting now trusts only a git directory
 /// that they knew too ([`super::after::AfterRun::launch`]).
-pub fn live_known(runs: &Path, tops: &[String]) -> Vec<Option<HashSet<Identity>>> {
+pub fn live_known(runs: &Path, tops: &[String]) -> Vec<(Vec<String>, Option<HashSet<Identity>>)> {
+    use crate::ir::path_within;
     live::<Launched>(runs, None)
         .into_iter()
-        .filter(|other| other.repo_tops.iter().any(|t| tops.contains(t)))
-        .map(|other| other.known.map(|k| k.into_iter().collect()))
+        .filter(|other| {
+            other
+                .repo_tops
+                .iter()
+                .any(|o| tops.iter().any(|t| path_within(t, o) || path_within(o, t)))
+        })
+        .map(|other| {
+            (
+                other.repo_tops,
+                other.known.map(|k| k.into_iter().collect()),
+            )
+        })
         .collect()
 }
 
@@ -845,6 +857,19 @@ mod tests {
             .known
             .unwrap()
             .contains(&id("planted/.git")));
+        // A run on a workspace inside this one counts for what lies in
+        // it, and only that: a repository there it did not know is not
+        // known; one outside its tree is.
+        let lib = ws.join("lib");
+        fs::create_dir_all(&lib).unwrap();
+        let l = lib.to_str().unwrap().to_string();
+        let inner = AfterRun::launch(std::slice::from_ref(&l), &[], vec![l.clone()], "", None);
+        let live = Entry::write(&runs, &inner, None).unwrap();
+        git("lib/x/.git");
+        let late = launch(Some(&runs)).known.unwrap();
+        assert!(!late.contains(&id("lib/x/.git")), "{late:?}");
+        assert!(late.contains(&id("planted/.git")) && late.contains(&id(".git")));
+        live.remove();
         fs::remove_dir_all(&t).unwrap();
     }
 

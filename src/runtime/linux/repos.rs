@@ -366,16 +366,16 @@ fn identity(t: &Top, rel: &[u8]) -> Option<Identity> {
 /// is not one of them was made, or moved into place, during the run:
 /// it gets the strict look, whatever the age of its files (a directory
 /// assembled from files older than the run and renamed into place as
-/// `.git` keeps their ctimes). `None` when some directory was left
-/// unlooked: the sweep then decides by ctimes alone, and says what it
-/// could not search.
+/// `.git` keeps their ctimes). Each with where it was. `None` when some
+/// directory was left unlooked: the sweep then decides by ctimes alone,
+/// and says so.
 pub fn known_at_launch(
     s: &Sweep,
     starts: &[String],
     depth: usize,
     budget: usize,
-) -> Option<HashSet<Identity>> {
-    let mut known = HashSet::new();
+) -> Option<Vec<(Identity, String)>> {
+    let mut known = Vec::new();
     // Each git directory once, however many `.git` files name it, and
     // one budget for what lies below them all: this is on the way to
     // the command.
@@ -386,7 +386,9 @@ pub fn known_at_launch(
         let g = match met {
             Met::DotGit => {
                 // The `.git` itself: a gitdir file or a link too.
-                known.extend(identity(s.tops.get(top), &join(dir, b".git")));
+                let t = s.tops.get(top);
+                let g = join(dir, b".git");
+                known.extend(identity(t, &g).map(|i| (i, t.show(&g))));
                 git_dir_of(s, top, dir)
             }
             Met::Bare => Some((top, dir.to_vec())),
@@ -396,8 +398,8 @@ pub fn known_at_launch(
             return;
         }
         let t = s.tops.get(gt);
-        known.extend(identity(t, &g));
-        let mut note = |c: &[u8]| known.extend(identity(t, c));
+        let mut note = |c: &[u8]| known.extend(identity(t, c).map(|i| (i, t.show(c))));
+        note(&g);
         unlooked += modules_of(t, &g, &mut left, &mut note);
         // Linked worktrees' git directories, and their submodules'.
         for wg in worktrees_of(t, &g) {
@@ -412,9 +414,15 @@ pub fn known_at_launch(
 /// (`g/worktrees/NAME`).
 fn worktrees_of(t: &Top, g: &[u8]) -> Vec<Vec<u8>> {
     let base = join(g, b"worktrees");
-    t.list(&base)
-        .map(|names| names.iter().map(|n| join(&base, n)).collect())
-        .unwrap_or_default()
+    let Ok(names) = t.list_typed(&base) else {
+        return Vec::new();
+    };
+    names
+        .into_iter()
+        .map(|(n, d_type)| (join(&base, &n), d_type))
+        .filter(|(p, d_type)| kind_of(t, p, *d_type) == Some(libc::S_IFDIR))
+        .map(|(p, _)| p)
+        .collect()
 }
 
 /// At most this many bytes of index files are read after a run, in all.
@@ -901,6 +909,14 @@ fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
     // identity.
     let look = if judged.strict { Look::Strict } else { look };
     modules_in(s, top, g, out, look);
+    // Its linked worktrees' git directories (`worktrees/NAME`), which
+    // the launch record holds too: a gitdir file may name one, and a
+    // `commondir` there names where git finds the config.
+    let t = s.tops.get(top);
+    for wg in worktrees_of(t, g) {
+        parts_in(s, top, &wg, out, look.judge(s, top, &wg));
+        modules_in(s, top, &wg, out, look);
+    }
 }
 
 /// How deep below a git directory's `modules`, and how many directories
@@ -942,7 +958,11 @@ fn modules_of(t: &Top, g: &[u8], left: &mut usize, each: &mut dyn FnMut(&[u8])) 
             Ok(n) => n,
             Err(e) => {
                 // Absent is nothing to look at; anything else is said.
-                if e.kind() != std::io::ErrorKind::NotFound {
+                // Absent, or a file where git looks for a directory
+                // (git takes nothing there either).
+                if e.kind() != std::io::ErrorKind::NotFound
+                    && e.raw_os_error() != Some(libc::ENOTDIR)
+                {
                     unlooked += 1;
                 }
                 continue;

@@ -78,7 +78,7 @@ fn launch(t: &Tree, budget: usize) -> Option<HashSet<Identity>> {
         writable: &writable,
         known: None,
     };
-    known_at_launch(&s, &[t.p("ws")], 3, budget)
+    known_at_launch(&s, &[t.p("ws")], 3, budget).map(|k| k.into_iter().map(|(i, _)| i).collect())
 }
 
 impl Drop for Tree {
@@ -872,4 +872,25 @@ fn the_warning_names_the_bound_met() {
     let mut none = Vec::new();
     report(&Swept::default(), 2000, &mut none);
     assert!(none.is_empty());
+}
+
+/// A linked worktree's git directory (`.git/worktrees/NAME`) is in the
+/// launch record, and so the sweep looks in it too: one the command
+/// makes there, with a planted config, loses it (old: only a gitdir
+/// file naming it led there, and a known one was judged by ctimes).
+/// A file where git looks for a directory there is nothing to look at,
+/// not a bound met.
+#[test]
+fn linked_worktrees_git_directories_are_looked_in() {
+    let t = Tree::new("worktrees");
+    t.gitdir("ws/.git");
+    t.write("ws/.git/worktrees/stray", "not a directory\n");
+    fs::create_dir_all(t.0.join("ws/.git/worktrees/old")).unwrap();
+    t.write("ws/.git/worktrees/old/commondir", "../..\n");
+    let known = launch(&t, 100).expect("a file in worktrees is no bound");
+    let since = t.start();
+    t.gitdir("ws/.git/worktrees/w");
+    let s = swept_knowing(&t, since, 100, Some(&known));
+    assert!(!t.exists("ws/.git/worktrees/w/config"), "{s:?}");
+    assert!(t.exists("ws/.git/worktrees/old/commondir"), "{s:?}");
 }
