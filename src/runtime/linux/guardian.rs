@@ -53,6 +53,9 @@ impl Work {
 
     /// Do it all (the command's tree has ended); the warnings to show.
     pub fn run(mut self) -> Vec<String> {
+        if let Some(e) = &self.entry {
+            e.command_ended();
+        }
         let own = self.entry.as_ref().map(|e| e.path().to_path_buf());
         let mut warnings = self
             .after

@@ -147,7 +147,19 @@ impl Entry {
         file.write_all_at(&text[..1], 0)?;
         // No fsync: what is guarded against is sbx being killed, and the
         // page cache outlives that.
+        // While the command runs: a run ending meanwhile may leave its
+        // sweep to this one ([`left_to_others`]).
+        // Without it (a file system without such locks) no run leaves
+        // its sweep to this one: each sweeps its own.
+        let _ = super::kernel::first_byte_lock(&file, true);
         Ok(Entry { path, file })
+    }
+
+    /// The command's tree has ended and the after-run work begins: from
+    /// here on no run leaves its sweep to this one, whose sweep may have
+    /// passed what that run's command changed.
+    pub fn command_ended(&self) {
+        command_ended(&self.file);
     }
 
     /// The work is done: the slot is marked free before the lock goes, so
@@ -298,7 +310,7 @@ struct Launched {
 /// that they knew too ([`super::after::AfterRun::launch`]).
 pub fn live_known(runs: &Path, tops: &[String]) -> Vec<(Vec<String>, Option<HashSet<Identity>>)> {
     use crate::ir::path_within;
-    live::<Launched>(runs, None)
+    live::<Launched>(runs, None, Going::Any)
         .into_iter()
         .filter(|other| {
             other
@@ -315,10 +327,24 @@ pub fn live_known(runs: &Path, tops: &[String]) -> Vec<(Vec<String>, Option<Hash
         .collect()
 }
 
+/// Let go of the lock that says a run's command still runs.
+fn command_ended(file: &File) {
+    let _ = super::kernel::first_byte_lock(file, false);
+}
+
+/// Which runs [`live`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Going {
+    /// Every run going now, its after-run work included.
+    Any,
+    /// Only those whose command still runs.
+    Commands,
+}
+
 /// What the entries of the runs going now (locked) in `runs` hold, as
 /// `T` reads it; `own` (this run's entry) skipped. An entry that cannot
 /// be read or parsed is left out.
-fn live<T: serde::de::DeserializeOwned>(runs: &Path, own: Option<&Path>) -> Vec<T> {
+fn live<T: serde::de::DeserializeOwned>(runs: &Path, own: Option<&Path>, going: Going) -> Vec<T> {
     let mut out = Vec::new();
     let Ok(list) = crate::dirents::read_dir(runs) else {
         return out;
@@ -333,6 +359,9 @@ fn live<T: serde::de::DeserializeOwned>(runs: &Path, own: Option<&Path>) -> Vec<
         if super::kernel::flock(&file, false).is_ok() {
             // Not a live run (a free slot, or one ended without its
             // work, which is the next sweep's).
+            continue;
+        }
+        if going == Going::Commands && !super::kernel::first_byte_locked(&file) {
             continue;
         }
         let Ok(text) = read_entry(&mut file) else {
@@ -362,7 +391,9 @@ pub fn left_to_others(own: &Path, ours: &[String], since: Stamp) -> Vec<String> 
         return Vec::new();
     };
     let mut out = Vec::new();
-    for other in live::<Sweeps>(runs, Some(own)) {
+    // Only to a run whose command still runs: one already at its
+    // after-run work may have swept past what our command changed.
+    for other in live::<Sweeps>(runs, Some(own), Going::Commands) {
         if Stamp::from_parts(other.since) > since {
             continue;
         }
@@ -562,6 +593,8 @@ fn finish_one(path: &Path, file: File) -> Vec<String> {
 /// warnings are the run's own (as sbx would have written them) and
 /// whose temp directory is parked for the next run, as sbx parks it.
 fn finish_one_held(path: &Path, mut file: File, held: Option<Held>) -> Vec<String> {
+    // The guardian's hand-over shares the run's lock on the first byte.
+    command_ended(&file);
     let own = held.is_some();
     let shown = path.display();
     let meta = match file.metadata() {
@@ -810,7 +843,10 @@ mod tests {
         // The other way round: the live run started later and would miss
         // what was changed before it began.
         assert!(left_to_others(live.path(), &tops, early.since).is_empty());
-        // Once it has ended, nothing is left to it.
+        // Once its command has ended, its sweep may have passed what
+        // ours changed: nothing is left to it (nor once it has ended).
+        live.command_ended();
+        assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         live.remove();
         assert!(left_to_others(ours.path(), &tops, late.since).is_empty());
         ours.remove();

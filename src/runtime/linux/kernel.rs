@@ -231,6 +231,42 @@ fn renameat_noreplace(
 
 /// An exclusive `flock` on `f`, waiting for it if `wait`; released when
 /// the last descriptor of its open file closes.
+/// An open-file-description lock on `f`'s first byte: taken (`true`)
+/// or let go (`false`), never waiting. It lives with the open file
+/// description, as `flock` does, so a copy of the descriptor (the
+/// guardian's) shares it, and it goes when the last copy is closed.
+pub fn first_byte_lock(f: &File, take: bool) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut l = first_byte(if take { libc::F_WRLCK } else { libc::F_UNLCK });
+    // SAFETY: fcntl with a valid flock struct on a descriptor we own.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &mut l) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether some open file description holds [`first_byte_lock`] on the
+/// file `f` is open on (`f`'s own not counted).
+pub fn first_byte_locked(f: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut l = first_byte(libc::F_WRLCK);
+    // SAFETY: as above; F_OFD_GETLK fills `l`.
+    unsafe {
+        libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut l) == 0
+            && l.l_type != libc::F_UNLCK as i16
+    }
+}
+
+fn first_byte(kind: libc::c_int) -> libc::flock {
+    // SAFETY: an all-zero flock is a valid value, filled in below.
+    let mut l: libc::flock = unsafe { std::mem::zeroed() };
+    l.l_type = kind as i16;
+    l.l_whence = libc::SEEK_SET as i16;
+    l.l_start = 0;
+    l.l_len = 1;
+    l
+}
+
 pub fn flock(f: &File, wait: bool) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let op = if wait {
