@@ -56,11 +56,13 @@ pub struct Looked {
     stamp: Stamp,
     /// `st_mode`.
     pub mode: u32,
+    dir: bool,
+    link: bool,
 }
 
 impl Looked {
     pub fn is_dir(&self) -> bool {
-        self.mode & libc::S_IFMT == libc::S_IFDIR
+        self.dir
     }
 }
 
@@ -89,6 +91,8 @@ impl Links {
         let l = std::fs::symlink_metadata(p).ok().map(|m| Looked {
             stamp: Stamp::from(&m),
             mode: m.mode(),
+            dir: m.is_dir(),
+            link: m.is_symlink(),
         });
         self.looked.insert(p.to_path_buf(), l);
         l
@@ -126,7 +130,7 @@ impl Links {
             self.read.insert(parent.to_path_buf());
         }
         let r = match self.lstat(&next) {
-            Some(l) if l.mode & libc::S_IFMT == libc::S_IFLNK => match std::fs::read_link(&next) {
+            Some(l) if l.link => match std::fs::read_link(&next) {
                 Ok(to) if links < 40 => {
                     let base = next.parent().unwrap_or(Path::new("/"));
                     self.walk(&base.join(to), links + 1)
