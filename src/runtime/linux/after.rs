@@ -67,6 +67,8 @@ impl AfterRun {
                 known.extend(journal::live_known(runs, &repo_tops));
             }
         };
+        // No run's entry is released until the second read.
+        let walking = runs.map(journal::walking);
         let mut others = Vec::new();
         live(&mut others);
         let own = repos::known_at_launch(
@@ -82,6 +84,7 @@ impl AfterRun {
             crate::lower::git::DIR_BUDGET,
         );
         live(&mut others);
+        drop(walking);
         let known = own.and_then(|own| narrowed(own, &others));
         AfterRun {
             tops,

@@ -222,11 +222,48 @@ fn holds_entry(file: &File) -> bool {
 /// A finished entry goes: a slot is marked free (its block kept), an
 /// entry of an earlier version (its own file) is removed.
 fn release(path: &Path, file: &File) {
+    // Not while a run's launch walk is at work ([`walking`]).
+    let _none = path.parent().and_then(|runs| walks_lock(runs, true));
     if is_slot(path) {
         let _ = file.write_all_at(b".", 0);
     } else {
         let _ = std::fs::remove_file(path);
     }
+}
+
+/// The file in the journal's directory that a run's launch walk holds
+/// shared and a finished entry's release holds exclusive.
+const WALKS: &str = "walks.lock";
+
+/// The [`WALKS`] lock, taken (waiting for it): exclusive or shared.
+/// `None` where it cannot be had (each run then stands alone, as
+/// before the lock).
+fn walks_lock(runs: &Path, exclusive: bool) -> Option<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(runs.join(WALKS))
+        .ok()?;
+    let locked = if exclusive {
+        super::kernel::flock(&file, true)
+    } else {
+        super::kernel::flock_shared(&file)
+    };
+    locked.ok().map(|()| file)
+}
+
+/// Held while a run's launch walk reads the tree (the journal read
+/// before it and after it): no entry is released meanwhile, so every
+/// run whose command could change the tree during the walk is still
+/// going, and its record read, when the walk ends. A run that began and
+/// ended within the walk would otherwise be seen by neither read.
+pub struct Walking(#[allow(dead_code)] Option<File>);
+
+pub fn walking(runs: &Path) -> Walking {
+    Walking(walks_lock(runs, false))
 }
 
 fn is_slot(path: &Path) -> bool {
@@ -678,7 +715,12 @@ mod tests {
         assert!(!t.join("ws/.envrc").exists());
         assert!(!t.join("ws/.git/config").exists(), "{said:?}");
         // The slot stays, free.
-        let slots: Vec<_> = fs::read_dir(&runs).unwrap().flatten().collect();
+        // (Beside the lock launch walks take.)
+        let slots: Vec<_> = fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .filter(|e| is_entry_name(&e.path()))
+            .collect();
         assert_eq!(slots.len(), 1);
         assert!(!holds_entry(&File::open(slots[0].path()).unwrap()));
         // Done once: the next finds nothing.
@@ -909,6 +951,38 @@ mod tests {
         fs::remove_dir_all(&t).unwrap();
     }
 
+    /// While a launch walk is at work no entry is released, so a run
+    /// that began during the walk is still going at its end, and read
+    /// (an audit helper's run began and ended within another's walk,
+    /// unseen by both reads). Control: once the walk is over, the
+    /// release goes through.
+    #[test]
+    fn no_entry_is_released_during_a_launch_walk() {
+        let (t, runs) = scratch_runs("walking");
+        fs::create_dir_all(t.join("ws")).unwrap();
+        let ws = t.join("ws").to_str().unwrap().to_string();
+        let after = AfterRun::launch(std::slice::from_ref(&ws), &[], vec![ws.clone()], "", None);
+        let entry = Entry::write(&runs, &after, None).unwrap();
+        let walk = walking(&runs);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ended = std::thread::spawn(move || {
+            entry.remove();
+            tx.send(()).unwrap();
+        });
+        let wait = std::time::Duration::from_millis;
+        assert!(
+            rx.recv_timeout(wait(200)).is_err(),
+            "released during the walk"
+        );
+        assert_eq!(live::<Sweeps>(&runs, None, Going::Any).len(), 1);
+        drop(walk);
+        rx.recv_timeout(wait(5000))
+            .expect("released after the walk");
+        ended.join().unwrap();
+        assert!(live::<Sweeps>(&runs, None, Going::Any).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
     /// A scratch directory and its private `runs` directory.
     fn scratch_runs(name: &str) -> (PathBuf, PathBuf) {
         let t = scratch(name);
@@ -951,7 +1025,12 @@ mod tests {
         let text = fs::read(&path).unwrap();
         assert!(serde_json::from_slice::<Saved>(&text).is_ok());
         third.remove();
-        assert_eq!(fs::read_dir(&runs).unwrap().count(), 2);
+        let entries = fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .filter(|e| is_entry_name(&e.path()))
+            .count();
+        assert_eq!(entries, 2);
         assert!(finish_dead(&runs).is_empty());
         fs::remove_dir_all(&t).unwrap();
     }

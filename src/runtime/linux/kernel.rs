@@ -267,6 +267,16 @@ fn first_byte(kind: libc::c_int) -> libc::flock {
     l
 }
 
+/// `flock(LOCK_SH)` on `f`, waiting for it.
+pub fn flock_shared(f: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub fn flock(f: &File, wait: bool) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let op = if wait {
