@@ -67,8 +67,12 @@ impl AfterRun {
                 known.extend(journal::live_known(runs, &repo_tops));
             }
         };
-        // No run's entry is released until the second read.
+        // No run's entry is released until the second read; without
+        // that lock there is no record.
         let walking = runs.map(journal::walking);
+        let held = walking.as_ref().is_none_or(Option::is_some);
+        // Given up past this, so that no finished run waits for it.
+        let until = std::time::Instant::now() + journal::WALK_TIME;
         let mut others = Vec::new();
         live(&mut others);
         let own = repos::known_at_launch(
@@ -82,10 +86,11 @@ impl AfterRun {
             &repo_tops,
             crate::lower::git::NESTED_DEPTH,
             crate::lower::git::DIR_BUDGET,
+            until,
         );
         live(&mut others);
         drop(walking);
-        let known = own.and_then(|own| narrowed(own, &others));
+        let known = own.filter(|_| held).and_then(|own| narrowed(own, &others));
         AfterRun {
             tops,
             records,
@@ -202,15 +207,32 @@ fn narrowed(
     for (id, path) in own {
         let mut vouched = true;
         for (tops, theirs) in others {
-            if tops.iter().any(|t| crate::ir::path_within(&path, t)) {
-                vouched &= theirs.as_ref()?.contains(&id);
+            let Some(top) = tops.iter().find(|t| crate::ir::path_within(&path, t)) else {
+                continue;
+            };
+            // Deeper below its top than its walk went, that run cannot
+            // say: no record (the run says so) rather than every
+            // repository there taken for one planted.
+            if walk_level(top, &path) > crate::lower::git::NESTED_DEPTH {
+                return None;
             }
+            vouched &= theirs.as_ref()?.contains(&id);
         }
         if vouched {
             known.insert(id);
         }
     }
     Some(known)
+}
+
+/// The level below `top` at which a walk meets `path`: a `.git` and what
+/// lies in it at its worktree's level, any other directory at its own.
+fn walk_level(top: &str, path: &str) -> usize {
+    let rel = path[top.len()..].trim_start_matches('/');
+    rel.split('/')
+        .take_while(|c| *c != ".git")
+        .filter(|c| !c.is_empty())
+        .count()
 }
 
 /// How long one warning may wait for stderr to take it.
@@ -323,7 +345,16 @@ mod tests {
             narrowed(own.clone(), &inner(Some(HashSet::new()))),
             Some([(1, 1)].into())
         );
-        assert_eq!(narrowed(own, &inner(None)), None);
+        assert_eq!(narrowed(own.clone(), &inner(None)), None);
+        // A run whose top lies four levels above a repository did not
+        // walk there: no record, rather than a false alarm.
+        let outer = vec![(vec!["/".to_string()], Some(HashSet::new()))];
+        assert_eq!(narrowed(own.clone(), &outer), Some(HashSet::new()));
+        let deep = vec![((1, 3), "/a/b/c/d/.git".to_string())];
+        assert_eq!(narrowed(deep, &outer), None);
+        assert_eq!(walk_level("/ws", "/ws/a/b/.git/modules/x"), 2);
+        assert_eq!(walk_level("/ws", "/ws/.git"), 0);
+        assert_eq!(walk_level("/ws/", "/ws/a/bare.git"), 2);
     }
 
     /// Without a launch record the sweep says so, unless it already said

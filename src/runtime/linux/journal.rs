@@ -222,8 +222,11 @@ fn holds_entry(file: &File) -> bool {
 /// A finished entry goes: a slot is marked free (its block kept), an
 /// entry of an earlier version (its own file) is removed.
 fn release(path: &Path, file: &File) {
-    // Not while a run's launch walk is at work ([`walking`]).
-    let _none = path.parent().and_then(|runs| walks_lock(runs, true));
+    // Not while a run's launch walk is at work ([`walking`]); a walk
+    // gives up within WALK_TIME, so past RELEASE_WAIT none is.
+    let _none = path
+        .parent()
+        .and_then(|runs| walks_lock(runs, true, RELEASE_WAIT));
     if is_slot(path) {
         let _ = file.write_all_at(b".", 0);
     } else {
@@ -235,10 +238,17 @@ fn release(path: &Path, file: &File) {
 /// shared and a finished entry's release holds exclusive.
 const WALKS: &str = "walks.lock";
 
-/// The [`WALKS`] lock, taken (waiting for it): exclusive or shared.
-/// `None` where it cannot be had (each run then stands alone, as
-/// before the lock).
-fn walks_lock(runs: &Path, exclusive: bool) -> Option<File> {
+/// How long a launch walk may take ([`super::repos::known_at_launch`]
+/// gives up after it), and how long a release waits for the walks going
+/// on: longer, so that no walk that could still be at work is passed.
+/// The state directory is readable to commands, which can take the lock
+/// too: what they can do with it is make runs wait this long.
+pub const WALK_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// The [`WALKS`] lock, taken (waiting at most `wait`): exclusive or
+/// shared. `None` where it cannot be had.
+fn walks_lock(runs: &Path, exclusive: bool, wait: std::time::Duration) -> Option<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -247,12 +257,7 @@ fn walks_lock(runs: &Path, exclusive: bool) -> Option<File> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(runs.join(WALKS))
         .ok()?;
-    let locked = if exclusive {
-        super::kernel::flock(&file, true)
-    } else {
-        super::kernel::flock_shared(&file)
-    };
-    locked.ok().map(|()| file)
+    super::kernel::flock_within(&file, exclusive, wait).then_some(file)
 }
 
 /// Held while a run's launch walk reads the tree (the journal read
@@ -260,10 +265,12 @@ fn walks_lock(runs: &Path, exclusive: bool) -> Option<File> {
 /// run whose command could change the tree during the walk is still
 /// going, and its record read, when the walk ends. A run that began and
 /// ended within the walk would otherwise be seen by neither read.
-pub struct Walking(#[allow(dead_code)] Option<File>);
+/// `None` where it could not be had within [`WALK_TIME`] (another
+/// holds it exclusively): the run then has no launch record.
+pub struct Walking(#[allow(dead_code)] File);
 
-pub fn walking(runs: &Path) -> Walking {
-    Walking(walks_lock(runs, false))
+pub fn walking(runs: &Path) -> Option<Walking> {
+    walks_lock(runs, false, WALK_TIME).map(Walking)
 }
 
 fn is_slot(path: &Path) -> bool {

@@ -229,8 +229,6 @@ fn renameat_noreplace(
     }
 }
 
-/// An exclusive `flock` on `f`, waiting for it if `wait`; released when
-/// the last descriptor of its open file closes.
 /// An open-file-description lock on `f`'s first byte: taken (`true`)
 /// or let go (`false`), never waiting. It lives with the open file
 /// description, as `flock` does, so a copy of the descriptor (the
@@ -245,15 +243,17 @@ pub fn first_byte_lock(f: &File, take: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Whether some open file description holds [`first_byte_lock`] on the
-/// file `f` is open on (`f`'s own not counted).
+/// Whether some open file description holds [`first_byte_lock`] (a
+/// write lock) on the file `f` is open on (`f`'s own not counted). Asked
+/// as for a read lock, which only a write lock conflicts with: a read
+/// lock, which anyone who can read the file may take, does not count.
 pub fn first_byte_locked(f: &File) -> bool {
     use std::os::fd::AsRawFd;
-    let mut l = first_byte(libc::F_WRLCK);
+    let mut l = first_byte(libc::F_RDLCK);
     // SAFETY: as above; F_OFD_GETLK fills `l`.
     unsafe {
         libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut l) == 0
-            && l.l_type != libc::F_UNLCK as i16
+            && l.l_type == libc::F_WRLCK as i16
     }
 }
 
@@ -267,16 +267,31 @@ fn first_byte(kind: libc::c_int) -> libc::flock {
     l
 }
 
-/// `flock(LOCK_SH)` on `f`, waiting for it.
-pub fn flock_shared(f: &File) -> io::Result<()> {
+/// A `flock` on `f` (shared or exclusive), waiting at most `wait` for
+/// it: false where it could not be had by then. Polled, so that nothing
+/// another process holds can keep the caller for longer.
+pub fn flock_within(f: &File, exclusive: bool, wait: std::time::Duration) -> bool {
     use std::os::fd::AsRawFd;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
-        return Err(io::Error::last_os_error());
+    let op = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    } | libc::LOCK_NB;
+    let until = std::time::Instant::now() + wait;
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    Ok(())
 }
 
+/// An exclusive `flock` on `f`, waiting for it if `wait`; released when
+/// the last descriptor of its open file closes.
 pub fn flock(f: &File, wait: bool) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let op = if wait {

@@ -122,7 +122,7 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
         s.tops,
         starts,
         depth,
-        budget,
+        &mut Budget::new(budget, None),
         &mut |(top, dir), level, met| match met {
             Met::DotGit => {
                 if level > 0 && git_dir_of(s, top, dir).is_some() {
@@ -221,6 +221,8 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
             // in another (its files keep their ctimes).
             let look = if changed && deep > depth {
                 Look::Strict
+            } else if deep > depth {
+                Look::Deep
             } else {
                 Look::ByLaunch
             };
@@ -260,6 +262,29 @@ pub fn sweep(s: &Sweep, starts: &[String], depth: usize, budget: usize) -> Swept
     out
 }
 
+/// Directories a walk may list: a count, and for the launch record a
+/// moment past which it gives up (it holds the journal's walk lock,
+/// which finished runs wait for: `journal::WALK_TIME`).
+pub struct Budget {
+    left: usize,
+    until: Option<std::time::Instant>,
+}
+
+impl Budget {
+    pub fn new(left: usize, until: Option<std::time::Instant>) -> Budget {
+        Budget { left, until }
+    }
+
+    /// One more directory, if the budget allows it.
+    fn spend(&mut self) -> bool {
+        if self.left == 0 || self.until.is_some_and(|u| std::time::Instant::now() >= u) {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+}
+
 /// Told of each directory the walk meets: (top, the path beneath it),
 /// its level below the start, and what it holds.
 type Meet<'a> = dyn FnMut((usize, &[u8]), usize, Met) + 'a;
@@ -285,11 +310,10 @@ fn walk(
     tops: &Tops,
     starts: &[String],
     depth: usize,
-    budget: usize,
+    budget: &mut Budget,
     meet: &mut Meet,
 ) -> (usize, bool) {
     let mut unswept = 0;
-    let mut left = budget;
     let mut todo: Vec<(At, usize)> = starts
         .iter()
         .rev()
@@ -297,10 +321,9 @@ fn walk(
         .map(|at| (at, 0))
         .collect();
     while let Some(((top, dir), level)) = todo.pop() {
-        if left == 0 {
+        if !budget.spend() {
             return (unswept + todo.len() + 1, true);
         }
-        left -= 1;
         let t = tops.get(top);
         // What a listing would show of `dir` itself, by lookups.
         let looked_up = |meet: &mut Meet| {
@@ -317,12 +340,19 @@ fn walk(
             looked_up(meet);
             continue;
         }
-        let Ok(names) = t.list_opening_up(&dir) else {
-            // Not listable even so (another user's): the lookups, and
-            // what lies below counted as unlooked, so that the run says so.
-            looked_up(meet);
-            unswept += 1;
-            continue;
+        let names = match t.list_opening_up(&dir) {
+            Ok(names) => names,
+            // A mount point: another file system, which no walk crosses
+            // (nor its sweep), as before `d_type` said what a name is.
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => continue,
+            Err(_) => {
+                // Not listable even so (another user's): the lookups, and
+                // what lies below counted as unlooked, so that the run
+                // says so.
+                looked_up(meet);
+                unswept += 1;
+                continue;
+            }
         };
         let mut subdirs = Vec::new();
         let (mut head, mut objects, mut refs, mut common) = (false, false, false, false);
@@ -374,39 +404,47 @@ pub fn known_at_launch(
     starts: &[String],
     depth: usize,
     budget: usize,
+    until: std::time::Instant,
 ) -> Option<Vec<(Identity, String)>> {
     let mut known = Vec::new();
     // Each git directory once, however many `.git` files name it, and
     // one budget for what lies below them all: this is on the way to
     // the command.
     let mut seen: HashSet<(usize, Vec<u8>)> = HashSet::new();
-    let mut left = MODULES_BUDGET;
+    let mut below = Budget::new(LAUNCH_MODULES_BUDGET, Some(until));
     let mut unlooked = 0;
-    let walked = walk(s.tops, starts, depth, budget, &mut |(top, dir), _, met| {
-        let g = match met {
-            Met::DotGit => {
-                // The `.git` itself: a gitdir file or a link too.
-                let t = s.tops.get(top);
-                let g = join(dir, b".git");
-                known.extend(identity(t, &g).map(|i| (i, t.show(&g))));
-                git_dir_of(s, top, dir)
+    let mut dirs = Budget::new(budget, Some(until));
+    let walked = walk(
+        s.tops,
+        starts,
+        depth,
+        &mut dirs,
+        &mut |(top, dir), _, met| {
+            let g = match met {
+                Met::DotGit => {
+                    // The `.git` itself: a gitdir file or a link too.
+                    let t = s.tops.get(top);
+                    let g = join(dir, b".git");
+                    known.extend(identity(t, &g).map(|i| (i, t.show(&g))));
+                    git_dir_of(s, top, dir)
+                }
+                Met::Bare => Some((top, dir.to_vec())),
+            };
+            let Some((gt, g)) = g else { return };
+            if !seen.insert((gt, g.clone())) {
+                return;
             }
-            Met::Bare => Some((top, dir.to_vec())),
-        };
-        let Some((gt, g)) = g else { return };
-        if !seen.insert((gt, g.clone())) {
-            return;
-        }
-        let t = s.tops.get(gt);
-        let mut note = |c: &[u8]| known.extend(identity(t, c).map(|i| (i, t.show(c))));
-        note(&g);
-        unlooked += modules_of(t, &g, &mut left, &mut note);
-        // Linked worktrees' git directories, and their submodules'.
-        for wg in worktrees_of(t, &g) {
-            note(&wg);
-            unlooked += modules_of(t, &wg, &mut left, &mut note);
-        }
-    });
+            let t = s.tops.get(gt);
+            let mut note = |c: &[u8]| known.extend(identity(t, c).map(|i| (i, t.show(c))));
+            note(&g);
+            unlooked += modules_of(t, &g, &mut below, &mut note);
+            // Linked worktrees' git directories, and their submodules'.
+            for wg in worktrees_of(t, &g) {
+                note(&wg);
+                unlooked += modules_of(t, &wg, &mut below, &mut note);
+            }
+        },
+    );
     (walked.0 + unlooked == 0).then_some(known)
 }
 
@@ -609,7 +647,7 @@ fn dot_git(s: &Sweep, top: usize, dir: &[u8], out: &mut Swept, look: Look) {
     // whose directory was renamed into place) leads where no sweep
     // looked. A gitdir file leads to a git directory, which is judged by
     // its own identity ([`look_in`]).
-    let strict = look.judge(s, top, &g).strict;
+    let strict = look != Look::Deep && look.judge(s, top, &g).strict;
     let kind = st.st_mode & libc::S_IFMT;
     if kind == libc::S_IFDIR {
         look_in(s, top, &g, out, look);
@@ -873,6 +911,10 @@ enum Look {
     /// ([`known_at_launch`]), by ctimes for one that was (and for all
     /// where the launch record is missing).
     ByLaunch,
+    /// As [`Look::ByLaunch`], reached through an entry deeper than the
+    /// walk, where the launch record never holds the `.git` itself (a
+    /// submodule's gitdir file): that is judged by its ctime.
+    Deep,
 }
 
 /// How the parts of one git directory (or one `.git`) are judged.
@@ -890,6 +932,7 @@ struct Judged {
 impl Look {
     fn judge(self, s: &Sweep, top: usize, g: &[u8]) -> Judged {
         let unvetted = s.unknown(top, g);
+        // (Only `dot_git` tells a `Deep` `.git` apart.)
         Judged {
             strict: self == Look::Strict || unvetted,
             unvetted,
@@ -920,9 +963,11 @@ fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
 }
 
 /// How deep below a git directory's `modules`, and how many directories
-/// listed there at most, submodules' git directories are looked for.
+/// listed there at most, submodules' git directories are looked for;
+/// at launch, how many in all (each git directory looked in once).
 const MODULES_DEPTH: usize = 12;
 const MODULES_BUDGET: usize = 1000;
+const LAUNCH_MODULES_BUDGET: usize = 4 * MODULES_BUDGET;
 
 /// The submodules' git directories below `g/modules`, at any depth the
 /// bounds allow: a submodule's is named by its path (`modules/a/b/c`),
@@ -931,7 +976,7 @@ const MODULES_BUDGET: usize = 1000;
 /// keeps them in another file.
 fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
     let mut found = Vec::new();
-    let mut left = MODULES_BUDGET;
+    let mut left = Budget::new(MODULES_BUDGET, None);
     out.unswept += modules_of(s.tops.get(top), g, &mut left, &mut |c| {
         found.push(c.to_vec())
     });
@@ -946,11 +991,15 @@ fn modules_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
 /// `each` before what lies below it is listed; returns how many were
 /// left unlooked (with what lies below them). Absent `modules` is
 /// nothing to look at.
-fn modules_of(t: &Top, g: &[u8], left: &mut usize, each: &mut dyn FnMut(&[u8])) -> usize {
+fn modules_of(t: &Top, g: &[u8], left: &mut Budget, each: &mut dyn FnMut(&[u8])) -> usize {
     let mut unlooked = 0;
     let mut todo = vec![(join(g, b"modules"), 0)];
     while let Some((d, level)) = todo.pop() {
-        if *left == 0 {
+        // Absent `modules` (the most common) costs nothing of the budget.
+        if level == 0 && t.lstat(&d).is_err() {
+            continue;
+        }
+        if !left.spend() {
             unlooked += todo.len() + 1;
             break;
         }
@@ -962,13 +1011,13 @@ fn modules_of(t: &Top, g: &[u8], left: &mut usize, each: &mut dyn FnMut(&[u8])) 
                 // (git takes nothing there either).
                 if e.kind() != std::io::ErrorKind::NotFound
                     && e.raw_os_error() != Some(libc::ENOTDIR)
+                    && e.raw_os_error() != Some(libc::EXDEV)
                 {
                     unlooked += 1;
                 }
                 continue;
             }
         };
-        *left -= 1;
         for (name, d_type) in names {
             let c = join(&d, &name);
             if kind_of(t, &c, d_type) != Some(libc::S_IFDIR) {

@@ -78,7 +78,9 @@ fn launch(t: &Tree, budget: usize) -> Option<HashSet<Identity>> {
         writable: &writable,
         known: None,
     };
-    known_at_launch(&s, &[t.p("ws")], 3, budget).map(|k| k.into_iter().map(|(i, _)| i).collect())
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    known_at_launch(&s, &[t.p("ws")], 3, budget, until)
+        .map(|k| k.into_iter().map(|(i, _)| i).collect())
 }
 
 impl Drop for Tree {
@@ -368,7 +370,7 @@ fn git_directories_as_git_takes_them_are_swept() {
 /// The launch record is on the way to the command: a git directory
 /// named by many `.git` files is looked in once, and the directories
 /// below all `modules` share one budget; past it there is no record
-/// (the sweep's own walk says what it could not search).
+/// (the run says so).
 #[test]
 fn the_launch_record_is_bounded() {
     let t = Tree::new("launch-bound");
@@ -382,7 +384,7 @@ fn the_launch_record_is_bounded() {
         fs::create_dir_all(t.0.join(format!("ws/g/modules/m/{i}"))).unwrap();
     }
     assert!(launch(&t, 100).is_some());
-    for i in 0..MODULES_BUDGET {
+    for i in 0..LAUNCH_MODULES_BUDGET {
         fs::create_dir_all(t.0.join(format!("ws/g/modules/m/{i}"))).unwrap();
     }
     assert_eq!(launch(&t, 100), None);
@@ -893,4 +895,25 @@ fn linked_worktrees_git_directories_are_looked_in() {
     let s = swept_knowing(&t, since, 100, Some(&known));
     assert!(!t.exists("ws/.git/worktrees/w/config"), "{s:?}");
     assert!(t.exists("ws/.git/worktrees/old/commondir"), "{s:?}");
+}
+
+/// A submodule deeper than the walk whose gitdir lies out of the
+/// writable trees (the workspace a linked worktree or a submodule
+/// checkout of a superproject elsewhere) keeps its `.git` file in a run
+/// that left the index alone: the launch record never holds a deep
+/// `.git`, so its ctime decides (old, in the second audit's review:
+/// moved aside after every run).
+#[test]
+fn a_deep_gitdir_file_out_of_reach_stays() {
+    let t = Tree::new("deep-gitfile");
+    t.gitdir("ws/.git");
+    fs::write(t.0.join("ws/.git/index"), index_of(&["a/b/c/d/sub"])).unwrap();
+    t.write(
+        "ws/a/b/c/d/sub/.git",
+        "gitdir: /nonexistent/main/.git/worktrees/w/modules/sub\n",
+    );
+    let known = launch(&t, 100).unwrap();
+    let since = t.start();
+    let s = swept_knowing(&t, since, 100, Some(&known));
+    assert!(t.exists("ws/a/b/c/d/sub/.git"), "{s:?}");
 }
