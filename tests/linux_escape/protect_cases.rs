@@ -513,15 +513,6 @@ pub fn git_dir_moved_into_place_is_swept(fx: &Fx) -> Result<(), String> {
         "mkdir -p lib/sub && mv deep/a/b/c/x/.git lib/sub/.git && echo moved",
     );
     check(out.answer() == "moved", || format!("run 2: {out:?}"))?;
-    let config = fx.ws.join("lib/sub/.git/config");
-    let aside = fx.ws.join("lib/sub/.git/config.sbx-blocked");
-    check(!config.exists() && aside.exists(), || {
-        format!("the config moved into place stayed: {}", out.stderr)
-    })?;
-    let _ = git(fx, "lib/sub", &["status", "--short"]).map_err(|e| e.to_string())?;
-    check(!Path::new(&mark).exists(), || {
-        "git status in lib/sub ran the planted core.fsmonitor".into()
-    })?;
     check(
         fx.ws.join("lib/sub/.git/HEAD").exists() && own_hook.exists(),
         || {
@@ -531,9 +522,32 @@ pub fn git_dir_moved_into_place_is_swept(fx: &Fx) -> Result<(), String> {
             )
         },
     )?;
+    config_swept_and_real(fx, "lib/sub/.git/config", "lib/sub", &mark, &out)
+}
+
+/// After a run that planted `mark`'s `core.fsmonitor` in the config at
+/// `config` (relative to the workspace): it was moved aside, the user's
+/// `git status` in `dir` runs nothing, and, put back, it runs there
+/// (the control: the hole is real).
+fn config_swept_and_real(
+    fx: &Fx,
+    config: &str,
+    dir: &str,
+    mark: &str,
+    run: &crate::fixture::Out,
+) -> Result<(), String> {
+    let config = fx.ws.join(config);
+    let aside = config.with_file_name("config.sbx-blocked");
+    check(!config.exists() && aside.exists(), || {
+        format!("{} stayed: {}", config.display(), run.stderr)
+    })?;
+    let _ = git(fx, dir, &["status", "--short"]);
+    check(!Path::new(mark).exists(), || {
+        format!("git status in {dir:?} ran the planted core.fsmonitor")
+    })?;
     std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
-    let _ = git(fx, "lib/sub", &["status", "--short"]);
-    check(Path::new(&mark).exists(), || {
+    let _ = git(fx, dir, &["status", "--short"]);
+    check(Path::new(mark).exists(), || {
         "control: the restored config did not run".into()
     })
 }
@@ -561,20 +575,7 @@ pub fn git_dir_with_linked_refs_is_swept(fx: &Fx) -> Result<(), String> {
         ),
     );
     check(out.answer() == "planted", || format!("the run: {out:?}"))?;
-    let config = fx.ws.join("sub/config");
-    let aside = fx.ws.join("sub/config.sbx-blocked");
-    check(!config.exists() && aside.exists(), || {
-        format!("the config stayed: {}", out.stderr)
-    })?;
-    let _ = git(fx, "sub/src", &["status", "--short"]);
-    check(!Path::new(&mark).exists(), || {
-        "git status in sub/src ran the planted core.fsmonitor".into()
-    })?;
-    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
-    let _ = git(fx, "sub/src", &["status", "--short"]);
-    check(Path::new(&mark).exists(), || {
-        "control: the restored config did not run".into()
-    })
+    config_swept_and_real(fx, "sub/config", "sub/src", &mark, &out)
 }
 
 /// A submodule entry deeper than the walk, added in one run while
@@ -606,20 +607,7 @@ pub fn git_repo_moved_to_an_old_entry_is_swept(fx: &Fx) -> Result<(), String> {
         "mkdir -p d1/d2/d3 && mv e1/e2/e3/e4/sub d1/d2/d3/d4 && echo moved",
     );
     check(out.answer() == "moved", || format!("run 2: {out:?}"))?;
-    let config = fx.ws.join("d1/d2/d3/d4/.git/config");
-    let aside = fx.ws.join("d1/d2/d3/d4/.git/config.sbx-blocked");
-    check(!config.exists() && aside.exists(), || {
-        format!("the config moved to the entry stayed: {}", out.stderr)
-    })?;
-    let _ = git(fx, "", &["status", "--short"]);
-    check(!Path::new(&mark).exists(), || {
-        "git status at the top ran the planted core.fsmonitor".into()
-    })?;
-    std::fs::rename(&aside, &config).map_err(|e| e.to_string())?;
-    let _ = git(fx, "", &["status", "--short"]);
-    check(Path::new(&mark).exists(), || {
-        "control: the restored config did not run".into()
-    })
+    config_swept_and_real(fx, "d1/d2/d3/d4/.git/config", "", &mark, &out)
 }
 
 /// A directory the sweep cannot list (mode 0111: git still goes
