@@ -62,6 +62,9 @@ impl AfterRun {
         // start meanwhile): what their commands put in the tree since
         // their launch no sweep has looked at yet, so a git directory
         // counts as there at launch only where each of them knew it too.
+        // Without repository tops there is nothing to walk, nor to ask
+        // the other runs about.
+        let runs = runs.filter(|_| !repo_tops.is_empty());
         let live = |known: &mut Vec<_>| {
             if let Some(runs) = runs {
                 known.extend(journal::live_known(runs, &repo_tops));

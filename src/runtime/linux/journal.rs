@@ -147,10 +147,9 @@ impl Entry {
         file.write_all_at(&text[..1], 0)?;
         // No fsync: what is guarded against is sbx being killed, and the
         // page cache outlives that.
-        // While the command runs: a run ending meanwhile may leave its
-        // sweep to this one ([`left_to_others`]).
-        // Without it (a file system without such locks) no run leaves
-        // its sweep to this one: each sweeps its own.
+        // Held while the command runs: a run ending meanwhile may leave
+        // its sweep to this one ([`left_to_others`]). Without it (a file
+        // system without such locks) none does: each sweeps its own.
         let _ = super::kernel::first_byte_lock(&file, true);
         Ok(Entry { path, file })
     }
@@ -347,11 +346,11 @@ struct Launched {
 
 /// The launch records of the other runs going now (their entries
 /// locked) whose repository tops lie in one of `tops` or hold one, each
-/// with those tops: `None` for one
-/// without a record (its launch walk did not finish, or an earlier
-/// version wrote it). Their commands may have changed the tree since
-/// those launches, so a run starting now trusts only a git directory
-/// that they knew too ([`super::after::AfterRun::launch`]).
+/// with those tops: `None` for one without a record (its launch walk
+/// did not finish, or an earlier version wrote it). Their commands may
+/// have changed the tree since those launches, so a run starting now
+/// trusts only a git directory that they knew too
+/// ([`super::after::AfterRun::launch`]).
 pub fn live_known(runs: &Path, tops: &[String]) -> Vec<(Vec<String>, Option<HashSet<Identity>>)> {
     use crate::ir::path_within;
     live::<Launched>(runs, None, Going::Any)

@@ -422,11 +422,16 @@ pub fn known_at_launch(
         &mut |(top, dir), _, met| {
             let g = match met {
                 Met::DotGit => {
-                    // The `.git` itself: a gitdir file or a link too.
-                    let t = s.tops.get(top);
-                    let g = join(dir, b".git");
-                    known.extend(identity(t, &g).map(|i| (i, t.show(&g))));
-                    git_dir_of(s, top, dir)
+                    let dot = join(dir, b".git");
+                    let g = git_dir_of(s, top, dir);
+                    // The `.git` itself where it is a gitdir file or a
+                    // link (a directory is its own git directory, noted
+                    // below).
+                    if g.as_ref() != Some(&(top, dot.clone())) {
+                        let t = s.tops.get(top);
+                        known.extend(identity(t, &dot).map(|i| (i, t.show(&dot))));
+                    }
+                    g
                 }
                 Met::Bare => Some((top, dir.to_vec())),
             };
@@ -954,11 +959,10 @@ fn look_in(s: &Sweep, top: usize, g: &[u8], out: &mut Swept, look: Look) {
     modules_in(s, top, g, out, look);
     // Its linked worktrees' git directories (`worktrees/NAME`), which
     // the launch record holds too: a gitdir file may name one, and a
-    // `commondir` there names where git finds the config.
-    let t = s.tops.get(top);
-    for wg in worktrees_of(t, g) {
-        parts_in(s, top, &wg, out, look.judge(s, top, &wg));
-        modules_in(s, top, &wg, out, look);
+    // `commondir` there names where git finds the config. Each is a git
+    // directory like any other, and looked in once.
+    for wg in worktrees_of(s.tops.get(top), g) {
+        look_in(s, top, &wg, out, look);
     }
 }
 
@@ -1006,9 +1010,9 @@ fn modules_of(t: &Top, g: &[u8], left: &mut Budget, each: &mut dyn FnMut(&[u8]))
         let names = match t.list_opening_up(&d) {
             Ok(n) => n,
             Err(e) => {
-                // Absent is nothing to look at; anything else is said.
-                // Absent, or a file where git looks for a directory
-                // (git takes nothing there either).
+                // Absent, a file where git looks for a directory (git
+                // takes nothing there either) or another file system is
+                // nothing to look at; anything else is said.
                 if e.kind() != std::io::ErrorKind::NotFound
                     && e.raw_os_error() != Some(libc::ENOTDIR)
                     && e.raw_os_error() != Some(libc::EXDEV)
