@@ -172,7 +172,7 @@ pub struct ListenPrep {
 }
 
 impl ListenPrep {
-    pub fn new(filters: Vec<seccompiler::BpfProgram>) -> io::Result<ListenPrep> {
+    pub fn new(filters: Vec<super::seccomp::Filter>) -> io::Result<ListenPrep> {
         let at = filters
             .iter()
             .position(|p| super::seccomp::notifies(p))
@@ -192,7 +192,7 @@ impl ListenPrep {
 /// The programs as the kernel takes them; the `sock_fprog`s point into
 /// the returned filters, whose buffers stay put when the vectors move.
 fn fprogs(
-    filters: Vec<seccompiler::BpfProgram>,
+    filters: Vec<super::seccomp::Filter>,
 ) -> (Vec<Vec<libc::sock_filter>>, Vec<libc::sock_fprog>) {
     let filters: Vec<Vec<libc::sock_filter>> = filters
         .into_iter()
@@ -223,7 +223,7 @@ impl Prepared {
         argv: Vec<CString>,
         envp: Vec<CString>,
         ruleset: Option<OwnedFd>,
-        filters: Vec<seccompiler::BpfProgram>,
+        filters: Vec<super::seccomp::Filter>,
         rlimits: Vec<(super::limits::Resource, libc::rlimit)>,
         keep_caps: u64,
     ) -> Prepared {
