@@ -175,6 +175,10 @@ pub const ALL: &[(&str, Case)] = &[
     ),
     ("concurrent_runs_sweep_once", guard::concurrent_runs),
     (
+        "state_reader_cannot_stop_launch_records",
+        guard::state_reader_cannot_stop_launch_records,
+    ),
+    (
         "never_still_checks_after_the_run",
         guard::never_checks_after_the_run,
     ),

@@ -65,17 +65,22 @@ fn start(fx: &Fx, script: &str, journal: bool) -> Child {
 /// `sbx run POLICY -- /bin/sh -c SCRIPT` in the workspace, with a clean
 /// environment (home in the fixture) and no standard input.
 fn sbx_sh(fx: &Fx, policy: &Path, script: &str) -> Command {
+    sbx_sh_in(fx, &fx.ws, policy, script)
+}
+
+/// [`sbx_sh`] in the workspace `ws`.
+fn sbx_sh_in(fx: &Fx, ws: &Path, policy: &Path, script: &str) -> Command {
     let mut c = Command::new(sbx_bin());
     c.arg("run")
         .arg(policy)
         .arg("--workspace")
-        .arg(&fx.ws)
+        .arg(ws)
         .args(["--", "/bin/sh", "-c", script])
         .env_clear()
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .env("HOME", fx.root.join("home"))
         .env("LANG", "C.UTF-8")
-        .current_dir(&fx.ws)
+        .current_dir(ws)
         .stdin(Stdio::null());
     c
 }
@@ -411,6 +416,78 @@ pub fn concurrent_runs(fx: &Fx) -> Result<(), String> {
     check(!Path::new(&mark).exists(), || {
         "git status ran the planted core.fsmonitor".into()
     })
+}
+
+/// A command that may read sbx's state directory holds the launch walks'
+/// lock as it can (`flock -x` on `walks.lock`: exclusive on a descriptor
+/// open only for reading) while another run starts, in a repository of
+/// its own (which it sweeps itself). That run still has its launch
+/// record (old: its walk could not have the lock within 2 s, and it went
+/// on without a record, saying so). Control: the holder had the lock
+/// (its mark is written while holding it), and the other run ran.
+pub fn state_reader_cannot_stop_launch_records(fx: &Fx) -> Result<(), String> {
+    let case = "state_reader_cannot_stop_launch_records";
+    if !git_repo(fx, case)? {
+        return Ok(());
+    }
+    if !Path::new("/usr/bin/flock").exists() {
+        if std::env::var_os("CI").is_some() {
+            return Err(format!("{case}: /usr/bin/flock (util-linux) is missing"));
+        }
+        eprintln!("{case}: /usr/bin/flock is not installed, skipped");
+        return Ok(());
+    }
+    // A run in the repository makes the journal's directory and the lock.
+    let first = crate::protect_cases::sh_under(fx, &fx.default_policy(), "echo first");
+    check(first.code == 0 && first.answer() == "first", || {
+        format!("the first run: {first:?}")
+    })?;
+    let state = fx.root.join("home/.local/state/sbx");
+    let lock = state.join("runs/walks.lock");
+    check(lock.exists(), || format!("no {}", lock.display()))?;
+    let reader = fx.write_policy(&format!(
+        "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
+         [[fs]]\npath = \"{}\"\nread = true\n",
+        state.display()
+    ));
+    let err = std::fs::File::create(fx.root.join("sbx.err")).unwrap();
+    let elsewhere = fx.root.join("ws2");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let mut a = sbx_sh_in(
+        fx,
+        &elsewhere,
+        &reader,
+        &format!(
+            "exec /usr/bin/flock -x {} /bin/sh -c ': > a-locked; \
+             while [ ! -e go ]; do sleep 0.05; done'",
+            lock.display()
+        ),
+    )
+    .stdout(Stdio::null())
+    .stderr(err)
+    .process_group(0)
+    .spawn()
+    .map_err(|e| e.to_string())?;
+    let locked = elsewhere.join("a-locked");
+    if !until(30, || locked.exists()) {
+        let _ = a.kill();
+        let _ = a.wait();
+        let err = std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
+        return Err(format!("control: run A never held the lock: {err}"));
+    }
+    let b = crate::protect_cases::sh_under(fx, &fx.default_policy(), "echo ran");
+    std::fs::write(elsewhere.join("go"), "").unwrap();
+    let status = a.wait().map_err(|e| e.to_string())?;
+    let err = std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
+    check(status.success(), || format!("run A: {status:?}: {err}"))?;
+    check(b.code == 0 && b.answer() == "ran", || {
+        format!("control: run B: {b:?}")
+    })?;
+    check(
+        !b.stderr
+            .contains("the search at launch for git repositories"),
+        || format!("run B went without its launch record: {}", b.stderr),
+    )
 }
 
 /// sbx SIGKILLed during the set-up (the test build's

@@ -240,13 +240,19 @@ const WALKS: &str = "walks.lock";
 /// How long a launch walk may take ([`super::repos::known_at_launch`]
 /// gives up after it), and how long a release waits for the walks going
 /// on: longer, so that no walk that could still be at work is passed.
-/// The state directory is readable to commands, which can take the lock
-/// too: what they can do with it is make runs wait this long.
+/// A command may be able to read the state directory, never to write it
+/// (the layer mounts it read-only, and a run without the layer where a
+/// rule lets the command write it is refused): it can take the read
+/// lock a walk takes, so make releases wait this long, and never the
+/// write lock a release takes, which would keep runs from their launch
+/// record.
 pub const WALK_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
 
-/// The [`WALKS`] lock, taken (waiting at most `wait`): exclusive or
-/// shared. `None` where it cannot be had.
+/// The [`WALKS`] lock, taken (waiting at most `wait`): exclusive (a
+/// write lock) or shared (a read lock). `None` where it cannot be had.
+/// Locks on open file descriptions, not `flock`: a `flock` is exclusive
+/// on any descriptor, one open only for reading too.
 fn walks_lock(runs: &Path, exclusive: bool, wait: std::time::Duration) -> Option<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -256,7 +262,7 @@ fn walks_lock(runs: &Path, exclusive: bool, wait: std::time::Duration) -> Option
         .custom_flags(libc::O_NOFOLLOW)
         .open(runs.join(WALKS))
         .ok()?;
-    super::kernel::flock_within(&file, exclusive, wait).then_some(file)
+    super::kernel::ofd_lock_within(&file, exclusive, wait).then_some(file)
 }
 
 /// Held while a run's launch walk reads the tree (the journal read
@@ -986,6 +992,55 @@ mod tests {
             .expect("released after the walk");
         ended.join().unwrap();
         assert!(live::<Sweeps>(&runs, None, Going::Any).is_empty());
+        fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// A command that can read the state directory (never write it) can
+    /// no longer keep a run from its launch record: its exclusive
+    /// `flock` and a write lock it cannot have leave the walk's lock
+    /// free. The command's read lock makes a release wait, no more.
+    /// Control: a write lock, which only sbx's descriptors can take,
+    /// keeps the walk out.
+    #[test]
+    fn a_reader_of_the_state_cannot_stop_a_launch_walk() {
+        let (t, runs) = scratch_runs("reader");
+        let wait = std::time::Duration::from_millis;
+        drop(walks_lock(&runs, false, wait(0)).unwrap());
+        let read_only = File::open(runs.join(WALKS)).unwrap();
+        // SAFETY: flock on a descriptor we own.
+        use std::os::fd::AsRawFd;
+        assert_eq!(
+            unsafe { libc::flock(read_only.as_raw_fd(), libc::LOCK_EX) },
+            0
+        );
+        assert!(!super::super::kernel::ofd_lock_within(
+            &read_only,
+            true,
+            wait(0)
+        ));
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EBADF)
+        );
+        let walk = walks_lock(&runs, false, wait(0));
+        assert!(walk.is_some(), "the reader kept the walk out");
+        drop(walk);
+        assert!(super::super::kernel::ofd_lock_within(
+            &read_only,
+            false,
+            wait(0)
+        ));
+        assert!(
+            walks_lock(&runs, true, wait(50)).is_none(),
+            "released under a read lock"
+        );
+        drop(read_only);
+        let writer = walks_lock(&runs, true, wait(0)).expect("free once the reader is gone");
+        assert!(
+            walks_lock(&runs, false, wait(50)).is_none(),
+            "walked under a write lock"
+        );
+        drop(writer);
         fs::remove_dir_all(&t).unwrap();
     }
 

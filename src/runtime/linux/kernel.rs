@@ -267,20 +267,19 @@ fn first_byte(kind: libc::c_int) -> libc::flock {
     l
 }
 
-/// A `flock` on `f` (shared or exclusive), waiting at most `wait` for
-/// it: false where it could not be had by then. Polled, so that nothing
-/// another process holds can keep the caller for longer.
-pub fn flock_within(f: &File, exclusive: bool, wait: std::time::Duration) -> bool {
+/// An open-file-description lock on `f`'s first byte, a write lock
+/// (`write`) or a read lock, waiting at most `wait` for it: false where
+/// it could not be had by then. Polled, so that nothing another process
+/// holds can keep the caller for longer. A write lock takes a descriptor
+/// open for writing: one open only for reading can hold read locks,
+/// never the write lock.
+pub fn ofd_lock_within(f: &File, write: bool, wait: std::time::Duration) -> bool {
     use std::os::fd::AsRawFd;
-    let op = if exclusive {
-        libc::LOCK_EX
-    } else {
-        libc::LOCK_SH
-    } | libc::LOCK_NB;
     let until = std::time::Instant::now() + wait;
     loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+        let mut l = first_byte(if write { libc::F_WRLCK } else { libc::F_RDLCK });
+        // SAFETY: fcntl with a valid flock struct on a descriptor we own.
+        if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &mut l) } == 0 {
             return true;
         }
         if std::time::Instant::now() >= until {
