@@ -179,6 +179,10 @@ pub const ALL: &[(&str, Case)] = &[
         guard::state_reader_cannot_stop_launch_records,
     ),
     (
+        "state_directory_is_hidden",
+        guard::state_directory_is_hidden,
+    ),
+    (
         "never_still_checks_after_the_run",
         guard::never_checks_after_the_run,
     ),

@@ -490,6 +490,74 @@ pub fn state_reader_cannot_stop_launch_records(fx: &Fx) -> Result<(), String> {
     )
 }
 
+/// sbx's state directory is hidden from a command whose rule on home
+/// would show it: the journal (other runs' entries, the launch walks'
+/// lock) and the private caches of other keys cannot be read, listed or
+/// locked (old: readable, as any file under the rule). Control: a file
+/// beside it in home is read under the same policy, and the journal is
+/// there on the host.
+pub fn state_directory_is_hidden(fx: &Fx) -> Result<(), String> {
+    let home = fx.root.join("home");
+    let first = crate::protect_cases::sh_under(fx, &fx.default_policy(), "echo first");
+    check(first.code == 0, || format!("the first run: {first:?}"))?;
+    let runs = home.join(".local/state/sbx/runs");
+    check(runs.is_dir(), || format!("control: no {}", runs.display()))?;
+    std::fs::write(home.join(".local/visible"), "shown\n").unwrap();
+    let p = fx.write_policy(&format!(
+        "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
+         [[fs]]\npath = \"{}\"\nread = true\n",
+        home.display()
+    ));
+    let out = crate::protect_cases::sh_under(
+        fx,
+        &p,
+        &format!(
+            "cat {home}/.local/visible; ls {runs} >/dev/null 2>&1 && echo listed; \
+             cat {runs}/*.slot >/dev/null 2>&1 && echo read; \
+             /usr/bin/flock -n {runs}/walks.lock true 2>/dev/null && echo locked; true",
+            home = home.display(),
+            runs = runs.display()
+        ),
+    );
+    check(out.code == 0 && out.stdout.starts_with("shown"), || {
+        format!("control: home's file not read: {out:?}")
+    })?;
+    check(out.answer() == "shown", || {
+        format!("sbx's state directory was reached: {out:?}")
+    })?;
+    // Without the layer nothing hides it: the report says so (with the
+    // system's files alone, so that no temp rule makes home writable).
+    let never = fx.write_policy(&format!(
+        "{}\n[process]\npresets = [\"system_runtime\"]\n\n[linux]\nnamespaces = \"never\"\n",
+        std::fs::read_to_string(&p).unwrap()
+    ));
+    let report = Command::new(sbx_bin())
+        .args(["run", "--report"])
+        .arg(&never)
+        .arg("--workspace")
+        .arg(&fx.ws)
+        .args(["--", "/bin/true"])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &home)
+        .current_dir(&fx.ws)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&report.stderr);
+    check(
+        report.status.success()
+            && said.contains("wider linux.state")
+            && said.contains("stays readable"),
+        || {
+            format!(
+                "namespaces = \"never\" did not say the state stays readable ({:?}): {said}",
+                report.status
+            )
+        },
+    )
+}
+
 /// sbx SIGKILLed during the set-up (the test build's
 /// `SBX_TEST_SETUP_PAUSE_MS` holds it there), under the default policy
 /// and with `namespaces = "never"`: the command never runs on,

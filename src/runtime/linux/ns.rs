@@ -186,6 +186,33 @@ pub fn run_file_mounts<F>(
     out
 }
 
+/// sbx's state directory (`state`, where it exists), hidden where a
+/// rule shows it: the journal of other runs, their private caches and
+/// the records sbx keeps between runs are none of the command's
+/// business, and what it can read there it can lock. As for host
+/// sockets, a rule that names it, or a path beneath it, consents: then
+/// only [`run_file_mounts`] keeps it read-only.
+pub fn state_hidden<F>(
+    rules: &[super::plan::PathRule<F>],
+    state: &std::path::Path,
+) -> Option<MountRule> {
+    let path = crate::canonical::canonicalize(state)
+        .ok()
+        .and_then(|c| c.to_str().map(String::from))?;
+    let covered = rules
+        .iter()
+        .any(|r| crate::ir::path_within(&path, &r.path) && path != r.path);
+    let named = rules.iter().any(|r| crate::ir::path_within(&r.path, &path));
+    (covered && !named).then_some(MountRule {
+        path,
+        kind: MountKind::Hidden,
+        read_only: false,
+        noexec: false,
+        protection: false,
+        absent: false,
+    })
+}
+
 /// The artifact's links with placeholders expanded.
 pub fn expand_links(
     links: &[crate::back::landlock::Link],

@@ -540,13 +540,37 @@ fn layer(
     } else {
         art.namespaces.mounts.clone()
     };
-    // The run's own files, and sbx's state (approvals, the journal).
+    // The run's own files, and sbx's state (approvals, the journal):
+    // read-only, the state hidden where a rule shows it.
+    let state = crate::runtime::state_dir();
+    let hidden_state = state
+        .as_ref()
+        .and_then(|s| ns::state_hidden(&plan.rules, s.as_std_path()));
     let mut own = opts.own_files.clone();
-    own.extend(crate::runtime::state_dir().map(Into::into));
+    if hidden_state.is_none() {
+        own.extend(state.map(Into::into));
+    }
     for m in ns::run_file_mounts(&plan.rules, &own) {
         // The policy's own lowering may have listed it already.
         if !mount_rules.iter().any(|r| r.path == m.path) {
             mount_rules.push(m);
+        }
+    }
+    if let Some(hide) = hidden_state {
+        if never {
+            plan.lines.push(plan::line(
+                String::from("linux.state"),
+                Status::Wider,
+                format!(
+                    "[linux] namespaces = \"never\": sbx's state directory {} beneath a rule \
+                     stays readable (it is hidden only by a mount)",
+                    hide.path
+                ),
+            ));
+        } else {
+            // Nothing beneath it is shown.
+            mount_rules.retain(|r| !crate::ir::path_within(&r.path, &hide.path));
+            mount_rules.push(hide);
         }
     }
     // Host sockets beneath a broad rule (POLICY.md §13).

@@ -671,3 +671,37 @@ fn repositories_are_swept_from_each_protected_top() {
         ["/home/u/ws", "/srv/lifted", "/srv/tree"]
     );
 }
+
+/// sbx's state directory is hidden where a rule covers it (home read),
+/// unless a rule names it or a path beneath it (consent, as for host
+/// sockets); not covered, or absent: nothing.
+#[test]
+fn state_directory_hidden_under_a_covering_rule() {
+    use super::plan::PathRule;
+    use crate::back::landlock::rights::FsSet;
+    use crate::back::landlock::MountKind;
+    let d = tempfile::tempdir().unwrap();
+    let home = std::fs::canonicalize(d.path()).unwrap();
+    let state = home.join(".local/state/sbx");
+    std::fs::create_dir_all(state.join("runs")).unwrap();
+    let (h, s) = (home.to_str().unwrap(), state.to_str().unwrap());
+    let rules = |paths: &[&str]| -> Vec<PathRule<()>> {
+        paths
+            .iter()
+            .map(|p| PathRule {
+                path: p.to_string(),
+                rights: FsSet::named("read_file").unwrap(),
+                handle: (),
+                via: None,
+            })
+            .collect()
+    };
+    let hidden = super::ns::state_hidden(&rules(&[h, "/usr"]), &state).unwrap();
+    assert_eq!((hidden.path.as_str(), hidden.kind), (s, MountKind::Hidden));
+    let runs = format!("{s}/runs");
+    for named in [s, runs.as_str()] {
+        assert!(super::ns::state_hidden(&rules(&[h, named]), &state).is_none());
+    }
+    assert!(super::ns::state_hidden(&rules(&["/usr"]), &state).is_none());
+    assert!(super::ns::state_hidden(&rules(&[h]), &home.join("absent")).is_none());
+}
