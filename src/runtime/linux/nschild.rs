@@ -734,8 +734,8 @@ unsafe fn enter_root(r: &NewRoot) -> bool {
     true
 }
 
-/// `lo` up (a new network namespace has it down).
-unsafe fn loopback_up() -> bool {
+/// `lo` up (a new network namespace has it down). System calls only.
+pub(super) unsafe fn loopback_up() -> bool {
     let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
     if s < 0 {
         return false;
@@ -997,7 +997,10 @@ pub unsafe fn setup(a: &SetupArgs) -> ! {
     // seccomp every other socket but UNIX ones; bringing it up (IPv6
     // address configuration included) would cost about 1 ms of CPU
     // time for nothing.
-    if ns.flags & libc::CLONE_NEWNET != 0 && ns.listeners > 0 && !loopback_up() {
+    // The helper that made the namespace beside the preparation may
+    // have brought it up already (`earlyns.rs`).
+    let lo_up = ns.early.as_ref().is_some_and(|e| e.lo_up);
+    if ns.flags & libc::CLONE_NEWNET != 0 && ns.listeners > 0 && !lo_up && !loopback_up() {
         child::fail(a.wr, Step::Loopback);
     }
     if let Some(r) = &ns.relay {

@@ -48,7 +48,7 @@ pub(super) fn start(
     let proxy = opts.proxy.is_some() || art.proxy.is_some();
     let net = ns::wanted(art, proxy).net;
     // SAFETY: geteuid has no preconditions.
-    let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0));
+    let early = net.then(|| earlyns::start(unsafe { libc::geteuid() } != 0, proxy));
     let runs = earlier_runs(opts);
     let decided = prepare(art, argv, opts)?;
     let mut set = set_up(art, opts, decided, &runs, early.flatten())?;
