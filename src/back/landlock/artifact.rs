@@ -200,6 +200,21 @@ pub struct MountRule<S = String> {
     pub absent: bool,
 }
 
+impl<S> MountRule<S> {
+    /// An empty read-only mount over `path`, that sbx adds at run time
+    /// (not a protection of the policy's).
+    pub fn hidden(path: S) -> MountRule<S> {
+        MountRule {
+            path,
+            kind: MountKind::Hidden,
+            read_only: false,
+            noexec: false,
+            protection: false,
+            absent: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MountKind {

@@ -196,16 +196,7 @@ fn fprogs(
 ) -> (Vec<Vec<libc::sock_filter>>, Vec<libc::sock_fprog>) {
     let filters: Vec<Vec<libc::sock_filter>> = filters
         .into_iter()
-        .map(|p| {
-            p.into_iter()
-                .map(|i| libc::sock_filter {
-                    code: i.code,
-                    jt: i.jt,
-                    jf: i.jf,
-                    k: i.k,
-                })
-                .collect()
-        })
+        .map(|p| p.into_iter().map(Into::into).collect())
         .collect();
     let fprogs = filters
         .iter()

@@ -203,14 +203,7 @@ pub fn state_hidden<F>(
         .iter()
         .any(|r| crate::ir::path_within(&path, &r.path) && path != r.path);
     let named = rules.iter().any(|r| crate::ir::path_within(&r.path, &path));
-    (covered && !named).then_some(MountRule {
-        path,
-        kind: MountKind::Hidden,
-        read_only: false,
-        noexec: false,
-        protection: false,
-        absent: false,
-    })
+    (covered && !named).then(|| MountRule::hidden(path))
 }
 
 /// The artifact's links with placeholders expanded.

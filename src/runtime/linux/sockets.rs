@@ -7,7 +7,7 @@
 //! hidden like a deny rule (an empty mount over it). Naming the path in a
 //! rule is consent, and shows it.
 
-use crate::back::landlock::{MountKind, MountRule};
+use crate::back::landlock::MountRule;
 use crate::ir::path_within;
 
 /// Places on the host that hold sockets of more privileged or other
@@ -75,14 +75,7 @@ pub fn hide(rules: &[&str], home: &str, runtime_dir: Option<&str>) -> Vec<MountR
         let named = rules.iter().any(|r| path_within(r, &path));
         if covered && !named && !out.iter().any(|m| path_within(&path, &m.path)) {
             out.retain(|m| !path_within(&m.path, &path));
-            out.push(MountRule {
-                path,
-                kind: MountKind::Hidden,
-                read_only: false,
-                noexec: false,
-                protection: false,
-                absent: false,
-            });
+            out.push(MountRule::hidden(path));
         }
     }
     out
@@ -104,7 +97,9 @@ mod tests {
         let m = hide(&[home], home, Some(&rt));
         let paths: Vec<&str> = m.iter().map(|m| m.path.as_str()).collect();
         assert_eq!(paths, [format!("{home}/.docker/run"), rt.clone()]);
-        assert!(m.iter().all(|m| m.kind == MountKind::Hidden));
+        assert!(m
+            .iter()
+            .all(|m| m.kind == crate::back::landlock::MountKind::Hidden));
         // Named (or something beneath it granted): consent, shown.
         let named = format!("{home}/.docker/run");
         assert!(hide(&[home, &named], home, None).is_empty());

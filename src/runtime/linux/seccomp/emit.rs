@@ -31,6 +31,17 @@ pub struct Insn {
 
 pub type Filter = Vec<Insn>;
 
+impl From<Insn> for libc::sock_filter {
+    fn from(i: Insn) -> libc::sock_filter {
+        libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        }
+    }
+}
+
 pub const LD_W_ABS: u16 = 0x20;
 const AND_K: u16 = 0x54;
 pub const JA: u16 = 0x05;
