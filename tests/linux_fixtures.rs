@@ -260,3 +260,56 @@ fn sbx_run_refuses_an_inconsistent_artifact() {
          it again)\n"
     );
 }
+
+/// An artifact whose seccomp section cannot become a filter on this
+/// architecture (a syscall this sbx does not know; rules too long for the
+/// kernel) is not run without one, even under `best_effort`: the x32
+/// refusal and the foreign architectures' kill would go with the rest.
+/// Control: the artifact as compiled runs.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn sbx_run_refuses_a_seccomp_section_it_cannot_apply() {
+    let h = common::Host::new();
+    let policy = h.root.join("p.toml");
+    std::fs::write(&policy, "version = 1\n").unwrap();
+    let art = h.root.join("linux.json");
+    let (p, a) = (policy.to_str().unwrap(), art.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--", "/bin/true"]);
+    assert_eq!(code, 0, "the control runs: {err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&art).unwrap()).unwrap();
+    let unknown = |j: &mut serde_json::Value| {
+        j["seccomp"]["deny"]
+            .as_array_mut()
+            .unwrap()
+            .push("frobnicate".into())
+    };
+    // 2,000 conditional rules on as many numbers: past 4,096 instructions.
+    let long = |j: &mut serde_json::Value| {
+        let rules = j["seccomp"]["deny_args"].as_array_mut().unwrap();
+        for n in 0..2000 {
+            rules.push(serde_json::json!(format!("fcntl(arg1 == {n}) -> EACCES")));
+        }
+    };
+    for (name, edit) in [("unknown", &unknown as &dyn Fn(&mut _)), ("long", &long)] {
+        let mut j = json.clone();
+        edit(&mut j);
+        let edited = h.root.join(format!("{name}.json"));
+        std::fs::write(&edited, j.to_string()).unwrap();
+        let (code, out, err) = h.sbx(&[
+            "run",
+            "--artifact",
+            edited.to_str().unwrap(),
+            "--",
+            "/bin/echo",
+            "ran",
+        ]);
+        assert_eq!((code, out.as_str()), (125, ""), "{name}: {err}");
+        assert!(
+            err.contains("seccomp section cannot be applied"),
+            "{name}: {err}"
+        );
+    }
+}

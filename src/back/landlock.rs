@@ -228,6 +228,15 @@ pub fn arg_rules(tcp_restricted: bool) -> Vec<ArgRule> {
     // Its mode sits in a struct seccomp cannot read; callers fall back to
     // `openat` on ENOSYS.
     out.push(rule("openat2", "ENOSYS", vec![]));
+    // A lease on a file makes every other process that opens it (sbx's
+    // journal among them, and the user's editor) wait until the holder
+    // lets go, or `lease-break-time` (45 s) passes: a reach outside the
+    // command's tree.
+    out.push(rule(
+        "fcntl",
+        "EPERM",
+        vec![test(1, ArgOp::Eq, "F_SETLEASE")],
+    ));
     if tcp_restricted {
         for &(name, flags) in SEND_FLAGS {
             out.push(rule(

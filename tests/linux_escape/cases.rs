@@ -182,6 +182,7 @@ pub const ALL: &[(&str, Case)] = &[
         "state_directory_is_hidden",
         guard::state_directory_is_hidden,
     ),
+    ("leases_are_refused", guard::leases_are_refused),
     (
         "never_still_checks_after_the_run",
         guard::never_checks_after_the_run,

@@ -445,9 +445,13 @@ pub fn state_reader_cannot_stop_launch_records(fx: &Fx) -> Result<(), String> {
     let state = fx.root.join("home/.local/state/sbx");
     let lock = state.join("runs/walks.lock");
     check(lock.exists(), || format!("no {}", lock.display()))?;
+    // Only where nothing hides the state directory: without the layer,
+    // under a rule naming it (the system's files alone, so that no temp
+    // rule makes it writable, which would refuse the run).
     let reader = fx.write_policy(&format!(
-        "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
-         [[fs]]\npath = \"{}\"\nread = true\n",
+        "version = 1\n\n[process]\npresets = [\"system_runtime\"]\n\n\
+         [[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
+         [[fs]]\npath = \"{}\"\nread = true\n\n[linux]\nnamespaces = \"never\"\n",
         state.display()
     ));
     let err = std::fs::File::create(fx.root.join("sbx.err")).unwrap();
@@ -503,28 +507,35 @@ pub fn state_directory_is_hidden(fx: &Fx) -> Result<(), String> {
     let runs = home.join(".local/state/sbx/runs");
     check(runs.is_dir(), || format!("control: no {}", runs.display()))?;
     std::fs::write(home.join(".local/visible"), "shown\n").unwrap();
-    let p = fx.write_policy(&format!(
-        "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
-         [[fs]]\npath = \"{}\"\nread = true\n",
-        home.display()
-    ));
-    let out = crate::protect_cases::sh_under(
-        fx,
-        &p,
-        &format!(
-            "cat {home}/.local/visible; ls {runs} >/dev/null 2>&1 && echo listed; \
-             cat {runs}/*.slot >/dev/null 2>&1 && echo read; \
-             /usr/bin/flock -n {runs}/walks.lock true 2>/dev/null && echo locked; true",
-            home = home.display(),
-            runs = runs.display()
-        ),
-    );
-    check(out.code == 0 && out.stdout.starts_with("shown"), || {
-        format!("control: home's file not read: {out:?}")
-    })?;
-    check(out.answer() == "shown", || {
-        format!("sbx's state directory was reached: {out:?}")
-    })?;
+    // Home read, and home writable (where sbx's own read-only rule for
+    // its state names the directory: hidden all the same).
+    let policy = |rights: &str| {
+        fx.write_policy(&format!(
+            "version = 1\n\n[[fs]]\npath = \".\"\nread = true\nwrite = true\n\n\
+             [[fs]]\npath = \"{}\"\n{rights}\n",
+            home.display()
+        ))
+    };
+    let p = policy("read = true");
+    for p in [p.clone(), policy("read = true\nwrite = true")] {
+        let out = crate::protect_cases::sh_under(
+            fx,
+            &p,
+            &format!(
+                "cat {home}/.local/visible; ls {runs} >/dev/null 2>&1 && echo listed; \
+                 cat {runs}/*.slot >/dev/null 2>&1 && echo read; \
+                 /usr/bin/flock -n {runs}/walks.lock true 2>/dev/null && echo locked; true",
+                home = home.display(),
+                runs = runs.display()
+            ),
+        );
+        check(out.code == 0 && out.stdout.starts_with("shown"), || {
+            format!("control: home's file not read: {out:?}")
+        })?;
+        check(out.answer() == "shown", || {
+            format!("sbx's state directory was reached ({p:?}): {out:?}")
+        })?;
+    }
     // Without the layer nothing hides it: the report says so (with the
     // system's files alone, so that no temp rule makes home writable).
     let never = fx.write_policy(&format!(
@@ -555,6 +566,46 @@ pub fn state_directory_is_hidden(fx: &Fx) -> Result<(), String> {
                 report.status
             )
         },
+    )
+}
+
+/// A lease on a file makes every other process that opens it wait up
+/// to 45 s: a command could stall sbx's journal (another run's slot, the
+/// launch walks' lock) and the user's own programs. seccomp refuses
+/// `fcntl(F_SETLEASE)` (EPERM). Control: the same program takes the
+/// lease outside the sandbox, and asks for one inside (`F_GETLEASE`).
+pub fn leases_are_refused(fx: &Fx) -> Result<(), String> {
+    std::fs::write(fx.ws.join("leased"), "x").unwrap();
+    // F_SETLEASE 1024, F_GETLEASE 1025, F_RDLCK 0.
+    let script = "import fcntl, os\n\
+        fd = os.open('leased', os.O_RDONLY)\n\
+        print('get', fcntl.fcntl(fd, 1025))\n\
+        try:\n    fcntl.fcntl(fd, 1024, 0); print('leased')\n\
+        except OSError as e:\n    print('refused', e.errno)\n";
+    let bare = Command::new("python3")
+        .args(["-c", script])
+        .current_dir(&fx.ws)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let bare = String::from_utf8_lossy(&bare.stdout).to_string();
+    if bare.is_empty() && std::env::var_os("CI").is_none() {
+        eprintln!("leases_are_refused: python3 is not installed, skipped");
+        return Ok(());
+    }
+    check(bare.contains("leased"), || {
+        format!("control: no lease outside the sandbox: {bare}")
+    })?;
+    let out = crate::protect_cases::sh_under(
+        fx,
+        &fx.default_policy(),
+        &format!("python3 -c \"{}\"", script.replace('"', "\\\"")),
+    );
+    check(out.stdout.contains("get 2"), || {
+        format!("control: F_GETLEASE inside: {out:?}")
+    })?;
+    check(
+        out.stdout.contains(&format!("refused {}", libc::EPERM)),
+        || format!("a lease was taken inside the sandbox: {out:?}"),
     )
 }
 

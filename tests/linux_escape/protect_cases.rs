@@ -1363,7 +1363,8 @@ pub fn exec_chain_not_steered(fx: &Fx) -> Result<(), String> {
 /// command, so `namespaces = "never"` with such a rule is refused (exit
 /// 125) instead of letting the command forge a journal entry that a later
 /// sbx would replay. Controls: the same rule with the layer runs, and the
-/// state directory is read-only there; `never` without the rule runs.
+/// state directory is hidden there (EACCES); `never` without the rule
+/// runs.
 pub fn never_with_writable_state_is_refused(fx: &Fx) -> Result<(), String> {
     let home = fx.path("home");
     let state = fx.root.join("home/.local/state/sbx");
@@ -1396,7 +1397,7 @@ pub fn never_with_writable_state_is_refused(fx: &Fx) -> Result<(), String> {
     expect(
         "layer: state",
         &fx.run(&layered, &[], &["create", slot.to_str().unwrap(), "600"]),
-        "EROFS",
+        "EACCES",
     )?;
     let mine = fx.root.join("home/mine");
     expect(

@@ -183,7 +183,13 @@ fn take_slot(runs: &Path) -> io::Result<(PathBuf, File)> {
             .create(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)?;
+            .open(&path);
+        let file = match file {
+            // A lease another process holds on it (not the command's:
+            // seccomp refuses it that): another slot.
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => continue,
+            other => other?,
+        };
         if super::kernel::flock(&file, false).is_err() {
             // A live run's, or a sweep finishing it.
             continue;
@@ -259,7 +265,8 @@ fn walks_lock(runs: &Path, exclusive: bool, wait: std::time::Duration) -> Option
         .write(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        // Never waiting on a lease: without the lock, as past `wait`.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(runs.join(WALKS))
         .ok()?;
     super::kernel::ofd_lock_within(&file, exclusive, wait).then_some(file)
@@ -402,7 +409,12 @@ fn live<T: serde::de::DeserializeOwned>(runs: &Path, own: Option<&Path>, going: 
         if Some(path.as_path()) == own || !is_entry_name(&path) {
             continue;
         }
-        let Ok(mut file) = File::open(&path) else {
+        // Never waiting on a lease (a lease-breaking open would block).
+        let Ok(mut file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+        else {
             continue;
         };
         if super::kernel::flock(&file, false).is_ok() {

@@ -187,11 +187,13 @@ pub fn run_file_mounts<F>(
 }
 
 /// sbx's state directory (`state`, where it exists), hidden where a
-/// rule shows it: the journal of other runs, their private caches and
-/// the records sbx keeps between runs are none of the command's
-/// business, and what it can read there it can lock. As for host
-/// sockets, a rule that names it, or a path beneath it, consents: then
-/// only [`run_file_mounts`] keeps it read-only.
+/// rule shows it, a rule naming it too: the journal of other runs, their
+/// private caches and the records sbx keeps between runs are none of the
+/// command's business, and what it can open there it can lock. (A rule
+/// naming it may also be sbx's own: `this run's policy` keeps it
+/// read-only inside a writable grant.) A rule on a path beneath it
+/// consents to that path, as for host sockets: then only
+/// [`run_file_mounts`] keeps it read-only.
 pub fn state_hidden<F>(
     rules: &[super::plan::PathRule<F>],
     state: &std::path::Path,
@@ -199,11 +201,11 @@ pub fn state_hidden<F>(
     let path = crate::canonical::canonicalize(state)
         .ok()
         .and_then(|c| c.to_str().map(String::from))?;
-    let covered = rules
+    let covered = rules.iter().any(|r| crate::ir::path_within(&path, &r.path));
+    let beneath = rules
         .iter()
-        .any(|r| crate::ir::path_within(&path, &r.path) && path != r.path);
-    let named = rules.iter().any(|r| crate::ir::path_within(&r.path, &path));
-    (covered && !named).then(|| MountRule::hidden(path))
+        .any(|r| crate::ir::path_within(&r.path, &path) && r.path != path);
+    (covered && !beneath).then(|| MountRule::hidden(path))
 }
 
 /// The artifact's links with placeholders expanded.

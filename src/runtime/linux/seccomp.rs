@@ -33,6 +33,7 @@ fn syscall(name: &str) -> Option<i64> {
     use libc::*;
     let n = match name {
         "acct" => SYS_acct,
+        "fcntl" => SYS_fcntl,
         #[cfg(target_arch = "x86_64")]
         "chmod" => SYS_chmod,
         #[cfg(target_arch = "x86_64")]
@@ -124,6 +125,7 @@ fn constant(name: &str) -> Option<u64> {
         "O_TMPFILE" => libc::O_TMPFILE as u64,
         "MSG_FASTOPEN" => libc::MSG_FASTOPEN as u64,
         "MFD_NOEXEC_SEAL" => libc::MFD_NOEXEC_SEAL as u64,
+        "F_SETLEASE" => libc::F_SETLEASE as u64,
         "CLONE_NEWUSER" => libc::CLONE_NEWUSER as u64,
         "PRIO_PROCESS" => libc::PRIO_PROCESS as u64,
         // include/uapi/linux/ioprio.h; not in the libc crate.

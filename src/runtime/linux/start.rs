@@ -384,6 +384,16 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
     }
 
     let section = seccomp::compile_section(&art.seccomp);
+    if let (Err(e), Some(_)) = (&section, seccomp::native_arch()) {
+        // This architecture has a filter: a section that cannot become
+        // one (a name this sbx does not know, rules too long for the
+        // kernel: a hand-made artifact) is not run without it, whatever
+        // the enforcement, so that the x32 refusal and the foreign
+        // architectures' kill are never dropped with the rest.
+        return Err(fail(format!(
+            "the artifact's seccomp section cannot be applied ({e}); nothing was run"
+        )));
+    }
     let seccomp_count = section
         .as_ref()
         .map(|s| s.plain().len())
@@ -568,8 +578,10 @@ fn layer(
                 ),
             ));
         } else {
-            // Nothing beneath it is shown.
+            // Nothing beneath it is shown, and no rule of its own (sbx's
+            // read-only one for a run of a policy) is bound there.
             mount_rules.retain(|r| !crate::ir::path_within(&r.path, &hide.path));
+            plan.rules.retain(|r| r.path != hide.path);
             mount_rules.push(hide);
         }
     }
