@@ -221,8 +221,12 @@ mod tests {
         }
         for i in 0..n {
             let p = format!("{r}/c{i}");
-            let want = std::fs::metadata(&p)
-                .is_ok()
+            // The kernel answers ELOOP now and then for a chain within its
+            // limit when the machine is busy (about once in 60,000 `stat`s
+            // of 29-34 links on the 2-core guest): a chain resolves if any
+            // of a few tries does.
+            let want = (0..5)
+                .any(|_| std::fs::metadata(&p).is_ok())
                 .then(|| (PathBuf::from(format!("{r}/a")), true));
             assert_eq!(Walker::default().realpath(p.as_bytes()), want, "{p}");
         }
