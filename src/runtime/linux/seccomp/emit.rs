@@ -6,9 +6,10 @@
 //! the command. `seccompiler` writes one filter per action, each a linear
 //! chain over the syscall numbers that reloads and compares the number
 //! again per rule and tests every argument with two or three
-//! instructions (576 for the default section). This writes the same
-//! decisions once: a binary search over the listed numbers, and for each
-//! one block of its rules (about 270). The tests check every decision
+//! instructions (576 for the typical policy's section, chained). This
+//! writes the same decisions once: a binary search over the listed
+//! numbers, each one's block of tests in its leaf (348 with the lease
+//! rule; 324 for the default policy's). The tests check every decision
 //! against `seccompiler`'s filters installed one after another.
 //!
 //! The decision for a call on this architecture: the programs in order,
