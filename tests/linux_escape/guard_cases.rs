@@ -145,6 +145,15 @@ fn journal_empty(fx: &Fx) -> bool {
 fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
     let mark = fx.path("fsmonitor-ran");
     let journal = !matches!(how, Kill::SbxNoJournal);
+    // Temp directories changed last before the run are another run's whose
+    // sbx had the same pid (pids are reused; killed runs without a journal
+    // leave theirs). By ctime: a parked directory renamed into use keeps
+    // its old mtime.
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        - 1;
     let mut sbx = start(fx, &plant(&mark), journal);
     let ready = fx.ws.join("ready");
     let err = || std::fs::read_to_string(fx.root.join("sbx.err")).unwrap_or_default();
@@ -220,6 +229,10 @@ fn killed(fx: &Fx, how: Kill, then: Option<&[&str]>) -> Result<(), String> {
         ["/var/tmp", "/tmp"]
             .iter()
             .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .filter(|e| {
+                use std::os::unix::fs::MetadataExt;
+                e.metadata().is_ok_and(|m| m.ctime() >= started)
+            })
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.starts_with(&prefix))
             .collect()
