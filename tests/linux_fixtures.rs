@@ -230,27 +230,9 @@ fn inconsistent_artifacts_are_refused() {
 #[test]
 fn sbx_run_refuses_an_inconsistent_artifact() {
     let h = common::Host::new();
-    let policy = h.root.join("p.toml");
-    std::fs::write(&policy, "version = 1\n").unwrap();
-    let art = h.root.join("linux.json");
-    let (p, a) = (policy.to_str().unwrap(), art.to_str().unwrap());
-    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--", "/bin/true"]);
-    assert_eq!(code, 0, "the control runs: {err}");
-
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&art).unwrap()).unwrap();
+    let mut json = default_artifact_that_runs(&h);
     json["seccomp"]["sockets"] = serde_json::Value::Null;
-    let edited = h.root.join("edited.json");
-    std::fs::write(&edited, json.to_string()).unwrap();
-    let (code, out, err) = h.sbx(&[
-        "run",
-        "--artifact",
-        edited.to_str().unwrap(),
-        "--",
-        "/bin/true",
-    ]);
+    let (code, out, err) = run_edited(&h, "edited", &json);
     assert_eq!(code, 125, "{err}");
     assert_eq!(out, "");
     assert_eq!(
@@ -266,20 +248,11 @@ fn sbx_run_refuses_an_inconsistent_artifact() {
 /// kernel) is not run without one, even under `best_effort`: the x32
 /// refusal and the foreign architectures' kill would go with the rest.
 /// Control: the artifact as compiled runs.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 #[test]
 fn sbx_run_refuses_a_seccomp_section_it_cannot_apply() {
     let h = common::Host::new();
-    let policy = h.root.join("p.toml");
-    std::fs::write(&policy, "version = 1\n").unwrap();
-    let art = h.root.join("linux.json");
-    let (p, a) = (policy.to_str().unwrap(), art.to_str().unwrap());
-    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--", "/bin/true"]);
-    assert_eq!(code, 0, "the control runs: {err}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&art).unwrap()).unwrap();
+    let json = default_artifact_that_runs(&h);
     let unknown = |j: &mut serde_json::Value| {
         j["seccomp"]["deny"]
             .as_array_mut()
@@ -296,20 +269,42 @@ fn sbx_run_refuses_a_seccomp_section_it_cannot_apply() {
     for (name, edit) in [("unknown", &unknown as &dyn Fn(&mut _)), ("long", &long)] {
         let mut j = json.clone();
         edit(&mut j);
-        let edited = h.root.join(format!("{name}.json"));
-        std::fs::write(&edited, j.to_string()).unwrap();
-        let (code, out, err) = h.sbx(&[
-            "run",
-            "--artifact",
-            edited.to_str().unwrap(),
-            "--",
-            "/bin/echo",
-            "ran",
-        ]);
+        let (code, out, err) = run_edited(&h, name, &j);
         assert_eq!((code, out.as_str()), (125, ""), "{name}: {err}");
         assert!(
             err.contains("seccomp section cannot be applied"),
             "{name}: {err}"
         );
     }
+}
+
+/// The Linux artifact `compile` writes for the default policy, once
+/// `sbx run --artifact` has run it (the control of the edits below).
+#[cfg(target_os = "linux")]
+fn default_artifact_that_runs(h: &common::Host) -> serde_json::Value {
+    let policy = h.root.join("p.toml");
+    std::fs::write(&policy, "version = 1\n").unwrap();
+    let art = h.root.join("linux.json");
+    let (p, a) = (policy.to_str().unwrap(), art.to_str().unwrap());
+    let (code, _, err) = h.sbx(&["compile", p, "--target", "linux", "-o", a]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = h.sbx(&["run", "--artifact", a, "--", "/bin/true"]);
+    assert_eq!(code, 0, "the control runs: {err}");
+    serde_json::from_str(&std::fs::read_to_string(&art).unwrap()).unwrap()
+}
+
+/// `sbx run --artifact NAME.json -- /bin/echo ran` of the edited `json`:
+/// the exit code, standard output (`ran` if the command ran) and error.
+#[cfg(target_os = "linux")]
+fn run_edited(h: &common::Host, name: &str, json: &serde_json::Value) -> (i32, String, String) {
+    let edited = h.root.join(format!("{name}.json"));
+    std::fs::write(&edited, json.to_string()).unwrap();
+    h.sbx(&[
+        "run",
+        "--artifact",
+        edited.to_str().unwrap(),
+        "--",
+        "/bin/echo",
+        "ran",
+    ])
 }

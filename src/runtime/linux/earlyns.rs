@@ -50,8 +50,9 @@ struct Shared {
 
 /// Start the helper; `user`: the run is unprivileged, so the network
 /// namespace belongs to a new user namespace; `lo`: the run's proxy
-/// listens there, so `lo` goes up too (about 0.1 ms off the way to the
-/// command). `None` when it cannot start (then nothing is made early).
+/// listens there, so `lo` goes up too, off the way to the command
+/// (docs/performance.md). `None` when it cannot start (then nothing is
+/// made early).
 pub fn start(user: bool, lo: bool) -> Option<Early> {
     let maps = if user {
         Some(super::ns::own_id_maps().ok()?)

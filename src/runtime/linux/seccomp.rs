@@ -169,12 +169,14 @@ pub(super) fn build(s: &Seccomp) -> Result<Vec<Filter>, String> {
     Ok(compile_section(s)?.plain())
 }
 
-/// The section's filters, made once: the plain one, and the one that
-/// also hands `listen` to sbx (used when the command is on the real
-/// network; `None` on an architecture sbx has no tag for).
+/// The section's filter, made once, and what the one that also hands
+/// `listen` to sbx is made from (used only when the command is on the
+/// real network and its binds are restricted: made then).
 pub struct Section {
+    programs: Vec<Program>,
+    arch: u32,
+    x32: Option<u32>,
     plain: Filter,
-    listen: Option<Filter>,
 }
 
 impl Section {
@@ -182,8 +184,10 @@ impl Section {
         vec![self.plain.clone()]
     }
 
-    pub fn listen(&self) -> Option<Vec<Filter>> {
-        self.listen.clone().map(|f| vec![f])
+    pub fn listen(&self) -> Result<Vec<Filter>, String> {
+        let mut programs = self.programs.clone();
+        programs.push(listen_program());
+        Ok(vec![emit::emit(&programs, self.arch, self.x32)?])
     }
 }
 
@@ -199,12 +203,11 @@ pub fn compile_section(s: &Seccomp) -> Result<Section, String> {
     })?;
     let x32 = cfg!(target_arch = "x86_64").then(|| refusal(deny_errno));
     let plain = emit::emit(&programs, arch, x32)?;
-    let mut with_listen = programs;
-    with_listen.push(listen_program());
-    let listen = emit::emit(&with_listen, arch, x32)?;
     Ok(Section {
+        programs,
+        arch,
+        x32,
         plain,
-        listen: Some(listen),
     })
 }
 

@@ -396,7 +396,8 @@ fn prepare(art: &LinuxArtifact, argv: &[OsString], opts: &RunOptions) -> Result<
     }
     let seccomp_count = section
         .as_ref()
-        .map(|s| s.plain().len())
+        // One filter.
+        .map(|_| 1)
         .map_err(|e| (*e).clone());
 
     if opts.report {
@@ -1218,14 +1219,14 @@ fn listen_prep(
     section: &Result<seccomp::Section, String>,
     bind_restricted: bool,
 ) -> Result<Option<child::ListenPrep>, Fail> {
-    let filters = match section {
-        Ok(s) if bind_restricted => s.listen(),
-        _ => None,
+    let (Ok(s), true) = (section, bind_restricted) else {
+        return Ok(None);
     };
-    filters
-        .map(child::ListenPrep::new)
-        .transpose()
-        .map_err(|e| fail(format!("the listen() check: {e}")))
+    let check = |e: String| fail(format!("the listen() check: {e}"));
+    let filters = s.listen().map_err(check)?;
+    child::ListenPrep::new(filters)
+        .map(Some)
+        .map_err(|e| check(e.to_string()))
 }
 
 /// Start the command. A namespace set-up that fails on a host that has

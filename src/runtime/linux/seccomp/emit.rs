@@ -212,22 +212,24 @@ fn leaf(
     out: &mut Vec<Insn>,
     patches: &mut Vec<(usize, u32)>,
 ) {
-    // (action returned, or the number whose block it is)
-    let mut targets: Vec<Result<u32, u32>> = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
     let mut index = Vec::new();
     for &nr in keys {
         let target = match outcomes[&nr] {
-            Outcome::Ret(action) => Ok(action),
-            Outcome::Code(_) => Err(nr),
+            Outcome::Ret(action) => Target::Ret(action),
+            Outcome::Code(_) => Target::Block(nr),
         };
-        let found = targets.iter().position(|t| t.is_ok() && *t == target);
+        // Returns are shared; each block is its number's alone.
+        let found = targets
+            .iter()
+            .position(|t| matches!(t, Target::Ret(_)) && *t == target);
         index.push(found.unwrap_or_else(|| {
             targets.push(target);
             targets.len() - 1
         }));
     }
-    let size = |t: &Result<u32, u32>, inline: bool| match t {
-        Err(nr) if inline => match &outcomes[nr] {
+    let size = |t: &Target, inline: bool| match (t, inline) {
+        (Target::Block(nr), true) => match &outcomes[nr] {
             Outcome::Code(code) => code.len(),
             Outcome::Ret(_) => 1,
         },
@@ -254,8 +256,8 @@ fn leaf(
     out.push(ret(libc::SECCOMP_RET_ALLOW));
     for t in targets {
         match t {
-            Ok(action) => out.push(ret(action)),
-            Err(nr) => match &outcomes[&nr] {
+            Target::Ret(action) => out.push(ret(action)),
+            Target::Block(nr) => match &outcomes[&nr] {
                 Outcome::Code(code) if fits => out.extend_from_slice(code),
                 _ => {
                     patches.push((out.len(), nr));
@@ -266,16 +268,36 @@ fn leaf(
     }
 }
 
+/// Where a leaf's comparison leads.
+#[derive(PartialEq)]
+enum Target {
+    /// This action, whatever the arguments.
+    Ret(u32),
+    /// The block of tests of this number.
+    Block(u32),
+}
+
+/// Aim the conditional jump at `at` (its true branch, or its false one)
+/// at the instruction `to`.
+fn aim(code: &mut [Insn], at: usize, on_true: bool, to: usize) -> Result<(), String> {
+    let past = u8::try_from(to - at - 1)
+        .map_err(|_| "seccomp: the rules on one syscall are too long for one filter".to_string())?;
+    if on_true {
+        code[at].jt = past;
+    } else {
+        code[at].jf = past;
+    }
+    Ok(())
+}
+
 /// One number's rules, program by program: the first that holds
 /// returns its program's action. Each rule's tests in a row, a failed
 /// one jumping to the next rule; the last, when it holds, to the
 /// block's return of that action, after its "allow".
 fn block(decisions: &[(u32, &[Rule])]) -> Result<Outcome, String> {
-    let too_long = || "seccomp: the rules on one syscall are too long for one filter".to_string();
     let mut code = Vec::new();
-    // Jumps to patch: (index, on true, action returned or None for the
-    // next rule).
-    let mut jumps: Vec<(usize, bool, Option<u32>)> = Vec::new();
+    // Each rule's last test, when it holds: (index, on true, action).
+    let mut holds: Vec<(usize, bool, u32)> = Vec::new();
     // The argument the accumulator holds on every way into the next
     // rule (the number itself at the start).
     let mut known: Option<u8> = None;
@@ -292,7 +314,8 @@ fn block(decisions: &[(u32, &[Rule])]) -> Result<Outcome, String> {
                 break 'programs;
             }
             let mut masked = false;
-            let mut fails = Vec::new();
+            // The other tests, when they fail: (index, on true).
+            let mut fails: Vec<(usize, bool)> = Vec::new();
             for (n, t) in tests.iter().enumerate() {
                 if known != Some(t.arg) {
                     code.push(ins(LD_W_ABS, 0, 0, arg_offset(t.arg)));
@@ -321,28 +344,16 @@ fn block(decisions: &[(u32, &[Rule])]) -> Result<Outcome, String> {
                 };
                 if n + 1 == tests.len() {
                     // Holds: the return; fails: on to the next rule.
-                    jumps.push((code.len(), holds_on_true, Some(action)));
+                    holds.push((code.len(), holds_on_true, action));
                 } else {
-                    fails.push(code.len());
-                    jumps.push((code.len(), !holds_on_true, None));
+                    fails.push((code.len(), !holds_on_true));
                 }
                 code.push(insn);
             }
             let next = code.len();
-            for at in fails {
-                let (_, on_true, _) = jumps
-                    .iter()
-                    .find(|j| j.0 == at)
-                    .copied()
-                    .unwrap_or_default();
-                let past = u8::try_from(next - at - 1).map_err(|_| too_long())?;
-                if on_true {
-                    code[at].jt = past;
-                } else {
-                    code[at].jf = past;
-                }
+            for (at, on_true) in fails {
+                aim(&mut code, at, on_true, next)?;
             }
-            jumps.retain(|j| j.2.is_some());
             // A failed test left its argument in the accumulator: known
             // when every test of the rule is on the same one, unmasked.
             let args: BTreeSet<u8> = tests.iter().map(|t| t.arg).collect();
@@ -360,18 +371,12 @@ fn block(decisions: &[(u32, &[Rule])]) -> Result<Outcome, String> {
     // What no rule decided: "allow", or the unconditional rule's action.
     code.push(ret(last.unwrap_or(libc::SECCOMP_RET_ALLOW)));
     let mut returns: BTreeMap<u32, usize> = BTreeMap::new();
-    for (at, on_true, action) in jumps {
-        let action = action.unwrap_or_default();
+    for (at, on_true, action) in holds {
         let to = *returns.entry(action).or_insert_with(|| {
             code.push(ret(action));
             code.len() - 1
         });
-        let past = u8::try_from(to - at - 1).map_err(|_| too_long())?;
-        if on_true {
-            code[at].jt = past;
-        } else {
-            code[at].jf = past;
-        }
+        aim(&mut code, at, on_true, to)?;
     }
     Ok(Outcome::Code(code))
 }
